@@ -1,0 +1,110 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Module graph (docs/ARCHITECTURE.md explains each):
+//   C shims:    CPSL  CYAML  CCurl  CXML2          (one per C library, imported by exactly one Swift module)
+//   Foundation: Platform (syscalls)  HTTPTransport (types + client protocol)
+//   Engines:    CookieJar  XMLQuery  SiteConfig  CurlTransport  LoginFlow  Vault  Credentials
+//   Programs:   sessionkeeper (CLI)  demo-site
+// Dependencies point one way: LoginFlow never imports CurlTransport; only the CLI wires real parts together.
+
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "SessionKeeper",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "sessionkeeper", targets: ["sessionkeeper"]),
+        .executable(name: "demo-site", targets: ["demo-site"]),
+        .library(name: "CookieJar", targets: ["CookieJar"]),
+        .library(name: "SiteConfig", targets: ["SiteConfig"]),
+        .library(name: "HTTPTransport", targets: ["HTTPTransport"]),
+        .library(name: "CurlTransport", targets: ["CurlTransport"]),
+        .library(name: "LoginFlow", targets: ["LoginFlow"]),
+        .library(name: "Vault", targets: ["Vault"]),
+        .library(name: "DemoSite", targets: ["DemoSite"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+    ],
+    targets: [
+        // MARK: C libraries (system packages, installed by .ci/run and the README's commands)
+        .systemLibrary(name: "CPSL", pkgConfig: "libpsl", providers: [.apt(["libpsl-dev"])]),
+        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+
+        // MARK: Libraries
+        .target(name: "Platform", swiftSettings: strict),
+        .target(name: "CookieJar", dependencies: ["CPSL"], swiftSettings: strict),
+        .target(name: "XMLQuery", dependencies: ["CXML2"], swiftSettings: strict),
+        .target(name: "SiteConfig", dependencies: ["CYAML", "XMLQuery"], swiftSettings: strict),
+        .target(name: "HTTPTransport", swiftSettings: strict),
+        .target(name: "CurlTransport", dependencies: ["CCurl", "HTTPTransport"], swiftSettings: strict),
+        .target(
+            name: "LoginFlow",
+            dependencies: ["HTTPTransport", "CookieJar", "SiteConfig", "XMLQuery", "Platform"],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "Vault",
+            dependencies: [
+                "Platform",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "Credentials",
+            dependencies: ["Vault", "SiteConfig", "Platform", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "DemoSite",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+
+        // MARK: Programs
+        .executableTarget(
+            name: "sessionkeeper",
+            dependencies: [
+                "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "LoginFlow", "Vault", "Credentials",
+                "Platform",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "demo-site",
+            dependencies: ["DemoSite", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
+
+        // MARK: Tests (one target per module; fixtures as files beside them)
+        .testTarget(name: "CookieJarTests", dependencies: ["CookieJar"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "SiteConfigTests", dependencies: ["SiteConfig"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "HTTPTransport"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(
+            name: "LoginFlowTests",
+            dependencies: ["LoginFlow", "CurlTransport", "DemoSite", "CookieJar", "SiteConfig"],
+            resources: [.copy("Fixtures")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "DemoSiteTests",
+            dependencies: ["DemoSite", .product(name: "HummingbirdTesting", package: "hummingbird")],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "VaultTests", dependencies: ["Vault", "Credentials", "Platform"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["CookieJar"], resources: [.copy("Fixtures")], swiftSettings: strict),
+    ]
+)

@@ -1,0 +1,66 @@
+/// An ordered list of header fields. Names compare case-insensitively (RFC 9110 section 5.1);
+/// order and repetition are kept because `Set-Cookie` may appear many times and its order matters
+/// (RFC 6265 section 5.3: later cookies replace earlier ones).
+public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
+    /// One header field as received or to be sent.
+    public struct Field: Sendable, Hashable {
+        public var name: String
+        public var value: String
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    public private(set) var fields: [Field]
+
+    public init(_ fields: [Field] = []) { self.fields = fields }
+
+    public init(_ pairs: [(String, String)]) { self.fields = pairs.map { Field(name: $0.0, value: $0.1) } }
+
+    public init(dictionaryLiteral elements: (String, String)...) { self.init(elements) }
+
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+
+    public var isEmpty: Bool { fields.isEmpty }
+    public var count: Int { fields.count }
+
+    /// The first value of the named field, or nil.
+    public subscript(name: String) -> String? { fields.first { $0.name.caseInsensitiveEquals(name) }?.value }
+
+    /// Every value of the named field, in order.
+    public func values(for name: String) -> [String] {
+        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+    }
+
+    public func contains(_ name: String) -> Bool { fields.contains { $0.name.caseInsensitiveEquals(name) } }
+
+    /// Appends a field, keeping any existing fields of the same name.
+    public mutating func add(name: String, value: String) { fields.append(Field(name: name, value: value)) }
+
+    /// Replaces every field of that name with one field holding `value`, at the first one's position.
+    public mutating func replaceOrAdd(name: String, value: String) {
+        if let first = fields.firstIndex(where: { $0.name.caseInsensitiveEquals(name) }) {
+            fields[first].value = value
+            fields = fields.enumerated().filter { $0.offset == first || !$0.element.name.caseInsensitiveEquals(name) }
+                .map(\.element)
+        } else {
+            add(name: name, value: value)
+        }
+    }
+
+    /// Removes every field of that name.
+    public mutating func remove(name: String) { fields.removeAll { $0.name.caseInsensitiveEquals(name) } }
+}
+
+extension String {
+    /// ASCII case-insensitive comparison, the one HTTP field names use.
+    package func caseInsensitiveEquals(_ other: String) -> Bool {
+        guard utf8.count == other.utf8.count else { return false }
+        return zip(utf8, other.utf8).allSatisfy { asciiLower($0) == asciiLower($1) }
+    }
+}
+
+@inline(__always) private func asciiLower(_ byte: UInt8) -> UInt8 {
+    (byte >= 0x41 && byte <= 0x5A) ? byte | 0x20 : byte
+}

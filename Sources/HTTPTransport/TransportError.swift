@@ -1,0 +1,56 @@
+import Foundation
+
+/// Why a request got no response. The message is for people and never holds a header or body value.
+public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable {
+        /// The host name did not resolve.
+        case dns
+        /// The TCP connection was refused, reset or unreachable.
+        case connect
+        /// Certificate verification or the TLS handshake failed.
+        case tls
+        /// `timeout` or `connect_timeout` ran out.
+        case timeout
+        /// The body went past ``TransportOptions/maxBodySize``.
+        case bodyTooLarge
+        /// The proxy refused or could not be reached.
+        case proxy
+        /// The URL or an option was not usable (unsupported scheme, bad `resolve` entry, missing CA file...).
+        case invalidRequest
+        /// The server broke the protocol (bad status line, truncated body...).
+        case protocolError
+        /// Anything else libcurl reports.
+        case other
+    }
+
+    public var kind: Kind
+    /// The URL of the request, for the error message (without its query, which may hold a token).
+    public var url: URL?
+    public var message: String
+
+    public init(kind: Kind, url: URL?, message: String) {
+        self.kind = kind
+        self.url = url
+        self.message = message
+    }
+
+    /// True when the site could not be reached at all: the daemon treats these as "site down", not "logged out".
+    public var isUnreachable: Bool { [.dns, .connect, .tls, .timeout, .proxy].contains(kind) }
+
+    public var description: String {
+        if let url { "\(kind.rawValue) error for \(url.redactedForLog): \(message)" } else { "\(kind.rawValue) error: \(message)" }
+    }
+}
+
+extension URL {
+    /// scheme://host[:port]/path, without user info, query or fragment (which may hold secrets).
+    public var redactedForLog: String {
+        guard var components = URLComponents(url: self, resolvingAgainstBaseURL: false) else { return "<url>" }
+        components.user = nil
+        components.password = nil
+        let hadQuery = components.query != nil
+        components.query = nil
+        components.fragment = nil
+        return (components.string ?? "<url>") + (hadQuery ? "?…" : "")
+    }
+}

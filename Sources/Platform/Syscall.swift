@@ -1,0 +1,122 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Thin wrappers over the system calls the project uses: each retries on EINTR and throws a
+/// ``SystemError`` carrying errno and the path. Nothing else in the project calls these functions directly.
+public enum Syscall {
+    @discardableResult
+    static func retryingOnInterrupt<T: BinaryInteger>(
+        _ call: String, path: String?, _ body: () -> T
+    ) throws(SystemError) -> T {
+        while true {
+            let result = body()
+            if result >= 0 { return result }
+            let code = Glibc.errno
+            if code == EINTR { continue }
+            throw SystemError(call: call, path: path, errno: code)
+        }
+    }
+
+    /// open(2) with O_CLOEXEC added.
+    public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws(SystemError) -> Int32 {
+        try retryingOnInterrupt("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
+    }
+
+    public static func close(_ fd: Int32) {
+        // close(2) must not be retried on EINTR on Linux: the descriptor is already released.
+        _ = Glibc.close(fd)
+    }
+
+    /// Writes all of `bytes`, looping over short writes.
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String?) throws(SystemError) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = try retryingOnInterrupt("write", path: path) {
+                Glibc.write(fd, bytes.baseAddress!.advanced(by: offset), bytes.count - offset)
+            }
+            offset += written
+        }
+    }
+
+    /// Reads the whole file into memory.
+    public static func readAll(_ fd: Int32, path: String?) throws(SystemError) -> [UInt8] {
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = try chunk.withUnsafeMutableBytes { (buffer) throws(SystemError) -> Int in
+                try retryingOnInterrupt("read", path: path) { Glibc.read(fd, buffer.baseAddress, buffer.count) }
+            }
+            if count == 0 { return result }
+            result.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    public static func fsync(_ fd: Int32, path: String?) throws(SystemError) {
+        try retryingOnInterrupt("fsync", path: path) { Glibc.fsync(fd) }
+    }
+
+    public static func rename(_ from: String, _ to: String) throws(SystemError) {
+        try retryingOnInterrupt("rename", path: to) { Glibc.rename(from, to) }
+    }
+
+    public static func unlink(_ path: String) throws(SystemError) {
+        try retryingOnInterrupt("unlink", path: path) { Glibc.unlink(path) }
+    }
+
+    public static func fchmod(_ fd: Int32, _ mode: mode_t, path: String?) throws(SystemError) {
+        try retryingOnInterrupt("fchmod", path: path) { Glibc.fchmod(fd, mode) }
+    }
+
+    public static func chmod(_ path: String, _ mode: mode_t) throws(SystemError) {
+        try retryingOnInterrupt("chmod", path: path) { Glibc.chmod(path, mode) }
+    }
+
+    /// mkdir(2); an existing folder is not an error.
+    public static func mkdir(_ path: String, _ mode: mode_t) throws(SystemError) {
+        if Glibc.mkdir(path, mode) == 0 { return }
+        let code = Glibc.errno
+        if code == EEXIST { return }
+        throw SystemError(call: "mkdir", path: path, errno: code)
+    }
+
+    /// stat(2) of a path (following links).
+    public static func stat(_ path: String) throws(SystemError) -> FileStatus {
+        var info = Glibc.stat()
+        try retryingOnInterrupt("stat", path: path) { Glibc.stat(path, &info) }
+        return FileStatus(info)
+    }
+
+    /// fstat(2) of an open descriptor.
+    public static func fstat(_ fd: Int32, path: String?) throws(SystemError) -> FileStatus {
+        var info = Glibc.stat()
+        try retryingOnInterrupt("fstat", path: path) { Glibc.fstat(fd, &info) }
+        return FileStatus(info)
+    }
+}
+
+/// What stat(2) says about a file, in the terms the project needs.
+public struct FileStatus: Sendable, Hashable {
+    public var mode: mode_t
+    public var ownerUID: uid_t
+    public var ownerGID: gid_t
+    public var size: Int64
+    public var isDirectory: Bool
+    public var isRegularFile: Bool
+
+    init(_ info: Glibc.stat) {
+        mode = info.st_mode & 0o7777
+        ownerUID = info.st_uid
+        ownerGID = info.st_gid
+        size = Int64(info.st_size)
+        isDirectory = (info.st_mode & S_IFMT) == S_IFDIR
+        isRegularFile = (info.st_mode & S_IFMT) == S_IFREG
+    }
+
+    /// True when group or others may read, write or execute the file.
+    public var isAccessibleByOthers: Bool { mode & 0o077 != 0 }
+}

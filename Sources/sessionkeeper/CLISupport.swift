@@ -1,0 +1,71 @@
+import ArgumentParser
+import Foundation
+
+/// Exit codes of SPEC section 9.
+enum Exit {
+    static let ok: Int32 = 0
+    /// The operation failed (a login, a check that found problems).
+    static let failed: Int32 = 1
+    /// Usage or configuration error: bad arguments, unreadable or invalid files.
+    static let usage: Int32 = 2
+    /// The daemon's socket did not answer.
+    static let daemonUnreachable: Int32 = 3
+}
+
+/// An error the CLI reports as one line on stderr, `sessionkeeper: message`, then exits with `code`.
+struct CLIFailure: Error, CustomStringConvertible {
+    var message: String
+    var code: Int32
+
+    static func usage(_ message: String) -> CLIFailure { CLIFailure(message: message, code: Exit.usage) }
+    static func failed(_ message: String) -> CLIFailure { CLIFailure(message: message, code: Exit.failed) }
+
+    var description: String { message }
+}
+
+extension AsyncParsableCommand {
+    /// Runs `body`, turning a ``CLIFailure`` into its one-line message and exit code, so no subcommand
+    /// prints a stack of Swift error descriptions.
+    func reportingFailures(_ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch let failure as CLIFailure {
+            FileHandle.standardError.write(Data("sessionkeeper: \(failure.message)\n".utf8))
+            throw ExitCode(failure.code)
+        }
+    }
+}
+
+/// Standard output and error, written without Swift's `print` buffering surprises.
+enum Console {
+    static func out(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+    static func err(_ line: String) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+    static func outRaw(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
+}
+
+/// `--now` and other RFC 3339 instants (`2015-01-01T00:00:00Z`, with optional fractional seconds or
+/// an offset).
+enum RFC3339 {
+    static func parse(_ text: String) -> Date? {
+        let plain = ISO8601DateFormatter()
+        plain.formatOptions = [.withInternetDateTime]
+        if let date = plain.date(from: text) { return date }
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return fractional.date(from: text)
+    }
+}
+
+/// The `--now` option shared by offline commands.
+struct ClockOptions: ParsableArguments {
+    @Option(name: .long, help: "Use this RFC 3339 time as the current time (for tests and debugging).")
+    var now: String?
+
+    func currentDate() throws -> Date {
+        guard let now else { return Date() }
+        guard let date = RFC3339.parse(now) else {
+            throw CLIFailure.usage("--now: '\(now)' is not an RFC 3339 time such as 2015-01-01T00:00:00Z")
+        }
+        return date
+    }
+}
