@@ -91,6 +91,7 @@ let package = Package(
 
         // MARK: Tests (one target per module; fixtures as files beside them)
         .testTarget(name: "CookieJarTests", dependencies: ["CookieJar"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "XMLQueryTests", dependencies: ["XMLQuery"], swiftSettings: strict),
         .testTarget(name: "SiteConfigTests", dependencies: ["SiteConfig"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "HTTPTransport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(

@@ -14,10 +14,19 @@ public enum DurableFile {
         let folder = parentFolder(of: path)
         let temporary = "\(path).tmp-\(getpid())-\(UInt32.random(in: .min ... .max))"
         let fd = try Syscall.open(temporary, O_WRONLY | O_CREAT | O_EXCL, mode: mode)
-        do {
+        do throws(SystemError) {
             try Syscall.fchmod(fd, mode, path: temporary)
             let array = Array(bytes)
-            try array.withUnsafeBytes { (buffer) throws(SystemError) in try Syscall.writeAll(fd, buffer, path: temporary) }
+            // withUnsafeBytes only rethrows untyped errors, so the failure is carried out as a value.
+            let failure: SystemError? = array.withUnsafeBytes { buffer in
+                do throws(SystemError) {
+                    try Syscall.writeAll(fd, buffer, path: temporary)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            if let failure { throw failure }
             try Syscall.fsync(fd, path: temporary)
             Syscall.close(fd)
         } catch {
@@ -25,7 +34,7 @@ public enum DurableFile {
             try? Syscall.unlink(temporary)
             throw error
         }
-        do {
+        do throws(SystemError) {
             try Syscall.rename(temporary, path)
         } catch {
             try? Syscall.unlink(temporary)

@@ -48,8 +48,11 @@ public enum Syscall {
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
-            let count = try chunk.withUnsafeMutableBytes { (buffer) throws(SystemError) -> Int in
-                try retryingOnInterrupt("read", path: path) { Glibc.read(fd, buffer.baseAddress, buffer.count) }
+            let count = chunk.withUnsafeMutableBytes { buffer in Glibc.read(fd, buffer.baseAddress, buffer.count) }
+            if count < 0 {
+                let code = Glibc.errno
+                if code == EINTR { continue }
+                throw SystemError(call: "read", path: path, errno: code)
             }
             if count == 0 { return result }
             result.append(contentsOf: chunk[0..<count])
@@ -87,7 +90,7 @@ public enum Syscall {
     /// stat(2) of a path (following links).
     public static func stat(_ path: String) throws(SystemError) -> FileStatus {
         var info = Glibc.stat()
-        try retryingOnInterrupt("stat", path: path) { Glibc.stat(path, &info) }
+        guard lstatFollowing(path, &info) == 0 else { throw SystemError(call: "stat", path: path, errno: Glibc.errno) }
         return FileStatus(info)
     }
 
@@ -97,6 +100,11 @@ public enum Syscall {
         try retryingOnInterrupt("fstat", path: path) { Glibc.fstat(fd, &info) }
         return FileStatus(info)
     }
+}
+
+/// stat(2) under another name: inside `Syscall`, `stat` would name the struct, not the function.
+private func lstatFollowing(_ path: String, _ info: UnsafeMutablePointer<Glibc.stat>) -> Int32 {
+    stat(path, info)
 }
 
 /// What stat(2) says about a file, in the terms the project needs.
