@@ -1,0 +1,128 @@
+/// The daemon's own settings (`config.yaml`, SPEC section 2), with defaults applied and every path
+/// made absolute against the file's folder.
+public struct DaemonConfig: Sendable, Hashable {
+    /// Absolute path of the file, or nil when the built-in defaults are used without a file.
+    public var file: String?
+    /// Folder of site files (`sites_dir`, default `sites`).
+    public var sitesDirectory: String
+    /// Folder of plugins (`plugins_dir`, default `plugins`).
+    public var pluginsDirectory: String
+    /// Folder of the store, lock file and by default the socket (`state_dir`, default `.state`).
+    public var stateDirectory: String
+    public var socket: SocketSettings
+    public var vault: VaultSettings
+    public var scheduler: SchedulerSettings
+    /// `defaults:` — merged under every site (already applied to each loaded `SiteDefinition`).
+    public var defaults: SiteDefaults
+    public var log: LogSettings
+    /// Serve `GET /metrics` on the socket (default true).
+    public var metrics: Bool
+
+    public init(
+        file: String?, sitesDirectory: String, pluginsDirectory: String, stateDirectory: String,
+        socket: SocketSettings, vault: VaultSettings, scheduler: SchedulerSettings = SchedulerSettings(),
+        defaults: SiteDefaults = SiteDefaults(), log: LogSettings = LogSettings(), metrics: Bool = true
+    ) {
+        self.file = file
+        self.sitesDirectory = sitesDirectory
+        self.pluginsDirectory = pluginsDirectory
+        self.stateDirectory = stateDirectory
+        self.socket = socket
+        self.vault = vault
+        self.scheduler = scheduler
+        self.defaults = defaults
+        self.log = log
+        self.metrics = metrics
+    }
+}
+
+/// The Unix socket of the API (`socket:`).
+public struct SocketSettings: Sendable, Hashable {
+    /// Absolute path. Default `$XDG_RUNTIME_DIR/sessionkeeper.sock` when that is set, else
+    /// `STATE_DIR/sessionkeeper.sock`.
+    public var path: String
+    /// Permission bits (default 0o600; 0o660 together with `group`).
+    public var mode: UInt16
+    /// Group owning the socket file, by name.
+    public var group: String?
+    /// Uids allowed to read every site, besides the daemon's own uid and root.
+    public var allowUIDs: [UInt32]
+
+    public init(path: String, mode: UInt16 = 0o600, group: String? = nil, allowUIDs: [UInt32] = []) {
+        self.path = path
+        self.mode = mode
+        self.group = group
+        self.allowUIDs = allowUIDs
+    }
+}
+
+/// Where the vault's master key comes from (`vault.key:`).
+public enum VaultKeySource: Sendable, Hashable {
+    /// `{file: PATH}` — 32 random bytes, created 0600 on first run (absolute path).
+    case file(path: String)
+    /// `{passphrase_env: NAME}` — scrypt-derived key from this environment variable.
+    case passphraseEnvironment(String)
+    /// `{passphrase_file: PATH}` — passphrase read from a file (absolute path), trailing newline trimmed.
+    case passphraseFile(path: String)
+    /// `{passphrase_command: [argv...]}` — passphrase printed by a command (no shell).
+    case passphraseCommand([String])
+    /// `{systemd_credential: NAME}` — `$CREDENTIALS_DIRECTORY/NAME` (systemd `LoadCredential=`).
+    case systemdCredential(String)
+}
+
+/// `vault:` settings.
+public struct VaultSettings: Sendable, Hashable {
+    /// Default: `{file: STATE_DIR/master.key}`.
+    public var key: VaultKeySource
+
+    public init(key: VaultKeySource) {
+        self.key = key
+    }
+}
+
+/// `scheduler:` settings.
+public struct SchedulerSettings: Sendable, Hashable {
+    /// At most this many logins run at once (default 8).
+    public var maxConcurrentLogins: Int
+    /// Politeness: minimum gap between two logins to one host (default 1s).
+    public var perHostInterval: Duration
+    /// Fraction (0...1) of random spread applied to scheduled times (default 0.1).
+    public var jitter: Double
+
+    public init(maxConcurrentLogins: Int = 8, perHostInterval: Duration = .seconds(1), jitter: Double = 0.1) {
+        self.maxConcurrentLogins = maxConcurrentLogins
+        self.perHostInterval = perHostInterval
+        self.jitter = jitter
+    }
+}
+
+/// `defaults:` — site keys applied under every site (`http` and `refresh`).
+public struct SiteDefaults: Sendable, Hashable {
+    public var http: HTTPSettings
+    public var refresh: RefreshPolicy
+
+    public init(http: HTTPSettings = HTTPSettings(), refresh: RefreshPolicy = RefreshPolicy()) {
+        self.http = http
+        self.refresh = refresh
+    }
+}
+
+/// `log:` settings.
+public struct LogSettings: Sendable, Hashable {
+    /// swift-log's levels, by their lower-case names.
+    public enum Level: String, Sendable, Hashable, CaseIterable {
+        case trace, debug, info, notice, warning, error, critical
+    }
+
+    public enum Format: String, Sendable, Hashable, CaseIterable {
+        case text, json
+    }
+
+    public var level: Level
+    public var format: Format
+
+    public init(level: Level = .info, format: Format = .text) {
+        self.level = level
+        self.format = format
+    }
+}

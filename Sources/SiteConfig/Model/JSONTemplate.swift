@@ -1,0 +1,172 @@
+/// A JSON value written in YAML (`json:` bodies, `equals:` in expectations, plugin `with:`).
+///
+/// Numbers keep their source text so `1.10` or a 20-digit id reach the wire unchanged.
+public indirect enum JSONValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    /// A JSON number, as written.
+    case number(String)
+    case string(String)
+    case array([JSONValue])
+    /// Members in file order.
+    case object([(key: String, value: JSONValue)])
+
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case (.bool(let a), .bool(let b)): return a == b
+        case (.number(let a), .number(let b)): return a == b || (Double(a) != nil && Double(a) == Double(b))
+        case (.string(let a), .string(let b)): return a == b
+        case (.array(let a), .array(let b)): return a == b
+        case (.object(let a), .object(let b)):
+            return a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        default: return false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let value): hasher.combine(value)
+        case .number(let text): hasher.combine(Double(text) ?? 0)
+        case .string(let text): hasher.combine(text)
+        case .array(let items): hasher.combine(items)
+        case .object(let members):
+            for member in members {
+                hasher.combine(member.key)
+                hasher.combine(member.value)
+            }
+        }
+    }
+
+    /// Compact JSON text (RFC 8259), members in their order.
+    public var serialized: String {
+        var output = ""
+        write(to: &output)
+        return output
+    }
+
+    private func write(to output: inout String) {
+        switch self {
+        case .null: output += "null"
+        case .bool(let value): output += value ? "true" : "false"
+        case .number(let text): output += text
+        case .string(let text): JSONValue.writeString(text, to: &output)
+        case .array(let items):
+            output += "["
+            for (index, item) in items.enumerated() {
+                if index > 0 { output += "," }
+                item.write(to: &output)
+            }
+            output += "]"
+        case .object(let members):
+            output += "{"
+            for (index, member) in members.enumerated() {
+                if index > 0 { output += "," }
+                JSONValue.writeString(member.key, to: &output)
+                output += ":"
+                member.value.write(to: &output)
+            }
+            output += "}"
+        }
+    }
+
+    /// Writes `text` as a JSON string literal (RFC 8259 section 7).
+    static func writeString(_ text: String, to output: inout String) {
+        output += "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": output += "\\\""
+            case "\\": output += "\\\\"
+            case "\n": output += "\\n"
+            case "\r": output += "\\r"
+            case "\t": output += "\\t"
+            case "\u{08}": output += "\\b"
+            case "\u{0C}": output += "\\f"
+            default:
+                if scalar.value < 0x20 {
+                    let hex = String(scalar.value, radix: 16)
+                    output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    output.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        output += "\""
+    }
+}
+
+/// A JSON value whose strings may hold `{{ variables }}` (a step's `json:` body, a plugin's `with:`).
+public indirect enum JSONTemplate: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    /// A JSON number, as written.
+    case number(String)
+    case string(Template)
+    case array([JSONTemplate])
+    /// Members in file order; keys are plain text.
+    case object([(key: String, value: JSONTemplate)])
+
+    public static func == (lhs: JSONTemplate, rhs: JSONTemplate) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case (.bool(let a), .bool(let b)): return a == b
+        case (.number(let a), .number(let b)): return a == b
+        case (.string(let a), .string(let b)): return a == b
+        case (.array(let a), .array(let b)): return a == b
+        case (.object(let a), .object(let b)):
+            return a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        default: return false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let value): hasher.combine(value)
+        case .number(let text): hasher.combine(text)
+        case .string(let template): hasher.combine(template)
+        case .array(let items): hasher.combine(items)
+        case .object(let members):
+            for member in members {
+                hasher.combine(member.key)
+                hasher.combine(member.value)
+            }
+        }
+    }
+
+    /// Every variable used anywhere inside, in order of first appearance.
+    public var variables: [String] {
+        var seen = Set<String>()
+        var names: [String] = []
+        func visit(_ value: JSONTemplate) {
+            switch value {
+            case .string(let template):
+                for name in template.variables where seen.insert(name).inserted { names.append(name) }
+            case .array(let items): items.forEach(visit)
+            case .object(let members): members.forEach { visit($0.value) }
+            case .null, .bool, .number: break
+            }
+        }
+        visit(self)
+        return names
+    }
+
+    /// Replaces every placeholder with `lookup`'s answer, giving a plain JSON value.
+    public func render<Failure: Error>(_ lookup: (String) throws(Failure) -> String) throws(Failure) -> JSONValue {
+        switch self {
+        case .null: return .null
+        case .bool(let value): return .bool(value)
+        case .number(let text): return .number(text)
+        case .string(let template): return .string(try template.render(lookup))
+        case .array(let items):
+            var rendered: [JSONValue] = []
+            for item in items { rendered.append(try item.render(lookup)) }
+            return .array(rendered)
+        case .object(let members):
+            var rendered: [(key: String, value: JSONValue)] = []
+            for member in members { rendered.append((member.key, try member.value.render(lookup))) }
+            return .object(rendered)
+        }
+    }
+}

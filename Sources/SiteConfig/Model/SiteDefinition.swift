@@ -1,0 +1,189 @@
+import Foundation
+
+/// One site file (`sites/NAME.yaml`, SPEC section 3), validated, with defaults applied and the
+/// config's `defaults:` merged under it.
+public struct SiteDefinition: Sendable, Hashable {
+    /// The site's name: `name:` or the file stem; matches `[a-z0-9][a-z0-9._-]{0,62}`.
+    public var name: String
+    /// Absolute path of the file it was loaded from.
+    public var file: String
+    public var description: String?
+    /// Relative URLs in steps resolve against it; `main-document-domain` uses its registrable domain.
+    public var baseURL: URL
+    public var http: HTTPSettings
+    /// Named credentials in file order.
+    public var credentials: [CredentialEntry]
+    public var login: Login
+    public var check: Probe?
+    public var keepalive: Probe?
+    public var refresh: RefreshPolicy
+    public var cookies: CookiePolicy
+    public var outputs: [OutputFile]
+    public var access: AccessPolicy
+    /// A disabled site is loaded and validated but never logged in.
+    public var enabled: Bool
+    /// Environment variable names that templates may read as `{{ env.NAME }}`.
+    public var allowEnv: [String]
+
+    public init(
+        name: String, file: String, description: String? = nil, baseURL: URL, http: HTTPSettings = HTTPSettings(),
+        credentials: [CredentialEntry] = [], login: Login, check: Probe? = nil, keepalive: Probe? = nil,
+        refresh: RefreshPolicy = RefreshPolicy(), cookies: CookiePolicy = CookiePolicy(), outputs: [OutputFile] = [],
+        access: AccessPolicy = AccessPolicy(), enabled: Bool = true, allowEnv: [String] = []
+    ) {
+        self.name = name
+        self.file = file
+        self.description = description
+        self.baseURL = baseURL
+        self.http = http
+        self.credentials = credentials
+        self.login = login
+        self.check = check
+        self.keepalive = keepalive
+        self.refresh = refresh
+        self.cookies = cookies
+        self.outputs = outputs
+        self.access = access
+        self.enabled = enabled
+        self.allowEnv = allowEnv
+    }
+
+    /// The credential source of `name`, if declared.
+    public func credential(named name: String) -> CredentialSource? {
+        credentials.first { $0.name == name }?.source
+    }
+}
+
+/// How a site logs in (`login:`).
+public enum Login: Sendable, Hashable {
+    /// A scripted flow, steps in order.
+    case steps([Step])
+    /// `login: manual` — the session comes from `sessionkeeper import`; it is kept alive and
+    /// checked, and marked needs-attention when it dies.
+    case manual
+    /// `login: {plugin: NAME, with: {...}}` — one plugin does the whole login and returns cookies.
+    case plugin(PluginStep)
+}
+
+/// A periodic request: `check:` (does the session live?) or `keepalive:` (extend a sliding session).
+public struct Probe: Sendable, Hashable {
+    public static let defaultCheckInterval: Duration = .seconds(15 * 60)
+    public static let defaultKeepaliveInterval: Duration = .seconds(5 * 60)
+
+    /// The request and its expectations (a check without `expect:` expects a 2xx status).
+    public var request: RequestStep
+    /// `every:` — period between runs.
+    public var every: Duration
+    /// Where the `check:` / `keepalive:` mapping starts.
+    public var mark: SourceMark
+
+    public init(request: RequestStep, every: Duration, mark: SourceMark) {
+        self.request = request
+        self.every = every
+        self.mark = mark
+    }
+}
+
+/// When to log in again (`refresh:`).
+public struct RefreshPolicy: Sendable, Hashable {
+    /// Exponential backoff with jitter after a failed login.
+    public struct Retry: Sendable, Hashable {
+        public var initial: Duration
+        public var max: Duration
+
+        public init(initial: Duration = .seconds(30), max: Duration = .seconds(30 * 60)) {
+            self.initial = initial
+            self.max = max
+        }
+    }
+
+    /// Log in again this long before the first essential cookie expires (default 10m).
+    public var beforeExpiry: Duration
+    /// And at least this often; nil = no upper bound.
+    public var maxAge: Duration?
+    public var retry: Retry
+
+    public init(beforeExpiry: Duration = .seconds(10 * 60), maxAge: Duration? = nil, retry: Retry = Retry()) {
+        self.beforeExpiry = beforeExpiry
+        self.maxAge = maxAge
+        self.retry = retry
+    }
+}
+
+/// A site's cookie rules (`cookies:`).
+public struct CookiePolicy: Sendable, Hashable {
+    /// Which cookies the jar accepts (SPEC section 4); the raw values are the YAML spellings.
+    public enum Accept: String, Sendable, Hashable, CaseIterable {
+        case always
+        case never
+        case mainDocumentDomain = "main-document-domain"
+    }
+
+    /// Storage limits (`cookies.limits:`); nil fields keep the RFC 6265 section 6.1 minimums.
+    public struct Limits: Sendable, Hashable {
+        public var maxCookieBytes: Int?
+        public var maxCookiesPerDomain: Int?
+        public var maxCookies: Int?
+
+        public init(maxCookieBytes: Int? = nil, maxCookiesPerDomain: Int? = nil, maxCookies: Int? = nil) {
+            self.maxCookieBytes = maxCookieBytes
+            self.maxCookiesPerDomain = maxCookiesPerDomain
+            self.maxCookies = maxCookies
+        }
+    }
+
+    /// Names whose absence or expiry means logged out; their expiry drives refresh.
+    public var essential: [String]
+    public var accept: Accept
+    /// Keep cookies without Expires/Max-Age across daemon restarts (default true).
+    public var persistSessionCookies: Bool
+    public var limits: Limits
+
+    public init(
+        essential: [String] = [], accept: Accept = .always, persistSessionCookies: Bool = true,
+        limits: Limits = Limits()
+    ) {
+        self.essential = essential
+        self.accept = accept
+        self.persistSessionCookies = persistSessionCookies
+        self.limits = limits
+    }
+}
+
+/// A file rewritten atomically whenever the site's cookies change (`outputs:`).
+public struct OutputFile: Sendable, Hashable {
+    /// Cookie formats of SPEC section 4; raw values are the YAML spellings.
+    public enum Format: String, Sendable, Hashable, CaseIterable {
+        case header
+        case setCookie = "set-cookie"
+        case netscape
+        case json
+        case playwright
+    }
+
+    /// Absolute path (`~` expanded, relative paths resolved against the site file's folder).
+    public var path: String
+    public var format: Format
+    /// Permission bits (default 0o600).
+    public var mode: UInt16
+    public var mark: SourceMark?
+
+    public init(path: String, format: Format, mode: UInt16 = 0o600, mark: SourceMark? = nil) {
+        self.path = path
+        self.format = format
+        self.mode = mode
+        self.mark = mark
+    }
+}
+
+/// Who besides the daemon's owner, root and `socket.allow_uids` may read this site over the socket.
+public struct AccessPolicy: Sendable, Hashable {
+    public var uids: [UInt32]
+    /// Group names, resolved when a client connects.
+    public var groups: [String]
+
+    public init(uids: [UInt32] = [], groups: [String] = []) {
+        self.uids = uids
+        self.groups = groups
+    }
+}
