@@ -1,0 +1,137 @@
+internal import CXML2
+import Foundation
+
+/// A parsed HTML or XML document that XPath expressions and form extraction run against.
+///
+/// Not thread-safe: use one document from one task at a time (libxml2 documents are not shared).
+public final class Document {
+    /// How the bytes were parsed.
+    public enum Kind: String, Sendable {
+        case html, xml
+    }
+
+    let pointer: xmlDocPtr
+    public let kind: Kind
+    /// The URL the document came from; relative URLs in it (form actions) resolve against it.
+    public let url: URL?
+
+    private init(pointer: xmlDocPtr, kind: Kind, url: URL?) {
+        self.pointer = pointer
+        self.kind = kind
+        self.url = url
+    }
+
+    deinit { xmlFreeDoc(pointer) }
+
+    /// Parses HTML the way a tolerant browser-like reader would: errors are recovered from, never printed,
+    /// and the network is never touched.
+    ///
+    /// - Parameter encoding: the charset from the response's Content-Type, when it had one. Without it the
+    ///   document's own `<meta charset>` decides, and UTF-8 when there is none (libxml2 would otherwise
+    ///   assume ISO-8859-1).
+    public static func html(_ data: Data, url: URL? = nil, encoding: String? = nil) throws(XMLQueryError) -> Document {
+        try html(Array(data), url: url, encoding: encoding)
+    }
+
+    /// Parses HTML from a string (UTF-8).
+    public static func html(_ text: String, url: URL? = nil) throws(XMLQueryError) -> Document {
+        try html(Array(text.utf8), url: url, encoding: "UTF-8")
+    }
+
+    static func html(_ bytes: [UInt8], url: URL?, encoding: String?) throws(XMLQueryError) -> Document {
+        LibXML.prepare()
+        let options = Int32(HTML_PARSE_RECOVER.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue
+            | HTML_PARSE_NONET.rawValue | HTML_PARSE_COMPACT.rawValue)
+        let charset = encoding ?? (declaresCharset(bytes) ? nil : "UTF-8")
+        // An empty buffer gives no document at all; an empty HTML page is still a page.
+        let input = bytes.isEmpty ? Array("<html></html>".utf8) : bytes
+        let document = try parse(input, url: url, kind: .html) { buffer, length, urlText in
+            withOptionalCString(charset) { charsetText in
+                htmlReadMemory(buffer, length, urlText, charsetText, options)
+            }
+        }
+        return document
+    }
+
+    /// Parses well-formed XML. External entities and DTDs are never loaded (no network, no files).
+    public static func xml(_ data: Data, url: URL? = nil) throws(XMLQueryError) -> Document {
+        try xml(Array(data), url: url)
+    }
+
+    static func xml(_ bytes: [UInt8], url: URL? = nil) throws(XMLQueryError) -> Document {
+        LibXML.prepare()
+        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue
+            | XML_PARSE_COMPACT.rawValue)
+        xmlResetLastError()
+        return try parse(bytes, url: url, kind: .xml) { buffer, length, urlText in
+            xmlReadMemory(buffer, length, urlText, nil, options)
+        }
+    }
+
+    private static func parse(
+        _ bytes: [UInt8], url: URL?, kind: Kind,
+        _ read: (UnsafePointer<CChar>, Int32, UnsafePointer<CChar>?) -> xmlDocPtr?
+    ) throws(XMLQueryError) -> Document {
+        guard bytes.count < Int(Int32.max) else {
+            throw XMLQueryError(kind: .tooLarge, message: "\(bytes.count) bytes is more than libxml2 parses at once")
+        }
+        let result: xmlDocPtr? = bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { chars in
+                withOptionalCString(url?.absoluteString) { urlText in
+                    read(chars.baseAddress!, Int32(chars.count), urlText)
+                }
+            }
+        }
+        guard let result else {
+            let message = xmlGetLastError().map { LibXML.describe($0.pointee) } ?? "libxml2 returned no document"
+            throw XMLQueryError(kind: .parse, message: message)
+        }
+        return Document(pointer: result, kind: kind, url: url)
+    }
+
+    /// True when the first KiB declares a charset (a `<meta charset>` or `http-equiv` Content-Type), the
+    /// window HTML's encoding sniffing looks at.
+    private static func declaresCharset(_ bytes: [UInt8]) -> Bool {
+        let head = String(decoding: bytes.prefix(1024), as: UTF8.self).lowercased()
+        return head.contains("charset=") || head.contains("charset =") || head.hasPrefix("<?xml")
+    }
+
+    /// Evaluates an XPath expression against the whole document.
+    public func evaluate(_ expression: String) throws(XMLQueryError) -> XPathValue {
+        LibXML.prepare()
+        let context = try XPathContext(document: pointer)
+        let object = try context.evaluate(expression)
+        return Self.value(of: object)
+    }
+
+    /// Every string the expression yields (see ``XPathValue/strings``).
+    public func strings(_ expression: String) throws(XMLQueryError) -> [String] {
+        try evaluate(expression).strings
+    }
+
+    /// The first string the expression yields, or nil when it selects nothing.
+    public func firstString(_ expression: String) throws(XMLQueryError) -> String? {
+        try evaluate(expression).first
+    }
+
+    static func value(of object: XPathObject) -> XPathValue {
+        let raw = object.pointer.pointee
+        switch raw.type {
+        case XPATH_NODESET: return .nodes(object.nodes.map(stringValue(of:)))
+        case XPATH_BOOLEAN: return .boolean(raw.boolval != 0)
+        case XPATH_NUMBER: return .number(raw.floatval)
+        case XPATH_STRING: return .string(LibXML.borrowString(raw.stringval) ?? "")
+        default: return .string(LibXML.takeString(xmlXPathCastToString(object.pointer)) ?? "")
+        }
+    }
+
+    /// A node's XPath string value: an attribute's value, an element's text content.
+    static func stringValue(of node: xmlNodePtr) -> String {
+        LibXML.takeString(xmlXPathCastNodeToString(node)) ?? ""
+    }
+}
+
+func withOptionalCString<Result>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> Result) -> Result {
+    guard let string else { return body(nil) }
+    return string.withCString { body($0) }
+}

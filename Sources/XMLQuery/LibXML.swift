@@ -1,0 +1,104 @@
+internal import CXML2
+import Foundation
+
+/// Process-wide libxml2 setup, done once before the first call (`xmlInitParser` is not reentrant before
+/// initialisation, and everything afterwards is thread-safe for distinct documents).
+enum LibXML {
+    private static let initialised: Bool = {
+        xmlInitParser()
+        return true
+    }()
+
+    /// Initialises libxml2 once and silences its stderr error printing on the calling thread.
+    static func prepare() {
+        _ = initialised
+        cxml2_silence_errors()
+    }
+
+    /// Takes ownership of a libxml2-allocated string: converts it and frees it.
+    static func takeString(_ pointer: UnsafeMutablePointer<xmlChar>?) -> String? {
+        guard let pointer else { return nil }
+        defer { cxml2_free_string(pointer) }
+        return String(cString: UnsafeRawPointer(pointer).assumingMemoryBound(to: CChar.self))
+    }
+
+    /// Converts a libxml2 string it still owns.
+    static func borrowString(_ pointer: UnsafePointer<xmlChar>?) -> String? {
+        guard let pointer else { return nil }
+        return String(cString: UnsafeRawPointer(pointer).assumingMemoryBound(to: CChar.self))
+    }
+
+    /// The message of a libxml2 error record, trimmed, with its position when it has one.
+    static func describe(_ error: xmlError) -> String {
+        var text = error.message.map { String(cString: $0) } ?? "error \(error.code)"
+        text = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        if error.line > 0 { text += " (line \(error.line))" }
+        return text
+    }
+}
+
+/// Owns an XPath evaluation context bound to one document; freed with it.
+final class XPathContext {
+    let pointer: xmlXPathContextPtr
+
+    init(document: xmlDocPtr?) throws(XMLQueryError) {
+        guard let pointer = cxml2_new_xpath_context(document) else {
+            throw XMLQueryError(kind: .xpath, message: "cannot allocate an XPath context")
+        }
+        self.pointer = pointer
+    }
+
+    deinit { xmlXPathFreeContext(pointer) }
+
+    /// Compiles and evaluates, reporting libxml2's message for either failure.
+    func evaluate(_ expression: String, relativeTo node: xmlNodePtr? = nil) throws(XMLQueryError) -> XPathObject {
+        xmlResetError(&pointer.pointee.lastError)
+        if let node { pointer.pointee.node = node }
+        let compiled: xmlXPathCompExprPtr? = expression.withCString { text in
+            text.withMemoryRebound(to: xmlChar.self, capacity: 1) { xmlXPathCtxtCompile(pointer, $0) }
+        }
+        guard let compiled else { throw XMLQueryError(kind: .xpath, message: lastMessage(expression, "does not compile")) }
+        defer { xmlXPathFreeCompExpr(compiled) }
+        guard let result = xmlXPathCompiledEval(compiled, pointer), pointer.pointee.lastError.code == 0 else {
+            throw XMLQueryError(kind: .xpath, message: lastMessage(expression, "cannot be evaluated"))
+        }
+        return XPathObject(result)
+    }
+
+    private func lastMessage(_ expression: String, _ fallback: String) -> String {
+        let error = pointer.pointee.lastError
+        guard error.code != 0 else { return "\(fallback): '\(expression)'" }
+        // An XPath context records only the code and offset, not libxml2's text (xpath.c's table is private).
+        let index = Int(error.code) - Int(XML_XPATH_EXPRESSION_OK.rawValue)
+        let reason = Self.messages.indices.contains(index) ? Self.messages[index] : LibXML.describe(error)
+        let offset = error.str1 != nil ? " at offset \(error.int1)" : ""
+        return "\(reason)\(offset) in '\(expression)'"
+    }
+
+    /// libxml2's XPath error texts, indexed by `xmlXPathError`.
+    private static let messages = [
+        "Ok", "Number encoding", "Unfinished literal", "Start of literal", "Expected $ for variable reference",
+        "Undefined variable", "Invalid predicate", "Invalid expression", "Missing closing curly brace",
+        "Unregistered function", "Invalid operand", "Invalid type", "Invalid number of arguments",
+        "Invalid context size", "Invalid context position", "Memory allocation error", "Syntax error",
+        "Resource error", "Sub resource error", "Undefined namespace prefix", "Encoding error",
+        "Char out of XML range", "Invalid or incomplete context", "Stack usage error", "Forbidden variable",
+    ]
+}
+
+/// Owns an XPath result object.
+final class XPathObject {
+    let pointer: xmlXPathObjectPtr
+
+    init(_ pointer: xmlXPathObjectPtr) { self.pointer = pointer }
+
+    deinit { xmlXPathFreeObject(pointer) }
+
+    /// The selected nodes in document order; empty for non-node-set results.
+    var nodes: [xmlNodePtr] {
+        guard pointer.pointee.type == XPATH_NODESET, let set = pointer.pointee.nodesetval else { return [] }
+        let count = Int(set.pointee.nodeNr)
+        guard count > 0, let table = set.pointee.nodeTab else { return [] }
+        return (0..<count).compactMap { table[$0] }
+    }
+}
