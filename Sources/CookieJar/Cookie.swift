@@ -1,0 +1,156 @@
+import Foundation
+
+/// The `SameSite` attribute (RFC 6265bis section 4.1.2.7): whether a cookie travels with cross-site requests.
+public enum SameSite: String, Sendable, Codable, CaseIterable {
+    case strict, lax, none
+}
+
+/// One cookie as the jar stores it: the fields of RFC 6265 section 5.3 plus 6265bis's SameSite, and the
+/// legacy RFC 2965 attributes NSHTTPCookie exposes (kept when a server or a file supplies them).
+public struct Cookie: Sendable, Hashable {
+    /// The cookie's name; never empty for a cookie the parser accepted (RFC 6265 section 5.2 step 5).
+    public var name: String
+    /// The cookie's value, exactly as received (quotes included).
+    public var value: String
+    /// Lower case, no leading dot.
+    public var domain: String
+    /// True when the cookie goes only to `domain` itself, not its subdomains (no `Domain` attribute).
+    public var hostOnly: Bool
+    /// The path the cookie is scoped to; starts with `/`.
+    public var path: String
+    /// When the cookie expires; nil for a session cookie.
+    public var expires: Date?
+    /// Sent only over secure channels.
+    public var secure: Bool
+    /// Not exposed to scripts.
+    public var httpOnly: Bool
+    /// The `SameSite` attribute, nil when the server gave none (or none the jar recognises).
+    public var sameSite: SameSite?
+    /// When the cookie was first stored; a replacement keeps it (RFC 6265 section 5.3 step 11.3).
+    public var created: Date
+    /// When the cookie was last sent or stored.
+    public var lastAccess: Date
+    /// Legacy `Version` attribute (RFC 2965), kept when present.
+    public var version: Int?
+    /// Legacy `Comment` attribute (RFC 2965), kept when present.
+    public var comment: String?
+    /// Legacy `CommentURL` attribute (RFC 2965), kept when present.
+    public var commentURL: String?
+    /// Legacy `Port` attribute (RFC 2965), kept when present.
+    public var portList: [Int]?
+
+    /// Creates a cookie; `created` and `lastAccess` default to `now`.
+    public init(
+        name: String, value: String, domain: String, hostOnly: Bool = true, path: String = "/",
+        expires: Date? = nil, secure: Bool = false, httpOnly: Bool = false, sameSite: SameSite? = nil,
+        created: Date = Date(), lastAccess: Date? = nil, version: Int? = nil, comment: String? = nil,
+        commentURL: String? = nil, portList: [Int]? = nil
+    ) {
+        self.name = name
+        self.value = value
+        self.domain = CookieRules.canonicalDomain(domain)
+        self.hostOnly = hostOnly
+        self.path = path
+        self.expires = expires
+        self.secure = secure
+        self.httpOnly = httpOnly
+        self.sameSite = sameSite
+        self.created = created
+        self.lastAccess = lastAccess ?? created
+        self.version = version
+        self.comment = comment
+        self.commentURL = commentURL
+        self.portList = portList
+    }
+
+    /// True for a session cookie (no `Expires` nor `Max-Age`): it lives until the session ends.
+    public var isSessionOnly: Bool { expires == nil }
+
+    /// True once the expiry time has passed (RFC 6265 section 5.3: "expired" means expiry-time <= now).
+    public func isExpired(at date: Date) -> Bool {
+        guard let expires else { return false }
+        return expires <= date
+    }
+
+    /// The identity RFC 6265 section 5.3 step 11 uses for replacement: name, domain and path.
+    var key: CookieKey { CookieKey(name: name, domain: domain, path: path) }
+
+    /// Bytes of name plus value, which RFC 6265bis section 5.7 step 3 limits.
+    var nameValueByteCount: Int { name.utf8.count + value.utf8.count }
+}
+
+/// Identity of a stored cookie (RFC 6265 section 5.3 step 11: same name, domain and path).
+struct CookieKey: Hashable, Sendable {
+    var name: String
+    var domain: String
+    var path: String
+}
+
+extension Cookie: CustomStringConvertible {
+    /// A description without the value, so a cookie can be logged safely.
+    public var description: String {
+        "Cookie(\(name) for \(hostOnly ? "" : ".")\(domain)\(path)\(secure ? ", secure" : "")\(httpOnly ? ", httpOnly" : "")"
+            + "\(expires.map { ", expires \(CookieTime.rfc3339($0))" } ?? ", session"))"
+    }
+}
+
+extension Cookie: Codable {
+    /// The keys of SPEC section 4's `json` format; the legacy attributes follow as extra keys.
+    enum CodingKeys: String, CodingKey {
+        case name, value, domain, hostOnly = "host_only", path, expires, secure, httpOnly = "http_only"
+        case sameSite = "same_site", created, lastAccess = "last_access"
+        case version, comment, commentURL = "comment_url", portList = "port_list"
+    }
+
+    /// Decodes the `json` format's object (times as RFC 3339 strings).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        func time(_ key: CodingKeys) throws -> Date? {
+            guard let text = try container.decodeIfPresent(String.self, forKey: key) else { return nil }
+            guard let date = CookieTime.parseRFC3339(text) else {
+                throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "not an RFC 3339 time")
+            }
+            return date
+        }
+        guard let created = try time(.created) else {
+            throw DecodingError.keyNotFound(CodingKeys.created, .init(codingPath: decoder.codingPath, debugDescription: "created missing"))
+        }
+        self.init(
+            name: try container.decode(String.self, forKey: .name),
+            value: try container.decode(String.self, forKey: .value),
+            domain: try container.decode(String.self, forKey: .domain),
+            hostOnly: try container.decode(Bool.self, forKey: .hostOnly),
+            path: try container.decode(String.self, forKey: .path),
+            expires: try time(.expires),
+            secure: try container.decode(Bool.self, forKey: .secure),
+            httpOnly: try container.decode(Bool.self, forKey: .httpOnly),
+            sameSite: try container.decodeIfPresent(SameSite.self, forKey: .sameSite),
+            created: created,
+            lastAccess: try time(.lastAccess) ?? created,
+            version: try container.decodeIfPresent(Int.self, forKey: .version),
+            comment: try container.decodeIfPresent(String.self, forKey: .comment),
+            commentURL: try container.decodeIfPresent(String.self, forKey: .commentURL),
+            portList: try container.decodeIfPresent([Int].self, forKey: .portList)
+        )
+    }
+
+    /// Encodes the `json` format's object (times as RFC 3339 strings, null for a session cookie).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(value, forKey: .value)
+        try container.encode(domain, forKey: .domain)
+        try container.encode(hostOnly, forKey: .hostOnly)
+        try container.encode(path, forKey: .path)
+        if let expires { try container.encode(CookieTime.rfc3339(expires, fractional: CookieTime.hasFraction(expires)), forKey: .expires) } else { try container.encodeNil(forKey: .expires) }
+        try container.encode(secure, forKey: .secure)
+        try container.encode(httpOnly, forKey: .httpOnly)
+        if let sameSite { try container.encode(sameSite, forKey: .sameSite) } else { try container.encodeNil(forKey: .sameSite) }
+        try container.encode(CookieTime.rfc3339(created, fractional: true), forKey: .created)
+        try container.encode(CookieTime.rfc3339(lastAccess, fractional: true), forKey: .lastAccess)
+        try container.encodeIfPresent(version, forKey: .version)
+        try container.encodeIfPresent(comment, forKey: .comment)
+        try container.encodeIfPresent(commentURL, forKey: .commentURL)
+        try container.encodeIfPresent(portList, forKey: .portList)
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+
+/// The matching rules of RFC 6265 section 5.1 and the origin rules of RFC 6265bis.
+public enum CookieRules {
+    /// RFC 6265bis section 5.6.1: user agents cap expiry at 400 days after the cookie was set, so a stolen
+    /// cookie cannot live for decades.
+    public static let maxExpiryInterval: TimeInterval = 400 * 86_400
+
+    /// RFC 6265 section 5.1.2 canonical host: lower case, IPv6 brackets removed.
+    public static func canonicalHost(of url: URL) -> String? {
+        guard var host = url.host(percentEncoded: false), !host.isEmpty else { return nil }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return canonicalDomain(host)
+    }
+
+    /// Lower case (ASCII) with one leading dot removed: the form the jar stores domains in.
+    static func canonicalDomain(_ domain: String) -> String {
+        var text = domain
+        if text.hasPrefix(".") { text.removeFirst() }
+        if text.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) { text = text.lowercased() }
+        return text
+    }
+
+    /// True for an IPv4 or IPv6 literal (which only ever get host-only cookies).
+    public static func isIPAddress(_ host: String) -> Bool {
+        if host.contains(":") { return true }
+        var address = in_addr()
+        return inet_pton(AF_INET, host, &address) == 1
+    }
+
+    /// RFC 6265 section 5.1.3 domain-match: identical, or `domain` is a dot-separated suffix of a host
+    /// name (never of an IP address).
+    public static func domainMatches(host: String, domain: String) -> Bool {
+        if host == domain { return true }
+        guard host.utf8.count > domain.utf8.count, host.hasSuffix(domain) else { return false }
+        let hostBytes = host.utf8
+        let dotIndex = hostBytes.index(hostBytes.endIndex, offsetBy: -(domain.utf8.count + 1))
+        return hostBytes[dotIndex] == 0x2E && !isIPAddress(host)
+    }
+
+    /// RFC 6265 section 5.1.4 path-match.
+    public static func pathMatches(requestPath: String, cookiePath: String) -> Bool {
+        if requestPath == cookiePath { return true }
+        guard requestPath.hasPrefix(cookiePath) else { return false }
+        if cookiePath.hasSuffix("/") { return true }
+        let request = requestPath.utf8
+        return request[request.index(request.startIndex, offsetBy: cookiePath.utf8.count)] == 0x2F
+    }
+
+    /// RFC 6265 section 5.1.4 default-path: the request path up to, not including, its last `/`.
+    public static func defaultPath(of url: URL) -> String {
+        defaultPath(forRequestPath: requestPath(of: url))
+    }
+
+    static func defaultPath(forRequestPath path: String) -> String {
+        guard path.hasPrefix("/"), let lastSlash = path.lastIndex(of: "/"), lastSlash != path.startIndex else { return "/" }
+        return String(path[..<lastSlash])
+    }
+
+    /// The path of the request URI as sent on the wire (percent-encoded), `/` when empty.
+    static func requestPath(of url: URL) -> String {
+        let path = url.path(percentEncoded: true)
+        return path.isEmpty ? "/" : path
+    }
+
+    /// RFC 6265bis "secure" schemes plus the potentially trustworthy origins of the Secure Contexts spec:
+    /// https and wss, and any scheme to localhost, 127.0.0.0/8 or ::1.
+    public static func isSecureOrigin(_ url: URL) -> Bool {
+        let scheme = url.scheme?.lowercased() ?? ""
+        if scheme == "https" || scheme == "wss" { return true }
+        guard let host = canonicalHost(of: url) else { return false }
+        return host == "localhost" || host.hasSuffix(".localhost") || host == "::1"
+            || (host.hasPrefix("127.") && isIPAddress(host))
+    }
+
+    /// RFC 6265 section 5.3 steps 2-10 with the RFC 6265bis additions: turns a parsed Set-Cookie into the
+    /// cookie to store for a response from `url`, or says why the user agent must ignore it.
+    /// Storage-dependent rules (size limits, secure overlay, replacement) are the storage's.
+    public static func makeCookie(from parsed: ParsedSetCookie, receivedFrom url: URL, now: Date) -> Result<Cookie, CookieRejection> {
+        guard let host = canonicalHost(of: url) else { return .failure(.noHost) }
+        // Step 3: Max-Age wins over Expires; 6265bis 5.6.1/5.6.2: capped at 400 days.
+        var expires: Date?
+        if let maxAge = parsed.maxAge {
+            expires = maxAge <= 0 ? Date.distantPast : now.addingTimeInterval(min(TimeInterval(maxAge), maxExpiryInterval))
+        } else if let date = parsed.expires {
+            expires = date
+        }
+        if let date = expires, date.timeIntervalSince(now) > maxExpiryInterval {
+            expires = now.addingTimeInterval(maxExpiryInterval)
+        }
+        // Steps 4-6: Domain attribute, public suffixes, host-only.
+        var domainAttribute = parsed.domain ?? ""
+        if !domainAttribute.isEmpty, PublicSuffixList.shared.isPublicSuffix(domainAttribute) {
+            guard domainAttribute == host else { return .failure(.publicSuffix(domainAttribute)) }
+            domainAttribute = ""
+        }
+        let hostOnly: Bool
+        let domain: String
+        if domainAttribute.isEmpty {
+            hostOnly = true
+            domain = host
+        } else {
+            guard domainMatches(host: host, domain: domainAttribute) else {
+                return .failure(.domainMismatch(domain: domainAttribute, host: host))
+            }
+            hostOnly = false
+            domain = domainAttribute
+        }
+        // Step 7: path.
+        let path = parsed.path ?? defaultPath(of: url)
+        // 6265bis 5.7 step 8: Secure only from secure origins.
+        if parsed.secure && !isSecureOrigin(url) { return .failure(.secureFromInsecureOrigin) }
+        // 6265bis 5.7 steps 19-20: name prefixes (compared case-insensitively, as the current draft says).
+        let lowerName = parsed.name.lowercased()
+        if lowerName.hasPrefix("__secure-"), !parsed.secure { return .failure(.securePrefix) }
+        if lowerName.hasPrefix("__host-"), !parsed.secure || !hostOnly || path != "/" { return .failure(.hostPrefix) }
+        return .success(Cookie(
+            name: parsed.name, value: parsed.value, domain: domain, hostOnly: hostOnly, path: path, expires: expires,
+            secure: parsed.secure, httpOnly: parsed.httpOnly, sameSite: parsed.sameSite, created: now, lastAccess: now,
+            version: parsed.version, comment: parsed.comment, commentURL: parsed.commentURL, portList: parsed.portList
+        ))
+    }
+}
+
+/// Why the jar ignored a cookie. Descriptions name hosts, domains and limits, never a cookie value.
+public enum CookieRejection: Error, Sendable, Hashable, CustomStringConvertible {
+    case parse(SetCookieParseFailure)
+    case noHost
+    case publicSuffix(String)
+    case domainMismatch(domain: String, host: String)
+    case secureFromInsecureOrigin
+    case securePrefix
+    case hostPrefix
+    case tooLarge(limit: Int)
+    case overlaysSecureCookie
+    case expiredOnArrival
+    case policyNever
+    case outsideMainDocumentDomain(domain: String, registrableDomain: String)
+
+    public var description: String {
+        switch self {
+        case .parse(let failure): "\(failure)"
+        case .noHost: "the URL has no host"
+        case .publicSuffix(let domain): "Domain=\(domain) is a public suffix"
+        case .domainMismatch(let domain, let host): "Domain=\(domain) does not domain-match the host \(host)"
+        case .secureFromInsecureOrigin: "Secure cookie from an insecure origin"
+        case .securePrefix: "__Secure- prefix without the Secure attribute"
+        case .hostPrefix: "__Host- prefix needs Secure, no Domain attribute and Path=/"
+        case .tooLarge(let limit): "name and value exceed \(limit) bytes"
+        case .overlaysSecureCookie: "would overlay a Secure cookie of the same name from an insecure origin"
+        case .expiredOnArrival: "already expired (it deletes any stored cookie it matches)"
+        case .policyNever: "the accept policy is never"
+        case .outsideMainDocumentDomain(let domain, let registrable):
+            "domain \(domain) is outside the main document's registrable domain \(registrable)"
+        }
+    }
+}

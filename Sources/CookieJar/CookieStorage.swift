@@ -1,0 +1,420 @@
+import Foundation
+import Synchronization
+
+/// A thread-safe cookie jar with the API of NSHTTPCookieStorage, following RFC 6265 sections 5.3 (storage)
+/// and 5.4 (retrieval) and the RFC 6265bis additions.
+///
+/// Cookies are indexed by their domain field, so a lookup visits only the buckets of the request host and
+/// its parent domains, never the whole jar.
+public final class CookieStorage: Sendable {
+    /// The limits this storage enforces.
+    public let limits: CookieLimits
+    private let clock: @Sendable () -> Date
+    private let state: Mutex<State>
+
+    struct Entry {
+        var cookie: Cookie
+        /// Order of first storage, the tie-break after creation time (cookies of one response share it).
+        var sequence: UInt64
+    }
+
+    struct State {
+        var acceptPolicy: CookieAcceptPolicy
+        var buckets: [String: [Entry]] = [:]
+        var count = 0
+        var nextSequence: UInt64 = 0
+        /// How many stored Secure cookies carry each name, so the 6265bis overlay check only searches
+        /// when a Secure cookie of that name exists at all.
+        var secureNames: [String: Int] = [:]
+        var subscribers: [Int: AsyncStream<CookieChange>.Continuation] = [:]
+        var nextSubscriber = 0
+    }
+
+    /// Creates an empty storage.
+    /// - Parameters:
+    ///   - acceptPolicy: which cookies responses may set.
+    ///   - limits: size and count limits (RFC 6265 section 6.1 minimums by default).
+    ///   - clock: the current time; tests inject a fixed one.
+    public init(acceptPolicy: CookieAcceptPolicy = .always, limits: CookieLimits = CookieLimits(),
+                clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.limits = limits
+        self.clock = clock
+        self.state = Mutex(State(acceptPolicy: acceptPolicy))
+    }
+
+    deinit {
+        let subscribers = state.withLock { $0.subscribers.values }
+        for continuation in subscribers { continuation.finish() }
+    }
+
+    /// Which cookies responses may set.
+    public var acceptPolicy: CookieAcceptPolicy {
+        get { state.withLock { $0.acceptPolicy } }
+        set { state.withLock { $0.acceptPolicy = newValue } }
+    }
+
+    // MARK: Storing
+
+    /// Stores one cookie as given (no origin rules: the caller vouches for it), replacing the cookie with the
+    /// same name, domain and path while keeping its creation time. Ignored under the `never` policy, when over
+    /// the size limit, or when already expired (which deletes the cookie it would replace).
+    public func setCookie(_ cookie: Cookie) {
+        let now = clock()
+        let events = state.withLock { state -> [CookieChange] in
+            guard state.acceptPolicy != .never else { return [] }
+            var events: [CookieChange] = []
+            _ = store(cookie, now: now, secureOrigin: true, state: &state, events: &events)
+            return events
+        }
+        publish(events)
+    }
+
+    /// Stores the cookies of a response from `url` (RFC 6265 section 5.2 parsing, 5.3 storage model), in
+    /// header order, and says what happened to each.
+    /// - Parameters:
+    ///   - setCookieValues: the values of the response's `Set-Cookie` header fields.
+    ///   - url: the request URL the response answered.
+    ///   - mainDocumentURL: the top-level document's URL, for the `main-document-domain` policy; nil means `url`.
+    @discardableResult
+    public func setCookies(fromHeaders setCookieValues: [String], for url: URL, mainDocumentURL: URL?) -> [CookieDecision] {
+        let now = clock()
+        let secureOrigin = CookieRules.isSecureOrigin(url)
+        let parsed = setCookieValues.map { header -> Result<Cookie, CookieRejection> in
+            switch SetCookieParser.parse(header) {
+            case .failure(let failure): return .failure(.parse(failure))
+            case .success(let parsed): return CookieRules.makeCookie(from: parsed, receivedFrom: url, now: now)
+            }
+        }
+        let mainRegistrableDomain: String? = {
+            guard let host = CookieRules.canonicalHost(of: mainDocumentURL ?? url) else { return nil }
+            return PublicSuffixList.shared.registrableDomain(of: host)
+        }()
+        var decisions: [CookieDecision] = []
+        decisions.reserveCapacity(parsed.count)
+        let events = state.withLock { state -> [CookieChange] in
+            var events: [CookieChange] = []
+            for (header, result) in zip(setCookieValues, parsed) {
+                switch result {
+                case .failure(let rejection):
+                    decisions.append(.rejected(name: Self.nameForReport(header), reason: rejection.description))
+                case .success(let cookie):
+                    if let rejection = Self.policyRejection(cookie, policy: state.acceptPolicy, registrableDomain: mainRegistrableDomain) {
+                        decisions.append(.rejected(name: cookie.name, reason: rejection.description))
+                        continue
+                    }
+                    switch store(cookie, now: now, secureOrigin: secureOrigin, state: &state, events: &events) {
+                    case .success(let stored): decisions.append(.stored(stored))
+                    case .failure(let rejection): decisions.append(.rejected(name: cookie.name, reason: rejection.description))
+                    }
+                }
+            }
+            return events
+        }
+        publish(events)
+        return decisions
+    }
+
+    /// The name part of a header the parser refused, for reports; nil when there is none. Never the value.
+    private static func nameForReport(_ header: String) -> String? {
+        let pair = header.prefix { $0 != ";" }
+        guard let equals = pair.firstIndex(of: "=") else { return nil }
+        let name = pair[..<equals].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+        guard !name.isEmpty, !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return nil }
+        return name
+    }
+
+    private static func policyRejection(_ cookie: Cookie, policy: CookieAcceptPolicy, registrableDomain: String?) -> CookieRejection? {
+        switch policy {
+        case .always:
+            return nil
+        case .never:
+            return .policyNever
+        case .mainDocumentDomain:
+            guard let registrableDomain else { return .outsideMainDocumentDomain(domain: cookie.domain, registrableDomain: "(none)") }
+            if CookieRules.domainMatches(host: cookie.domain, domain: registrableDomain) { return nil }
+            return .outsideMainDocumentDomain(domain: cookie.domain, registrableDomain: registrableDomain)
+        }
+    }
+
+    /// RFC 6265 section 5.3 steps 11-12 plus the limits: the part of storage that depends on the jar's content.
+    private func store(_ incoming: Cookie, now: Date, secureOrigin: Bool, state: inout State,
+                       events: inout [CookieChange]) -> Result<Cookie, CookieRejection> {
+        var cookie = incoming
+        guard cookie.nameValueByteCount <= limits.maxCookieBytes else { return .failure(.tooLarge(limit: limits.maxCookieBytes)) }
+        // RFC 6265bis 5.7 step 16: an insecure origin cannot overlay a Secure cookie with a non-secure one.
+        if !cookie.secure, !secureOrigin, state.secureNames[cookie.name, default: 0] > 0,
+           Self.hasSecureCookieOverlaid(by: cookie, in: state) {
+            return .failure(.overlaysSecureCookie)
+        }
+        let key = cookie.key
+        var bucket = state.buckets[key.domain] ?? []
+        let existingIndex = bucket.firstIndex { $0.cookie.key == key }
+        if cookie.isExpired(at: now) {
+            // Step 12 of 6265bis / the RFC's eviction of expired cookies: the server deleted the cookie.
+            if let existingIndex {
+                let removed = bucket.remove(at: existingIndex)
+                Self.forget(removed.cookie, state: &state)
+                state.buckets[key.domain] = bucket.isEmpty ? nil : bucket
+                events.append(.removed(removed.cookie))
+            }
+            return .failure(.expiredOnArrival)
+        }
+        if let existingIndex {
+            // Step 11.3: the replacement keeps the old creation time (and so its place in the order).
+            let old = bucket[existingIndex]
+            cookie.created = old.cookie.created
+            bucket[existingIndex].cookie = cookie
+            if old.cookie.secure { state.secureNames[old.cookie.name, default: 1] -= 1 }
+            if cookie.secure { state.secureNames[cookie.name, default: 0] += 1 }
+            events.append(.updated(old: old.cookie, new: cookie))
+        } else {
+            bucket.append(Entry(cookie: cookie, sequence: state.nextSequence))
+            state.nextSequence += 1
+            state.count += 1
+            if cookie.secure { state.secureNames[cookie.name, default: 0] += 1 }
+            events.append(.added(cookie))
+        }
+        state.buckets[key.domain] = bucket
+        enforceLimits(domain: key.domain, now: now, state: &state, events: &events)
+        return .success(cookie)
+    }
+
+    /// RFC 6265bis 5.7 step 16 criteria: same name, Secure, domains domain-matching either way, and the new
+    /// path path-matching the existing one.
+    private static func hasSecureCookieOverlaid(by cookie: Cookie, in state: State) -> Bool {
+        for (domain, bucket) in state.buckets
+        where CookieRules.domainMatches(host: domain, domain: cookie.domain) || CookieRules.domainMatches(host: cookie.domain, domain: domain) {
+            for entry in bucket where entry.cookie.secure && entry.cookie.name == cookie.name
+                && CookieRules.pathMatches(requestPath: cookie.path, cookiePath: entry.cookie.path) {
+                return true
+            }
+        }
+        return false
+    }
+
+    private static func forget(_ cookie: Cookie, state: inout State) {
+        state.count -= 1
+        if cookie.secure {
+            let remaining = state.secureNames[cookie.name, default: 1] - 1
+            state.secureNames[cookie.name] = remaining > 0 ? remaining : nil
+        }
+    }
+
+    /// RFC 6265 section 5.3, after step 12: over a limit, evict expired cookies first, then the least recently
+    /// accessed — within the domain for the per-domain limit, across the jar for the total.
+    private func enforceLimits(domain: String, now: Date, state: inout State, events: inout [CookieChange]) {
+        if var bucket = state.buckets[domain], bucket.count > limits.maxCookiesPerDomain {
+            while bucket.count > limits.maxCookiesPerDomain {
+                let victim = Self.evictionVictim(in: bucket, now: now)
+                let removed = bucket.remove(at: victim)
+                Self.forget(removed.cookie, state: &state)
+                events.append(removed.cookie.isExpired(at: now) ? .expired(removed.cookie) : .removed(removed.cookie))
+            }
+            state.buckets[domain] = bucket
+        }
+        guard state.count > limits.maxCookies else { return }
+        // Expired cookies anywhere go first.
+        for (bucketDomain, bucket) in state.buckets where bucket.contains(where: { $0.cookie.isExpired(at: now) }) {
+            let kept = bucket.filter { entry in
+                guard entry.cookie.isExpired(at: now) else { return true }
+                Self.forget(entry.cookie, state: &state)
+                events.append(.expired(entry.cookie))
+                return false
+            }
+            state.buckets[bucketDomain] = kept.isEmpty ? nil : kept
+        }
+        while state.count > limits.maxCookies {
+            var oldest: (domain: String, index: Int, lastAccess: Date, sequence: UInt64)?
+            for (bucketDomain, bucket) in state.buckets {
+                for (index, entry) in bucket.enumerated() {
+                    if let current = oldest,
+                       (entry.cookie.lastAccess, entry.sequence) >= (current.lastAccess, current.sequence) { continue }
+                    oldest = (bucketDomain, index, entry.cookie.lastAccess, entry.sequence)
+                }
+            }
+            guard let oldest, var bucket = state.buckets[oldest.domain] else { return }
+            let removed = bucket.remove(at: oldest.index)
+            Self.forget(removed.cookie, state: &state)
+            state.buckets[oldest.domain] = bucket.isEmpty ? nil : bucket
+            events.append(.removed(removed.cookie))
+        }
+    }
+
+    /// Expired cookies first, then the oldest last access (ties: the earliest stored).
+    private static func evictionVictim(in bucket: [Entry], now: Date) -> Int {
+        if let expired = bucket.firstIndex(where: { $0.cookie.isExpired(at: now) }) { return expired }
+        var victim = 0
+        for index in bucket.indices.dropFirst()
+        where (bucket[index].cookie.lastAccess, bucket[index].sequence) < (bucket[victim].cookie.lastAccess, bucket[victim].sequence) {
+            victim = index
+        }
+        return victim
+    }
+
+    // MARK: Retrieving
+
+    /// The cookies a request to `url` carries, in RFC 6265 section 5.4 order (longest path first, then earliest
+    /// creation). This is the HTTP API: HttpOnly cookies are included. Their last-access time becomes now;
+    /// expired cookies met on the way are dropped (and reported as `.expired`).
+    public func cookies(for url: URL) -> [Cookie] {
+        guard let host = CookieRules.canonicalHost(of: url) else { return [] }
+        let path = CookieRules.requestPath(of: url)
+        let secureOrigin = CookieRules.isSecureOrigin(url)
+        let now = clock()
+        let isIP = CookieRules.isIPAddress(host)
+        var expiredEvents: [CookieChange] = []
+        let found = state.withLock { state -> [Entry] in
+            var matches: [Entry] = []
+            // Each parent domain of the host is a bucket key; host-only cookies only match the host's own bucket.
+            var suffix = Substring(host)
+            var isHostItself = true
+            while true {
+                let domain = String(suffix)
+                if var bucket = state.buckets[domain] {
+                    var changed = false
+                    var index = bucket.startIndex
+                    while index < bucket.endIndex {
+                        let cookie = bucket[index].cookie
+                        if cookie.isExpired(at: now) {
+                            Self.forget(cookie, state: &state)
+                            expiredEvents.append(.expired(cookie))
+                            bucket.remove(at: index)
+                            changed = true
+                            continue
+                        }
+                        if (isHostItself || !cookie.hostOnly), !cookie.secure || secureOrigin,
+                           CookieRules.pathMatches(requestPath: path, cookiePath: cookie.path) {
+                            bucket[index].cookie.lastAccess = now
+                            changed = true
+                            matches.append(bucket[index])
+                        }
+                        index += 1
+                    }
+                    if changed { state.buckets[domain] = bucket.isEmpty ? nil : bucket }
+                }
+                guard !isIP, let dot = suffix.firstIndex(of: ".") else { break }
+                suffix = suffix[suffix.index(after: dot)...]
+                isHostItself = false
+                if suffix.isEmpty { break }
+            }
+            return matches
+        }
+        publish(expiredEvents)
+        return found.sorted(by: Self.retrievalOrder).map(\.cookie)
+    }
+
+    /// RFC 6265 section 5.4 step 2: longer paths first; equal paths, earlier creation first.
+    private static func retrievalOrder(_ a: Entry, _ b: Entry) -> Bool {
+        let aLength = a.cookie.path.utf8.count, bLength = b.cookie.path.utf8.count
+        if aLength != bLength { return aLength > bLength }
+        if a.cookie.created != b.cookie.created { return a.cookie.created < b.cookie.created }
+        return a.sequence < b.sequence
+    }
+
+    /// The `Cookie` request header value for `url` (RFC 6265 section 5.4 step 4: `name=value` pairs joined by
+    /// "; "), or nil when no cookie applies.
+    public func cookieHeader(for url: URL) -> String? {
+        let cookies = cookies(for: url)
+        guard !cookies.isEmpty else { return nil }
+        return CookieCodec.encode(cookies, as: .header)
+    }
+
+    /// Every stored cookie, expired ones included until removed, in creation order.
+    public var allCookies: [Cookie] {
+        let entries = state.withLock { state in state.buckets.values.flatMap { $0 } }
+        return entries.sorted { ($0.cookie.created, $0.sequence) < ($1.cookie.created, $1.sequence) }.map(\.cookie)
+    }
+
+    // MARK: Removing
+
+    /// Deletes the stored cookie with the same name, domain and path as `cookie`.
+    public func deleteCookie(_ cookie: Cookie) {
+        let key = cookie.key
+        removeWhere(domains: [key.domain]) { $0.key == key }
+    }
+
+    /// Deletes the cookies named `name` that a request to `url` would carry (domain and path matching,
+    /// whatever their Secure flag).
+    public func deleteCookies(named name: String, for url: URL) {
+        guard let host = CookieRules.canonicalHost(of: url) else { return }
+        let path = CookieRules.requestPath(of: url)
+        var domains = [host]
+        if !CookieRules.isIPAddress(host) {
+            var suffix = Substring(host)
+            while let dot = suffix.firstIndex(of: ".") {
+                suffix = suffix[suffix.index(after: dot)...]
+                if !suffix.isEmpty { domains.append(String(suffix)) }
+            }
+        }
+        removeWhere(domains: domains) { cookie in
+            cookie.name == name && (cookie.domain == host || !cookie.hostOnly)
+                && CookieRules.pathMatches(requestPath: path, cookiePath: cookie.path)
+        }
+    }
+
+    /// Deletes the cookies created at or after `date`.
+    public func removeCookies(since date: Date) {
+        removeWhere(domains: nil) { $0.created >= date }
+    }
+
+    /// Deletes every cookie.
+    public func removeAll() {
+        removeWhere(domains: nil) { _ in true }
+    }
+
+    /// Drops the cookies whose expiry time has passed, reporting each as `.expired`.
+    public func removeExpired() {
+        let now = clock()
+        removeWhere(domains: nil, event: CookieChange.expired) { $0.isExpired(at: now) }
+    }
+
+    private func removeWhere(domains: [String]?, event: (Cookie) -> CookieChange = CookieChange.removed,
+                             _ shouldRemove: (Cookie) -> Bool) {
+        let events = state.withLock { state -> [CookieChange] in
+            var events: [CookieChange] = []
+            for domain in domains ?? Array(state.buckets.keys) {
+                guard let bucket = state.buckets[domain] else { continue }
+                var kept: [Entry] = []
+                kept.reserveCapacity(bucket.count)
+                for entry in bucket {
+                    if shouldRemove(entry.cookie) {
+                        Self.forget(entry.cookie, state: &state)
+                        events.append(event(entry.cookie))
+                    } else {
+                        kept.append(entry)
+                    }
+                }
+                if kept.count != bucket.count { state.buckets[domain] = kept.isEmpty ? nil : kept }
+            }
+            return events
+        }
+        publish(events)
+    }
+
+    // MARK: Change events
+
+    /// A new stream of every change from now on. The stream ends when the storage is deallocated; cancel the
+    /// consuming task to unsubscribe.
+    public func changes() -> AsyncStream<CookieChange> {
+        let (stream, continuation) = AsyncStream.makeStream(of: CookieChange.self, bufferingPolicy: .unbounded)
+        let id = state.withLock { state in
+            let id = state.nextSubscriber
+            state.nextSubscriber += 1
+            state.subscribers[id] = continuation
+            return id
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Yields outside the lock so a subscriber's termination handler can never deadlock against it.
+    private func publish(_ events: [CookieChange]) {
+        guard !events.isEmpty else { return }
+        let subscribers = state.withLock { Array($0.subscribers.values) }
+        for continuation in subscribers {
+            for event in events { continuation.yield(event) }
+        }
+    }
+}

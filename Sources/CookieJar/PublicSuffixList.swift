@@ -1,0 +1,46 @@
+internal import CPSL
+
+/// The Public Suffix List through libpsl. RFC 6265 section 5.3 step 5 asks user agents to refuse cookies
+/// whose Domain attribute is a public suffix ("co.uk"), which would otherwise go to every site under it.
+///
+/// The list is loaded once: the distribution's latest list file when there is one (`psl_latest`), else the
+/// list compiled into libpsl (`psl_builtin`).
+final class PublicSuffixList: @unchecked Sendable {
+    // @unchecked: libpsl contexts are immutable after loading and its lookups are re-entrant.
+    /// nil only when libpsl was built without any list; then every single-label domain counts as a public
+    /// suffix (the list's implicit "*" rule), which is the safe side.
+    private let context: OpaquePointer?
+    private let owned: Bool
+
+    /// The process-wide list.
+    static let shared = PublicSuffixList()
+
+    private init() {
+        if let latest = psl_latest(nil) {
+            context = latest
+            owned = true
+        } else {
+            context = psl_builtin()
+            owned = false
+        }
+    }
+
+    deinit {
+        if owned, let context { psl_free(context) }
+    }
+
+    /// True when `domain` (lower case, no leading dot) is a public suffix, unknown top-level labels included
+    /// (the list's implicit "*" rule), as browsers treat them.
+    func isPublicSuffix(_ domain: String) -> Bool {
+        guard let context else { return !domain.contains(".") }
+        return psl_is_public_suffix(context, domain) != 0
+    }
+
+    /// The registrable domain ("eTLD+1") of a host: `www.example.co.uk` → `example.co.uk`. An IP address, or
+    /// a host that is itself a public suffix, is its own registrable domain.
+    func registrableDomain(of host: String) -> String {
+        if CookieRules.isIPAddress(host) { return host }
+        guard let context, let result = psl_registrable_domain(context, host) else { return host }
+        return String(cString: result)
+    }
+}

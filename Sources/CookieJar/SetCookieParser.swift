@@ -1,0 +1,162 @@
+import Foundation
+
+/// A Set-Cookie header value split per RFC 6265 section 5.2, before any storage rule applies.
+public struct ParsedSetCookie: Sendable, Hashable {
+    public var name: String
+    public var value: String
+    /// The last valid `Expires` attribute (section 5.2.1).
+    public var expires: Date?
+    /// The last valid `Max-Age` attribute in seconds (section 5.2.2); it wins over `Expires`.
+    public var maxAge: Int64?
+    /// The last non-empty `Domain` attribute, leading dot removed, lower case (section 5.2.3).
+    public var domain: String?
+    /// The last `Path` attribute that starts with `/` (section 5.2.4); nil means the default-path.
+    public var path: String?
+    public var secure = false
+    public var httpOnly = false
+    public var sameSite: SameSite?
+    public var version: Int?
+    public var comment: String?
+    public var commentURL: String?
+    public var portList: [Int]?
+}
+
+/// Why a Set-Cookie string was ignored. The descriptions name attributes and hosts, never the value.
+public enum SetCookieParseFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// RFC 6265bis section 5.6 step 1: a control character other than HTAB anywhere in the header.
+    case controlCharacter
+    /// RFC 6265 section 5.2 step 2: no `=` in the name-value pair.
+    case missingEquals
+    /// RFC 6265 section 5.2 step 5: the name is empty.
+    case emptyName
+
+    public var description: String {
+        switch self {
+        case .controlCharacter: "the header holds a control character"
+        case .missingEquals: "no '=' in the name-value pair"
+        case .emptyName: "the cookie name is empty"
+        }
+    }
+}
+
+/// RFC 6265 section 5.2: the Set-Cookie parsing algorithm, as lenient as browsers are.
+public enum SetCookieParser {
+    /// RFC 6265bis section 5.6: attribute values longer than this are ignored, to bound what one header
+    /// can make the jar store.
+    public static let maxAttributeValueBytes = 1024
+
+    /// Parses one Set-Cookie header value (without the `Set-Cookie:` field name).
+    public static func parse(_ header: String) -> Result<ParsedSetCookie, SetCookieParseFailure> {
+        let bytes = Array(header.utf8)
+        // RFC 6265bis 5.6 step 1: CTLs other than HTAB make the whole header invalid.
+        for byte in bytes where (byte < 0x20 && byte != 0x09) || byte == 0x7F {
+            return .failure(.controlCharacter)
+        }
+        // Steps 1-5: the name-value pair runs up to the first ';'.
+        let semicolon = bytes.firstIndex(of: 0x3B) ?? bytes.endIndex
+        let pair = bytes[..<semicolon]
+        guard let equals = pair.firstIndex(of: 0x3D) else { return .failure(.missingEquals) }
+        let name = trimWhitespace(pair[..<equals])
+        let value = trimWhitespace(pair[(equals + 1)...])
+        guard !name.isEmpty else { return .failure(.emptyName) }
+        var cookie = ParsedSetCookie(name: string(name), value: string(value))
+
+        // Section 5.2 steps for the unparsed-attributes, one cookie-av at a time.
+        var index = semicolon
+        while index < bytes.endIndex {
+            index += 1  // the ';'
+            let end = bytes[index...].firstIndex(of: 0x3B) ?? bytes.endIndex
+            let av = bytes[index..<end]
+            index = end
+            let attributeName: ArraySlice<UInt8>
+            let attributeValue: ArraySlice<UInt8>
+            if let eq = av.firstIndex(of: 0x3D) {
+                attributeName = trimWhitespace(av[..<eq])
+                attributeValue = trimWhitespace(av[(eq + 1)...])
+            } else {
+                attributeName = trimWhitespace(av)
+                attributeValue = []
+            }
+            guard attributeValue.count <= maxAttributeValueBytes else { continue }
+            apply(name: lowercased(attributeName), value: attributeValue, to: &cookie)
+        }
+        return .success(cookie)
+    }
+
+    private static func apply(name: String, value: ArraySlice<UInt8>, to cookie: inout ParsedSetCookie) {
+        switch name {
+        case "expires":
+            // 5.2.1: an unparsable date is ignored.
+            if let date = CookieDateParser.parse(Array(value)) { cookie.expires = date }
+        case "max-age":
+            if let seconds = parseMaxAge(value) { cookie.maxAge = seconds }
+        case "domain":
+            // 5.2.3: an empty value is ignored; a leading dot is dropped; the domain is lower-cased.
+            guard !value.isEmpty else { return }
+            var domain = value
+            if domain.first == 0x2E { domain = domain.dropFirst() }
+            cookie.domain = lowercased(domain)
+        case "path":
+            // 5.2.4: an empty or relative path means the default-path.
+            cookie.path = value.first == 0x2F ? string(value) : nil
+        case "secure":
+            cookie.secure = true
+        case "httponly":
+            cookie.httpOnly = true
+        case "samesite":
+            // RFC 6265bis 5.6.7: an unknown value leaves the attribute unset.
+            cookie.sameSite = SameSite(rawValue: lowercased(value))
+        case "version":
+            if let number = Int(string(unquoted(value))) { cookie.version = number }
+        case "comment":
+            cookie.comment = string(value)
+        case "commenturl":
+            cookie.commentURL = string(unquoted(value))
+        case "port":
+            let ports = string(unquoted(value)).split(separator: ",").compactMap {
+                Int($0.trimmingCharacters(in: .whitespaces))
+            }.filter { (1...65535).contains($0) }
+            cookie.portList = ports
+        default:
+            break  // 5.2 step 6: unknown attributes are ignored.
+        }
+    }
+
+    /// 5.2.2: a leading DIGIT or "-", then only DIGITs; otherwise the attribute is ignored. Huge values saturate.
+    static func parseMaxAge(_ value: ArraySlice<UInt8>) -> Int64? {
+        guard let first = value.first, first == 0x2D || CookieDateParser.isDigit(first) else { return nil }
+        let digits = first == 0x2D ? value.dropFirst() : value
+        guard !digits.isEmpty, digits.allSatisfy(CookieDateParser.isDigit) else { return nil }
+        var number: Int64 = 0
+        for digit in digits {
+            let (times10, overflow1) = number.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(Int64(digit - 0x30))
+            if overflow1 || overflow2 { number = Int64.max; break }
+            number = sum
+        }
+        return first == 0x2D ? -number : number
+    }
+
+    /// WSP (SP and HTAB) removed at both ends, as section 5.2 says; other whitespace stays.
+    static func trimWhitespace(_ slice: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var start = slice.startIndex
+        var end = slice.endIndex
+        while start < end, slice[start] == 0x20 || slice[start] == 0x09 { start += 1 }
+        while end > start, slice[end - 1] == 0x20 || slice[end - 1] == 0x09 { end -= 1 }
+        return slice[start..<end]
+    }
+
+    static func unquoted(_ slice: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        if slice.count >= 2, slice.first == 0x22, slice.last == 0x22 { return slice.dropFirst().dropLast() }
+        return slice
+    }
+
+    static func string(_ slice: ArraySlice<UInt8>) -> String {
+        String(decoding: slice, as: UTF8.self)
+    }
+
+    /// ASCII lower-casing (attribute names and domains are compared case-insensitively only for ASCII).
+    static func lowercased(_ slice: ArraySlice<UInt8>) -> String {
+        String(decoding: slice.map { ($0 >= 0x41 && $0 <= 0x5A) ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+}
