@@ -96,6 +96,8 @@ public enum CookieRules {
         }
         let hostOnly: Bool
         let domain: String
+        // An IP address has no parent domains: Domain=<the IP> still yields a host-only cookie.
+        if domainAttribute == host, isIPAddress(host) { domainAttribute = "" }
         if domainAttribute.isEmpty {
             hostOnly = true
             domain = host

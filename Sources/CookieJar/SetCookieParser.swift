@@ -29,12 +29,15 @@ public enum SetCookieParseFailure: Error, Sendable, Hashable, CustomStringConver
     case missingEquals
     /// RFC 6265 section 5.2 step 5: the name is empty.
     case emptyName
+    /// A tab inside the name or the value (see ``SetCookieParser``).
+    case tabInNameOrValue
 
     public var description: String {
         switch self {
         case .controlCharacter: "the header holds a control character"
         case .missingEquals: "no '=' in the name-value pair"
         case .emptyName: "the cookie name is empty"
+        case .tabInNameOrValue: "a tab inside the cookie name or value"
         }
     }
 }
@@ -59,6 +62,9 @@ public enum SetCookieParser {
         let name = trimWhitespace(pair[..<equals])
         let value = trimWhitespace(pair[(equals + 1)...])
         guard !name.isEmpty else { return .failure(.emptyName) }
+        // RFC 6265bis allows HTAB inside a name or value; the jar refuses it because cookies.txt separates its
+        // fields with tabs and no Cookie header a server expects holds one.
+        if name.contains(0x09) || value.contains(0x09) { return .failure(.tabInNameOrValue) }
         var cookie = ParsedSetCookie(name: string(name), value: string(value))
 
         // Section 5.2 steps for the unparsed-attributes, one cookie-av at a time.
@@ -95,10 +101,12 @@ public enum SetCookieParser {
             guard !value.isEmpty else { return }
             var domain = value
             if domain.first == 0x2E { domain = domain.dropFirst() }
+            guard !domain.contains(0x09) else { return }
             cookie.domain = lowercased(domain)
         case "path":
-            // 5.2.4: an empty or relative path means the default-path.
-            cookie.path = value.first == 0x2F ? string(value) : nil
+            // 5.2.4: an empty or relative path means the default-path (so does one holding a tab, which
+            // could not be written to cookies.txt).
+            cookie.path = value.first == 0x2F && !value.contains(0x09) ? string(value) : nil
         case "secure":
             cookie.secure = true
         case "httponly":
