@@ -1,0 +1,207 @@
+import CookieJar
+import Foundation
+import HTTPTransport
+import SiteConfig
+import XMLQuery
+
+extension FlowEngine {
+    /// Runs one HTTP step: builds the request, sends it and its redirects hop by hop with the jar's
+    /// cookies, then checks `expect:` and fills `extract:` from the last response.
+    func perform(
+        _ step: RequestStep, name: String, mark: SourceMark, state: inout RunState, storage: CookieStorage,
+        observer: FlowObserver?
+    ) async throws(FlowError) -> StepTiming {
+        let site = state.site
+        let started = ContinuousClock.now
+        try await state.prepare(step.variables, provider: credentials, step: name, mark: mark)
+        var request = try buildRequest(step, name: name, mark: mark, state: state)
+        let options = TransportOptions(site: site.http)
+        let maxRedirects = site.http.maxRedirects ?? Self.defaultMaxRedirects
+        var hop = 0
+        var response: HTTPResponse
+
+        while true {
+            try checkCancellation(site: site.name, step: name)
+            // `request` keeps only the step's own Cookie header (dropped by RedirectRule on another origin);
+            // the jar's cookies for this hop's URL are added to the copy that is sent.
+            var sent = request
+            if step.handleCookies, let jarCookies = storage.cookieHeader(for: request.url) {
+                let own = sent.headers["Cookie"]
+                sent.headers.replaceOrAdd(name: "Cookie", value: own.map { "\($0); \(jarCookies)" } ?? jarCookies)
+            }
+            let hopStarted = ContinuousClock.now
+            do {
+                response = try await client.send(sent, options: options)
+            } catch {
+                throw FlowError(
+                    kind: .transport(error.kind), site: site.name, step: name, mark: mark,
+                    detail: state.masker.redact(error.description))
+            }
+            if step.handleCookies {
+                let setCookies = response.headers.values(for: "Set-Cookie")
+                if !setCookies.isEmpty {
+                    let decisions = storage.setCookies(fromHeaders: setCookies, for: response.url, mainDocumentURL: site.baseURL)
+                    for case .stored(let cookie) in decisions { state.masker.addValue(cookie.value) }
+                }
+            }
+            observer?(.exchange(FlowEvent.Exchange(
+                site: site.name, step: name, method: sent.method, url: sent.url.redactedForLog, status: response.status,
+                duration: ContinuousClock.now - hopStarted, redirectHop: hop)))
+
+            guard step.followRedirects, response.isRedirect else { break }
+            guard hop < maxRedirects else {
+                throw FlowError(
+                    kind: .redirect, site: site.name, step: name, mark: mark,
+                    expected: "at most \(maxRedirects) redirects (http.max_redirects)", found: "another \(response.status)",
+                    response: FlowError.ResponseSummary(response, masker: state.masker))
+            }
+            do {
+                request = try RedirectRule.next(after: request, response: response)
+            } catch {
+                throw FlowError(
+                    kind: .redirect, site: site.name, step: name, mark: mark, detail: error.message,
+                    response: FlowError.ResponseSummary(response, masker: state.masker))
+            }
+            hop += 1
+        }
+
+        state.lastResponse = response
+        try inspect(step, response: response, name: name, mark: mark, state: &state, storage: storage)
+        return StepTiming(step: name, duration: ContinuousClock.now - started, requests: hop + 1, status: response.status)
+    }
+
+    /// Expectations first (a failed login page then reads "expected status 303, found 200" rather than
+    /// "no csrf field"), then extractions in file order.
+    private func inspect(
+        _ step: RequestStep, response: HTTPResponse, name: String, mark: SourceMark, state: inout RunState,
+        storage: CookieStorage
+    ) throws(FlowError) {
+        let site = state.site
+        for expectation in step.expect {
+            do {
+                try ResponseInspection.check(expectation.kind, response: response, storage: storage, now: now())
+            } catch {
+                throw FlowError(
+                    kind: .expectationFailed, site: site.name, step: name, mark: expectation.mark ?? mark,
+                    expected: state.masker.redact(error.expected), found: state.masker.redact(error.found),
+                    response: FlowError.ResponseSummary(response, masker: state.masker))
+            }
+        }
+        for entry in step.extract {
+            do {
+                let value = try ResponseInspection.extract(entry.extraction, from: response, storage: storage, now: now())
+                state.setVariable(entry.name, value)
+            } catch {
+                throw FlowError(
+                    kind: .extractionFailed, site: site.name, step: name, mark: entry.mark ?? mark,
+                    expected: "\(state.masker.redact(error.expected)) for variable '\(entry.name)'",
+                    found: state.masker.redact(error.found),
+                    response: FlowError.ResponseSummary(response, masker: state.masker))
+            }
+        }
+    }
+
+    // MARK: Building the request
+
+    func buildRequest(_ step: RequestStep, name: String, mark: SourceMark, state: RunState) throws(FlowError) -> HTTPRequest {
+        let site = state.site
+        func invalid(_ detail: String) -> FlowError {
+            FlowError(kind: .invalidRequest, site: site.name, step: name, mark: mark, detail: detail)
+        }
+
+        var method = step.method ?? "GET"
+        var url: URL?
+        if let template = step.url {
+            let text = try state.render(template, step: name, mark: mark)
+            url = try resolve(text, site: site, invalid: invalid)
+        }
+
+        var headers = HTTPHeaders()
+        for header in site.http.headers { headers.replaceOrAdd(name: header.name, value: header.value) }
+        for field in state.pluginHeaders { headers.replaceOrAdd(name: field.name, value: field.value) }
+        for header in step.headers {
+            headers.replaceOrAdd(name: header.name, value: try state.render(header.value, step: name, mark: header.mark ?? mark))
+        }
+
+        var body: Data?
+        var contentType: String?
+        switch step.body {
+        case nil:
+            break
+        case .form(let fields):
+            var pairs: [(name: String, value: String)] = []
+            for field in fields { pairs.append((field.name, try state.render(field.value, step: name, mark: field.mark ?? mark))) }
+            body = Data(FormEncoding.urlEncoded(pairs).utf8)
+            contentType = HTMLForm.urlEncoded
+        case .json(let template):
+            body = Data(try state.render(template, step: name, mark: mark).serialized.utf8)
+            contentType = "application/json"
+        case .raw(let template, let type):
+            body = Data(try state.render(template, step: name, mark: mark).utf8)
+            contentType = type ?? "text/plain; charset=utf-8"
+        case .formFrom(let xpath, let overrides):
+            guard let previous = state.lastResponse else {
+                throw invalid("form_from needs the previous step's HTML response, and no HTTP step ran before")
+            }
+            var form: HTMLForm
+            do {
+                let contentType = previous.headers["Content-Type"]?.lowercased() ?? ""
+                let charset = contentType.range(of: "charset=").map {
+                    String(contentType[$0.upperBound...].prefix { $0 != ";" }).trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
+                }
+                form = try XMLQuery.Document.html(previous.body, url: previous.url, encoding: charset).form(xpath)
+            } catch {
+                throw FlowError(
+                    kind: .extractionFailed, site: site.name, step: name, mark: mark,
+                    expected: "an HTML form selected by \(xpath) in the previous response", found: error.description,
+                    response: FlowError.ResponseSummary(previous, masker: state.masker))
+            }
+            for override in overrides {
+                form.set(override.name, to: try state.render(override.value, step: name, mark: override.mark ?? mark))
+            }
+            if step.method == nil { method = form.method }
+            let pairs = form.fields.map { (name: $0.name, value: $0.value) }
+            let target = url ?? form.action
+            if method == "GET" || method == "HEAD" {
+                guard let withQuery = FormEncoding.replacingQuery(of: target, with: pairs) else {
+                    throw invalid("cannot put the form's fields into the query of \(target.redactedForLog)")
+                }
+                url = withQuery
+            } else {
+                url = target
+                if form.encoding == "multipart/form-data" {
+                    let multipart = FormEncoding.multipart(pairs)
+                    body = multipart.body
+                    contentType = multipart.contentType
+                } else {
+                    body = Data(FormEncoding.urlEncoded(pairs).utf8)
+                    contentType = HTMLForm.urlEncoded
+                }
+            }
+        }
+
+        guard var finalURL = url else { throw invalid("the step has no URL") }
+        if !step.query.isEmpty {
+            var items: [(name: String, value: String)] = []
+            for item in step.query { items.append((item.name, try state.render(item.value, step: name, mark: item.mark ?? mark))) }
+            guard let withQuery = FormEncoding.appendingQuery(items, to: finalURL) else {
+                throw invalid("cannot add the query to \(finalURL.redactedForLog)")
+            }
+            finalURL = withQuery
+        }
+        if let contentType, !headers.contains("Content-Type") { headers.add(name: "Content-Type", value: contentType) }
+        return HTTPRequest(method: method.uppercased(), url: finalURL, headers: headers, body: body)
+    }
+
+    /// A step URL: absolute, or relative to `base_url`; http and https only.
+    private func resolve(_ text: String, site: SiteDefinition, invalid: (String) -> FlowError) throws(FlowError) -> URL {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard let url = URL(string: trimmed, relativeTo: site.baseURL)?.absoluteURL,
+            let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil
+        else {
+            // The text may hold a rendered secret: show only that it was invalid.
+            throw invalid("the step's URL is not a valid http(s) URL, absolute or relative to base_url")
+        }
+        return url
+    }
+}

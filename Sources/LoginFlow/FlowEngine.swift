@@ -1,0 +1,161 @@
+import CookieJar
+import Foundation
+import HTTPTransport
+import SiteConfig
+
+/// Runs a site's login flow, `check` and `keepalive` (SPEC sections 3 and 5) against any
+/// ``HTTPClient``, with the site's ``CookieStorage`` as the only cookie store.
+///
+/// The engine follows redirects itself, hop by hop, so every hop's Set-Cookie goes through the storage
+/// (and its accept policy) and every hop sends the cookies its own URL should get. It never prints:
+/// progress goes to the observer, failures come back as ``FlowError`` with secrets masked.
+public struct FlowEngine: Sendable {
+    /// Redirects followed per step when the site sets no `http.max_redirects` (curl's and browsers' order
+    /// of magnitude: 20 in Chrome and Firefox, 50 in curl).
+    public static let defaultMaxRedirects = 10
+    /// `last_response.body` sent to plugins is cut to this (SPEC section 5).
+    public static let pluginBodyLimit = 1024 * 1024
+
+    public let client: any HTTPClient
+    public let credentials: any CredentialProvider
+    public let plugins: any PluginRunner
+    /// The daemon's environment: `{{ env.NAME }}` (for `allow_env` names), plugin `env:` inheritance, and
+    /// PATH, HOME and LANG of plugins.
+    public let environment: [String: String]
+    /// The clock cookie expiry is judged by.
+    public let now: @Sendable () -> Date
+
+    public init(
+        client: any HTTPClient, credentials: any CredentialProvider, plugins: any PluginRunner = ProcessPluginRunner(),
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.client = client
+        self.credentials = credentials
+        self.plugins = plugins
+        self.environment = environment
+        self.now = now
+    }
+
+    // MARK: Login
+
+    /// Logs in: runs `login.steps` in order (or the login plugin) against `storage`, then checks that every
+    /// `cookies.essential` cookie is set and unexpired.
+    ///
+    /// The storage is used as it is (the caller decides whether a login starts from an empty jar).
+    public func login(
+        _ site: SiteDefinition, storage: CookieStorage, observer: FlowObserver? = nil
+    ) async throws(FlowError) -> FlowResult {
+        let started = ContinuousClock.now
+        if site.http.insecure {
+            observer?(.warning(site: site.name, message: "TLS certificate verification is disabled (http.insecure) for \(site.baseURL.redactedForLog)"))
+        }
+        var state = RunState(site: site, environment: environment)
+        for cookie in storage.allCookies { state.masker.addValue(cookie.value) }
+
+        switch site.login {
+        case .manual:
+            throw FlowError(
+                kind: .invalidRequest, site: site.name, step: nil,
+                detail: "the site logs in manually (login: manual); import its cookies with 'sessionkeeper import'")
+        case .steps(let steps):
+            for (index, step) in steps.enumerated() {
+                try checkCancellation(site: site.name, step: step.name)
+                observer?(.stepStarted(site: site.name, step: step.name, index: index + 1, count: steps.count))
+                let timing: StepTiming
+                switch step.action {
+                case .request(let request):
+                    timing = try await perform(request, name: step.name, mark: step.mark, state: &state, storage: storage, observer: observer)
+                case .plugin(let plugin):
+                    timing = try await runPlugin(plugin, name: step.name, mark: step.mark, state: &state, storage: storage, observer: observer)
+                }
+                state.timings.append(timing)
+                observer?(.stepFinished(site: site.name, timing: timing))
+            }
+        case .plugin(let plugin):
+            observer?(.stepStarted(site: site.name, step: "login", index: 1, count: 1))
+            let timing = try await runPlugin(plugin, name: "login", mark: nil, state: &state, storage: storage, observer: observer)
+            state.timings.append(timing)
+            observer?(.stepFinished(site: site.name, timing: timing))
+        }
+
+        let essentials = essentialCookies(site, storage: storage)
+        if let missing = essentials.first(where: { !$0.isSet }) {
+            throw FlowError(
+                kind: .essentialCookieMissing, site: site.name, step: state.timings.last?.step,
+                expected: "essential cookie \(missing.name) set and unexpired after the login",
+                found: storage.allCookies.contains { $0.name == missing.name } ? "only an expired one" : "no such cookie",
+                response: state.lastResponse.map { FlowError.ResponseSummary($0, masker: state.masker) })
+        }
+        return FlowResult(
+            site: site.name, cookies: storage.allCookies, essentialCookies: essentials, steps: state.timings,
+            finalURL: state.lastResponse?.url.redactedForLog, duration: ContinuousClock.now - started, finishedAt: now())
+    }
+
+    // MARK: Check and keepalive
+
+    /// Runs the site's `check:` request with the stored cookies. Without `expect:` it expects a 2xx status;
+    /// the essential cookies must still be set afterwards. Throws when the session is not alive (or the site
+    /// cannot be reached: see ``FlowError/isUnreachable``).
+    public func check(
+        _ site: SiteDefinition, storage: CookieStorage, observer: FlowObserver? = nil
+    ) async throws(FlowError) -> ProbeResult {
+        guard let probe = site.check else {
+            throw FlowError(kind: .invalidRequest, site: site.name, step: "check", detail: "the site has no check:")
+        }
+        let result = try await runProbe(probe, name: "check", site: site, storage: storage, observer: observer)
+        if let missing = result.essentialCookies.first(where: { !$0.isSet }) {
+            throw FlowError(
+                kind: .essentialCookieMissing, site: site.name, step: "check", mark: probe.mark,
+                expected: "essential cookie \(missing.name) set and unexpired", found: "it is gone")
+        }
+        return result
+    }
+
+    /// Runs the site's `keepalive:` request with the stored cookies, storing what it sets (a sliding
+    /// session's renewed cookie). Without `expect:` it expects a 2xx status.
+    public func keepalive(
+        _ site: SiteDefinition, storage: CookieStorage, observer: FlowObserver? = nil
+    ) async throws(FlowError) -> ProbeResult {
+        guard let probe = site.keepalive else {
+            throw FlowError(kind: .invalidRequest, site: site.name, step: "keepalive", detail: "the site has no keepalive:")
+        }
+        return try await runProbe(probe, name: "keepalive", site: site, storage: storage, observer: observer)
+    }
+
+    private func runProbe(
+        _ probe: Probe, name: String, site: SiteDefinition, storage: CookieStorage, observer: FlowObserver?
+    ) async throws(FlowError) -> ProbeResult {
+        let started = ContinuousClock.now
+        var state = RunState(site: site, environment: environment)
+        for cookie in storage.allCookies { state.masker.addValue(cookie.value) }
+        var request = probe.request
+        if request.expect.isEmpty { request.expect = [Expectation(.status(Array(200...299)), mark: probe.mark)] }
+        observer?(.stepStarted(site: site.name, step: name, index: 1, count: 1))
+        let timing = try await perform(request, name: name, mark: probe.mark, state: &state, storage: storage, observer: observer)
+        observer?(.stepFinished(site: site.name, timing: timing))
+        let response = state.lastResponse
+        return ProbeResult(
+            site: site.name, status: response?.status ?? 0, url: response?.url.redactedForLog ?? "",
+            duration: ContinuousClock.now - started, essentialCookies: essentialCookies(site, storage: storage),
+            finishedAt: now())
+    }
+
+    // MARK: Shared
+
+    /// The state of each essential cookie in the storage now.
+    public func essentialCookies(_ site: SiteDefinition, storage: CookieStorage) -> [EssentialCookie] {
+        let date = now()
+        let all = storage.allCookies
+        return site.cookies.essential.map { name in
+            let live = all.filter { $0.name == name && !$0.isExpired(at: date) }
+            // With several (per path or host), the one that expires first bounds the session.
+            let chosen = live.min { ($0.expires ?? .distantFuture) < ($1.expires ?? .distantFuture) }
+            return EssentialCookie(name: name, isSet: chosen != nil, expires: chosen?.expires, domain: chosen?.domain)
+        }
+    }
+
+    func checkCancellation(site: String, step: String?) throws(FlowError) {
+        if Task.isCancelled { throw FlowError(kind: .cancelled, site: site, step: step, detail: "the run was cancelled") }
+    }
+}

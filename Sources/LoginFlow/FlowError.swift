@@ -1,0 +1,124 @@
+import Foundation
+import HTTPTransport
+import SiteConfig
+
+/// Why a login, check or keepalive run failed. Every text in it has been through the run's
+/// ``SecretMasker``: it never holds a credential, a cookie value or an extracted token.
+public struct FlowError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Kind: Sendable, Hashable {
+        /// An `expect:` entry did not hold.
+        case expectationFailed
+        /// An `extract:` entry found nothing (or the body was not of the needed type).
+        case extractionFailed
+        /// A `{{ placeholder }}` could not be filled (unknown variable, credential or environment name).
+        case template
+        /// The request could not be built (invalid URL, no form for `form_from`...).
+        case invalidRequest
+        /// The transport got no response (``TransportError/Kind`` says why).
+        case transport(TransportError.Kind)
+        /// More redirects than `max_redirects`, or a Location that is not a usable URL.
+        case redirect
+        /// A plugin failed: non-zero exit, invalid JSON, an `"error"`, a timeout.
+        case plugin
+        /// A credential could not be resolved.
+        case credential
+        /// The flow finished but an essential cookie is missing or expired.
+        case essentialCookieMissing
+        /// The run was cancelled.
+        case cancelled
+    }
+
+    /// What the failing step saw last, for the message.
+    public struct ResponseSummary: Sendable, Hashable {
+        public var status: Int
+        /// Redacted: no query, user info or fragment.
+        public var url: String
+        /// At most ``FlowError/excerptLength`` characters of the body, whitespace collapsed, secrets masked.
+        public var bodyExcerpt: String
+    }
+
+    public static let excerptLength = 200
+
+    public var kind: Kind
+    public var site: String
+    /// The step's name; "check", "keepalive" or "login" for probes and plugin logins.
+    public var step: String?
+    /// Where the step (or the failing entry) is written.
+    public var mark: SourceMark?
+    /// What was wanted ("status in [302, 303]").
+    public var expected: String?
+    /// What was there instead ("status 200").
+    public var found: String?
+    /// Any further detail (a transport or plugin message).
+    public var detail: String?
+    public var response: ResponseSummary?
+
+    public init(
+        kind: Kind, site: String, step: String? = nil, mark: SourceMark? = nil, expected: String? = nil,
+        found: String? = nil, detail: String? = nil, response: ResponseSummary? = nil
+    ) {
+        self.kind = kind
+        self.site = site
+        self.step = step
+        self.mark = mark
+        self.expected = expected
+        self.found = found
+        self.detail = detail
+        self.response = response
+    }
+
+    /// True when the site could not be reached (DNS, connect, TLS, timeout, proxy): "site down",
+    /// as opposed to "logged out".
+    public var isUnreachable: Bool {
+        if case .transport(let kind) = kind {
+            return TransportError(kind: kind, url: nil, message: "").isUnreachable
+        }
+        return false
+    }
+
+    public var description: String {
+        var text = "site '\(site)'"
+        if let step { text += ", step '\(step)'" }
+        if let mark { text += " (\(mark))" }
+        text += ": " + headline
+        if let expected { text += "; expected \(expected)" }
+        if let found { text += ", found \(found)" }
+        if let detail { text += "; \(detail)" }
+        if let response {
+            text += " [last response: \(response.status) \(response.url)"
+            if !response.bodyExcerpt.isEmpty { text += ", body: \"\(response.bodyExcerpt)\"" }
+            text += "]"
+        }
+        return text
+    }
+
+    private var headline: String {
+        switch kind {
+        case .expectationFailed: "expectation failed"
+        case .extractionFailed: "extraction failed"
+        case .template: "template error"
+        case .invalidRequest: "invalid request"
+        case .transport(let kind): "\(kind.rawValue) error"
+        case .redirect: "redirect error"
+        case .plugin: "plugin failed"
+        case .credential: "credential unavailable"
+        case .essentialCookieMissing: "essential cookie missing"
+        case .cancelled: "cancelled"
+        }
+    }
+}
+
+extension FlowError.ResponseSummary {
+    /// Summarises a response for an error, masking secrets in the excerpt.
+    init(_ response: HTTPResponse, masker: SecretMasker) {
+        status = response.status
+        url = response.url.redactedForLog
+        // Mask before collapsing whitespace (a secret may hold spaces) and again after (it may have been split
+        // across lines), and always before cutting, so a secret straddling the cut cannot leak its first half.
+        let collapsed = masker.redact(response.bodyText).split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        let masked = masker.redact(collapsed)
+        bodyExcerpt = masked.count > FlowError.excerptLength
+            ? String(masked.prefix(FlowError.excerptLength)) + "…" : masked
+    }
+}

@@ -1,0 +1,68 @@
+import CookieJar
+import Foundation
+
+/// How long one step took and what it ended with.
+public struct StepTiming: Sendable, Hashable {
+    public var step: String
+    public var duration: Duration
+    /// Requests sent (1 + redirects followed); 0 for a plugin step.
+    public var requests: Int
+    /// The last response's status; nil for a plugin step.
+    public var status: Int?
+
+    public init(step: String, duration: Duration, requests: Int, status: Int?) {
+        self.step = step
+        self.duration = duration
+        self.requests = requests
+        self.status = status
+    }
+}
+
+/// The state of one `cookies.essential` name after a run.
+public struct EssentialCookie: Sendable, Hashable {
+    public var name: String
+    /// Present and unexpired.
+    public var isSet: Bool
+    /// nil for a session cookie or when not set.
+    public var expires: Date?
+    public var domain: String?
+
+    public init(name: String, isSet: Bool, expires: Date?, domain: String?) {
+        self.name = name
+        self.isSet = isSet
+        self.expires = expires
+        self.domain = domain
+    }
+}
+
+/// What a successful login produced.
+public struct FlowResult: Sendable {
+    public var site: String
+    /// Every cookie in the storage after the flow (the new session).
+    public var cookies: [Cookie]
+    /// One entry per `cookies.essential` name, in that order; all are set on success.
+    public var essentialCookies: [EssentialCookie]
+    /// The earliest expiry among the essential cookies (nil when all are session cookies or none are
+    /// declared): refresh is planned from it.
+    public var sessionExpiry: Date? {
+        essentialCookies.compactMap(\.expires).min()
+    }
+    public var steps: [StepTiming]
+    /// The URL of the last response, redacted.
+    public var finalURL: String?
+    public var duration: Duration
+    /// When the flow ended, by the engine's clock.
+    public var finishedAt: Date
+}
+
+/// What a successful `check` or `keepalive` run saw.
+public struct ProbeResult: Sendable {
+    public var site: String
+    public var status: Int
+    /// Redacted URL of the last response.
+    public var url: String
+    public var duration: Duration
+    /// The essential cookies after the probe (a sliding session may have renewed them).
+    public var essentialCookies: [EssentialCookie]
+    public var finishedAt: Date
+}

@@ -1,0 +1,66 @@
+import Foundation
+
+/// `application/x-www-form-urlencoded` and `multipart/form-data` serialisation as browsers do it
+/// (WHATWG URL standard, "application/x-www-form-urlencoded serializing"; RFC 7578).
+enum FormEncoding {
+    /// Bytes left as they are: ASCII alphanumerics and `*-._`; a space becomes `+`; everything else is
+    /// percent-encoded from UTF-8.
+    static func encode(_ text: String) -> String {
+        var output = ""
+        output.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            switch byte {
+            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, UInt8(ascii: "*"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                UInt8(ascii: "_"):
+                output.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: " "):
+                output += "+"
+            default:
+                output += String(format: "%%%02X", byte)
+            }
+        }
+        return output
+    }
+
+    /// `name=value&name=value`, in order.
+    static func urlEncoded(_ fields: [(name: String, value: String)]) -> String {
+        fields.map { encode($0.name) + "=" + encode($0.value) }.joined(separator: "&")
+    }
+
+    /// A multipart/form-data body and its Content-Type (with the boundary).
+    static func multipart(_ fields: [(name: String, value: String)]) -> (body: Data, contentType: String) {
+        let boundary = "----SessionKeeperFormBoundary" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
+        var body = Data()
+        for field in fields {
+            // RFC 7578 section 4.2: quotes and line breaks in the name are percent-encoded.
+            let name = field.name.replacingOccurrences(of: "\"", with: "%22").replacingOccurrences(of: "\r", with: "%0D")
+                .replacingOccurrences(of: "\n", with: "%0A")
+            body.append(Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n".utf8))
+            body.append(Data(field.value.utf8))
+            body.append(Data("\r\n".utf8))
+        }
+        body.append(Data("--\(boundary)--\r\n".utf8))
+        return (body, "multipart/form-data; boundary=\(boundary)")
+    }
+
+    /// `url` with `items` appended to its query (keeping any query it has).
+    static func appendingQuery(_ items: [(name: String, value: String)], to url: URL) -> URL? {
+        guard !items.isEmpty else { return url }
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return nil }
+        let added = urlEncoded(items)
+        if let existing = components.percentEncodedQuery, !existing.isEmpty {
+            components.percentEncodedQuery = existing + "&" + added
+        } else {
+            components.percentEncodedQuery = added
+        }
+        return components.url
+    }
+
+    /// `url` with its query replaced by `items` (a GET form submission, HTML "mutate action URL").
+    static func replacingQuery(of url: URL, with items: [(name: String, value: String)]) -> URL? {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return nil }
+        components.percentEncodedQuery = urlEncoded(items)
+        components.fragment = nil
+        return components.url
+    }
+}

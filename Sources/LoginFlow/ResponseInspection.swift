@@ -1,0 +1,176 @@
+import CookieJar
+import Foundation
+import HTTPTransport
+import SiteConfig
+import XMLQuery
+
+/// `extract:` and `expect:` over one response (SPEC section 3). Failures come back as plain descriptions
+/// (what was wanted, what was found) that the engine wraps into a ``FlowError`` after masking.
+enum ResponseInspection {
+    struct Mismatch: Error, Sendable {
+        var expected: String
+        var found: String
+    }
+
+    // MARK: Extraction
+
+    static func extract(
+        _ extraction: Extraction, from response: HTTPResponse, storage: CookieStorage?, now: Date
+    ) throws(Mismatch) -> String {
+        switch extraction {
+        case .regex(let pattern):
+            let regex = try compile(pattern)
+            let text = response.bodyText
+            let range = NSRange(text.startIndex..., in: text)
+            guard let match = regex.firstMatch(in: text, range: range) else {
+                throw Mismatch(expected: "a match of regex /\(pattern)/ in the body", found: "no match")
+            }
+            let group = match.numberOfRanges > 1 ? 1 : 0
+            guard let captured = Range(match.range(at: group), in: text) else {
+                throw Mismatch(expected: "regex /\(pattern)/ to capture its first group", found: "the group did not participate")
+            }
+            return String(text[captured])
+        case .xpath(let expression):
+            let document = try parse(response)
+            let value: String?
+            do { value = try document.firstString(expression) } catch {
+                throw Mismatch(expected: "a value for XPath \(expression)", found: error.description)
+            }
+            guard let value else { throw Mismatch(expected: "a node matching XPath \(expression)", found: "no node") }
+            return value
+        case .json(let pointer):
+            let document = try json(response)
+            guard let value = JSONPointer.resolve(pointer, in: document) else {
+                throw Mismatch(expected: "a value at JSON pointer \(pointer)", found: "nothing there")
+            }
+            return JSONPointer.text(of: value)
+        case .header(let name):
+            guard let value = response.headers[name] else {
+                throw Mismatch(expected: "a \(name) header", found: "none")
+            }
+            return value
+        case .cookie(let name):
+            guard let cookie = liveCookie(named: name, url: response.url, storage: storage, now: now) else {
+                throw Mismatch(expected: "a stored cookie named \(name)", found: "none")
+            }
+            return cookie.value
+        case .status:
+            return String(response.status)
+        case .url(let query):
+            guard let query else { return response.url.absoluteString }
+            let items = URLComponents(url: response.url, resolvingAgainstBaseURL: true)?.queryItems ?? []
+            guard let item = items.first(where: { $0.name == query }) else {
+                throw Mismatch(expected: "a query item \(query) in the final URL", found: "none")
+            }
+            return item.value ?? ""
+        }
+    }
+
+    // MARK: Expectations
+
+    static func check(
+        _ kind: Expectation.Kind, response: HTTPResponse, storage: CookieStorage?, now: Date
+    ) throws(Mismatch) {
+        switch kind {
+        case .status(let accepted):
+            guard accepted.contains(response.status) else {
+                let wanted = accepted.count == 1 ? "status \(accepted[0])" : "status in \(accepted)"
+                throw Mismatch(expected: wanted, found: "status \(response.status)")
+            }
+        case .urlMatches(let pattern):
+            let regex = try compile(pattern)
+            let url = response.url.absoluteString
+            guard regex.firstMatch(in: url, range: NSRange(url.startIndex..., in: url)) != nil else {
+                throw Mismatch(expected: "final URL matching /\(pattern)/", found: response.url.redactedForLog)
+            }
+        case .bodyContains(let text):
+            guard response.bodyText.contains(text) else {
+                throw Mismatch(expected: "body containing \"\(text)\"", found: "it does not")
+            }
+        case .notBodyContains(let text):
+            guard !response.bodyText.contains(text) else {
+                throw Mismatch(expected: "body not containing \"\(text)\"", found: "it does")
+            }
+        case .cookie(let name):
+            guard liveCookie(named: name, url: response.url, storage: storage, now: now) != nil else {
+                let expired = storage?.allCookies.contains { $0.name == name } == true
+                throw Mismatch(expected: "cookie \(name) set and unexpired", found: expired ? "only an expired one" : "no such cookie")
+            }
+        case .header(let name, let pattern):
+            let values = response.headers.values(for: name)
+            guard !values.isEmpty else { throw Mismatch(expected: "a \(name) header", found: "none") }
+            if let pattern {
+                let regex = try compile(pattern)
+                let matched = values.contains { regex.firstMatch(in: $0, range: NSRange($0.startIndex..., in: $0)) != nil }
+                guard matched else {
+                    // The value itself may be a token: the engine masks known secrets, but the value is not shown.
+                    throw Mismatch(expected: "header \(name) matching /\(pattern)/", found: "\(values.count) value(s) not matching")
+                }
+            }
+        case .json(let pointer, let equals):
+            let document = try json(response)
+            guard let value = JSONPointer.resolve(pointer, in: document) else {
+                throw Mismatch(expected: "a value at JSON pointer \(pointer)", found: "nothing there")
+            }
+            if let equals, !jsonEqual(value, equals) {
+                throw Mismatch(expected: "\(pointer) = \(equals.serialized)", found: shortJSON(value))
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    /// A cookie of that name, unexpired: the one the response URL would get first, else any in the store
+    /// (a login may set the session for another path or a sibling host).
+    static func liveCookie(named name: String, url: URL, storage: CookieStorage?, now: Date) -> Cookie? {
+        guard let storage else { return nil }
+        if let cookie = storage.cookies(for: url).first(where: { $0.name == name && !$0.isExpired(at: now) }) { return cookie }
+        return storage.allCookies.filter { $0.name == name && !$0.isExpired(at: now) }.max { $0.created < $1.created }
+    }
+
+    static func compile(_ pattern: String) throws(Mismatch) -> NSRegularExpression {
+        do { return try NSRegularExpression(pattern: pattern) } catch {
+            throw Mismatch(expected: "a valid regular expression", found: "/\(pattern)/ does not compile")
+        }
+    }
+
+    /// The body as HTML, or as XML when the Content-Type says XML.
+    static func parse(_ response: HTTPResponse) throws(Mismatch) -> Document {
+        let contentType = response.headers["Content-Type"]?.lowercased() ?? ""
+        let charset = contentType.split(separator: ";").lazy.map { $0.trimmingCharacters(in: .whitespaces) }
+            .first { $0.hasPrefix("charset=") }.map { String($0.dropFirst("charset=".count)).trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+        let isXML = contentType.contains("xml") && !contentType.contains("html")
+        do {
+            if isXML { return try Document.xml(response.body, url: response.url) }
+            return try Document.html(response.body, url: response.url, encoding: charset)
+        } catch {
+            throw Mismatch(expected: isXML ? "an XML body" : "an HTML body", found: error.description)
+        }
+    }
+
+    static func json(_ response: HTTPResponse) throws(Mismatch) -> JSONValue {
+        do { return try JSONText.parse(Array(response.body)) } catch {
+            throw Mismatch(expected: "a JSON body", found: "invalid JSON (\(error.description))")
+        }
+    }
+
+    /// JSON equality with numbers compared by value (`1.0` equals `1`), members in any order.
+    static func jsonEqual(_ a: JSONValue, _ b: JSONValue) -> Bool {
+        switch (a, b) {
+        case (.object(let x), .object(let y)):
+            guard x.count == y.count else { return false }
+            return x.allSatisfy { member in y.contains { $0.key == member.key && jsonEqual($0.value, member.value) } }
+        case (.array(let x), .array(let y)):
+            return x.count == y.count && zip(x, y).allSatisfy { jsonEqual($0, $1) }
+        case (.number(let x), .number(let y)):
+            return x == y || (Double(x) != nil && Double(x) == Double(y))
+        default:
+            return a == b
+        }
+    }
+
+    static func shortJSON(_ value: JSONValue) -> String {
+        let text = value.serialized
+        return text.count > 120 ? String(text.prefix(120)) + "…" : text
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import HTTPTransport
+import SiteConfig
+
+/// The mutable state of one run: variables, resolved credentials, the last response, headers plugins
+/// added, and everything that must be masked in messages.
+struct RunState: Sendable {
+    let site: SiteDefinition
+    let environment: [String: String]
+    var variables: [String: String] = [:]
+    var credentials: [String: String] = [:]
+    var lastResponse: HTTPResponse?
+    /// Headers a plugin returned: sent with every later request of the run.
+    var pluginHeaders = HTTPHeaders()
+    var masker = SecretMasker()
+    var timings: [StepTiming] = []
+
+    init(site: SiteDefinition, environment: [String: String]) {
+        self.site = site
+        self.environment = environment
+    }
+
+    /// Sets a variable (extracted or from a plugin) and remembers its value for masking.
+    mutating func setVariable(_ name: String, _ value: String) {
+        variables[name] = value
+        masker.addValue(value)
+    }
+
+    /// Gets placeholders ready before rendering: resolves, once per run, every `credentials.NAME` among
+    /// `names`, and adds the `env.NAME` values used to the masked secrets.
+    mutating func prepare(
+        _ names: [String], provider: any CredentialProvider, step: String?, mark: SourceMark?
+    ) async throws(FlowError) {
+        for name in names {
+            if name.hasPrefix("credentials.") {
+                let credential = String(name.dropFirst("credentials.".count))
+                try await resolveCredential(credential, provider: provider, step: step, mark: mark)
+            } else if name.hasPrefix("env."), let value = environment[String(name.dropFirst("env.".count))] {
+                masker.addSecret(value)
+            }
+        }
+    }
+
+    mutating func resolveCredential(
+        _ name: String, provider: any CredentialProvider, step: String?, mark: SourceMark?
+    ) async throws(FlowError) {
+        guard credentials[name] == nil else { return }
+        guard site.credential(named: name) != nil else {
+            let declared = site.credentials.map(\.name).joined(separator: ", ")
+            throw FlowError(
+                kind: .template, site: site.name, step: step, mark: mark,
+                detail: "'{{ credentials.\(name) }}' names no credential of the site (declared: \(declared.isEmpty ? "none" : declared))")
+        }
+        do {
+            let value = try await provider.value(of: name, site: site.name)
+            credentials[name] = value
+            masker.addSecret(value)
+        } catch {
+            throw FlowError(
+                kind: .credential, site: site.name, step: step, mark: mark,
+                detail: "credential '\(name)': \(masker.redact(String(describing: error)))")
+        }
+    }
+
+    /// The value of one placeholder. Credentials must have been resolved before.
+    func lookup(_ name: String, step: String?, mark: SourceMark?) throws(FlowError) -> String {
+        func failure(_ detail: String) -> FlowError {
+            FlowError(kind: .template, site: site.name, step: step, mark: mark, detail: detail)
+        }
+        if name == "site.base_url" { return site.baseURL.absoluteString }
+        if name == "site.name" { return site.name }
+        if name.hasPrefix("credentials.") {
+            let credential = String(name.dropFirst("credentials.".count))
+            guard let value = credentials[credential] else { throw failure("credential '\(credential)' is not available") }
+            return value
+        }
+        if name.hasPrefix("env.") {
+            let variable = String(name.dropFirst("env.".count))
+            guard site.allowEnv.contains(variable) else {
+                throw failure("'{{ \(name) }}' reads the environment variable \(variable), which is not listed under allow_env:")
+            }
+            guard let value = environment[variable] else { throw failure("environment variable \(variable) is not set") }
+            return value
+        }
+        if let value = variables[name] { return value }
+        let known = variables.keys.sorted().joined(separator: ", ")
+        throw failure("unknown variable '{{ \(name) }}' (defined so far: \(known.isEmpty ? "none" : known))")
+    }
+
+    func render(_ template: Template, step: String?, mark: SourceMark?) throws(FlowError) -> String {
+        try template.render { (name: String) throws(FlowError) -> String in try lookup(name, step: step, mark: mark) }
+    }
+
+    func render(_ template: JSONTemplate, step: String?, mark: SourceMark?) throws(FlowError) -> JSONValue {
+        try template.render { (name: String) throws(FlowError) -> String in try lookup(name, step: step, mark: mark) }
+    }
+}
