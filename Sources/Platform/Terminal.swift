@@ -1,0 +1,46 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Reading secrets from standard input: with echo off when it is a terminal.
+public enum Terminal {
+    /// True when `fd` is a terminal.
+    public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+
+    /// Reads a secret from `fd`. On a terminal: writes `prompt` to standard error, turns echo off
+    /// (termios), reads one line and restores the terminal's settings. Otherwise: reads everything
+    /// (at most `limit` bytes) and drops one trailing newline, so `printf 'x' |` and `echo x |` agree.
+    public static func readSecret(prompt: String, from fd: Int32 = 0, limit: Int = 1 << 20) throws(SystemError) -> [UInt8] {
+        if !isTerminal(fd) {
+            var bytes = try Syscall.readAll(fd, path: "standard input")
+            if bytes.count > limit { bytes.removeLast(bytes.count - limit) }
+            return trimmingOneNewline(bytes)
+        }
+        var saved = termios()
+        try Syscall.retryingOnInterrupt("tcgetattr", path: "terminal") { tcgetattr(fd, &saved) }
+        var quiet = saved
+        quiet.c_lflag &= ~tcflag_t(ECHO)
+        quiet.c_lflag |= tcflag_t(ECHONL)
+        let promptBytes = Array(prompt.utf8)
+        _ = promptBytes.withUnsafeBytes { buffer in Glibc.write(2, buffer.baseAddress, buffer.count) }
+        try Syscall.retryingOnInterrupt("tcsetattr", path: "terminal") { tcsetattr(fd, TCSAFLUSH, &quiet) }
+        defer { _ = tcsetattr(fd, TCSAFLUSH, &saved) }
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while line.count < limit {
+            let count = try Syscall.retryingOnInterrupt("read", path: "terminal") { Glibc.read(fd, &byte, 1) }
+            if count == 0 || byte == UInt8(ascii: "\n") { break }
+            line.append(byte)
+        }
+        return trimmingOneNewline(line)
+    }
+
+    static func trimmingOneNewline(_ bytes: [UInt8]) -> [UInt8] {
+        var result = bytes
+        if result.last == UInt8(ascii: "\n") { result.removeLast() }
+        if result.last == UInt8(ascii: "\r") { result.removeLast() }
+        return result
+    }
+}

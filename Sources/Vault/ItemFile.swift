@@ -1,0 +1,148 @@
+import Crypto
+import Foundation
+
+/// The bytes of one item file, format version 1:
+///
+/// ```
+/// magic "SKVI" | version (1 byte) | key id (UInt32, big endian) | nonce (12) | ciphertext | tag (16)
+/// plaintext = kind (1 byte) | name length (UInt16, big endian) | name (UTF-8) | value
+/// associated data = the 9 header bytes | the file id (32 bytes, the keyed hash that names the file)
+/// ```
+///
+/// The file id is HMAC-SHA256(name key, kind | name), so binding the ciphertext to the file id binds it
+/// to the kind and name: a file renamed over another item's name fails authentication. After
+/// decryption the kind and name inside are hashed again and compared with the file id.
+enum ItemFile {
+    static let magic: [UInt8] = Array("SKVI".utf8)
+    static let formatVersion: UInt8 = 1
+    static let headerSize = 9
+    static let nonceSize = 12
+    static let tagSize = 16
+    /// Header, nonce, tag and the smallest plaintext (kind, name length, a one-byte name).
+    static let minimumSize = headerSize + nonceSize + tagSize + 4
+    static let maximumNameLength = 255
+
+    static func isValidName(_ name: String) -> Bool {
+        let bytes = name.utf8.count
+        guard bytes >= 1, bytes <= maximumNameLength else { return false }
+        return !name.unicodeScalars.contains { $0.properties.generalCategory == .control }
+    }
+
+    static func header(keyID: UInt32) -> [UInt8] {
+        magic + [formatVersion] + withUnsafeBytes(of: keyID.bigEndian) { Array($0) }
+    }
+
+    static func plaintext(kind: ItemKind, name: String, value: [UInt8]) -> [UInt8] {
+        let nameBytes = Array(name.utf8)
+        let length = UInt16(nameBytes.count)
+        return [kind.rawValue, UInt8(length >> 8), UInt8(length & 0xff)] + nameBytes + value
+    }
+
+    static func seal(kind: ItemKind, name: String, value: [UInt8], keys: KeyGeneration, fileID: [UInt8]) throws -> [UInt8] {
+        let header = header(keyID: keys.id)
+        let box = try AES.GCM.seal(
+            plaintext(kind: kind, name: name, value: value), using: keys.itemKey, authenticating: header + fileID)
+        return header + Array(box.nonce) + Array(box.ciphertext) + Array(box.tag)
+    }
+
+    /// The key id in a file's header, after checking magic, version and size.
+    static func keyID(of bytes: [UInt8]) -> Result<UInt32, VaultError.Reason> {
+        if bytes.count < 5 {
+            // A prefix of a real item's header is a truncated item; anything else is a foreign file.
+            let expected = magic + [formatVersion]
+            return .failure(Array(expected.prefix(bytes.count)) == bytes ? .truncated(size: bytes.count) : .foreignFile)
+        }
+        if Array(bytes[0..<4]) != magic { return .failure(.foreignFile) }
+        if bytes[4] != formatVersion { return .failure(.unknownFormatVersion(bytes[4])) }
+        if bytes.count < minimumSize { return .failure(.truncated(size: bytes.count)) }
+        let id = bytes[5..<9].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        return .success(id)
+    }
+
+    struct Opened {
+        var kind: ItemKind
+        var name: String
+        var value: [UInt8]
+    }
+
+    /// Decrypts a file's bytes whose header was checked by ``keyID(of:)``.
+    static func open(_ bytes: [UInt8], keys: KeyGeneration, fileID: [UInt8]) -> Result<Opened, VaultError.Reason> {
+        let header = Array(bytes[0..<headerSize])
+        let nonceEnd = headerSize + nonceSize
+        let tagStart = bytes.count - tagSize
+        let plaintext: Data
+        do {
+            let box = try AES.GCM.SealedBox(
+                nonce: AES.GCM.Nonce(data: bytes[headerSize..<nonceEnd]),
+                ciphertext: bytes[nonceEnd..<tagStart], tag: bytes[tagStart...])
+            plaintext = try AES.GCM.open(box, using: keys.itemKey, authenticating: header + fileID)
+        } catch {
+            return .failure(.tampered)
+        }
+        let body = Array(plaintext)
+        guard body.count >= 3, let kind = ItemKind(rawValue: body[0]) else { return .failure(.tampered) }
+        let length = Int(body[1]) << 8 | Int(body[2])
+        guard body.count >= 3 + length, let name = String(validating: body[3..<(3 + length)], as: UTF8.self) else {
+            return .failure(.tampered)
+        }
+        guard keys.fileID(kind: kind, name: name) == fileID else { return .failure(.tampered) }
+        return .success(Opened(kind: kind, name: name, value: Array(body[(3 + length)...])))
+    }
+}
+
+/// One generation of the master key and the subkeys derived from it (HKDF-SHA256, RFC 5869).
+struct KeyGeneration: Sendable {
+    let id: UInt32
+    let masterKey: SymmetricKey
+    /// Encrypts items (AES-256-GCM).
+    let itemKey: SymmetricKey
+    /// Names item files (HMAC-SHA256 of kind and name).
+    let nameKey: SymmetricKey
+
+    init(id: UInt32, masterKey: SymmetricKey) {
+        self.id = id
+        self.masterKey = masterKey
+        itemKey = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: masterKey, info: Array("sessionkeeper vault v1 item encryption".utf8), outputByteCount: 32)
+        nameKey = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: masterKey, info: Array("sessionkeeper vault v1 item names".utf8), outputByteCount: 32)
+    }
+
+    func fileID(kind: ItemKind, name: String) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: [kind.rawValue] + Array(name.utf8), using: nameKey))
+    }
+}
+
+extension Array where Element == UInt8 {
+    var hexString: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(count * 2)
+        for byte in self {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    init?(hexString text: String) {
+        let chars = Array(text.utf8)
+        guard chars.count % 2 == 0 else { return nil }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(chars.count / 2)
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+        }
+        var index = 0
+        while index < chars.count {
+            guard let high = nibble(chars[index]), let low = nibble(chars[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        self = bytes
+    }
+}

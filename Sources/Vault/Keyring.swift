@@ -1,0 +1,143 @@
+import Crypto
+import CryptoExtras
+import Foundation
+
+/// scrypt's cost parameters (RFC 7914). The defaults, N = 2^15, r = 8, p = 1, take 32 MiB and about
+/// 0.1 s: the interactive-login setting of the scrypt paper, acceptable once per daemon start.
+public struct ScryptParameters: Sendable, Hashable, Codable {
+    public var log2N: Int
+    public var r: Int
+    public var p: Int
+
+    public init(log2N: Int = 15, r: Int = 8, p: Int = 1) {
+        self.log2N = log2N
+        self.r = r
+        self.p = p
+    }
+
+    /// Bounds that keep a damaged or hostile keyring from asking for absurd memory or time.
+    var isReasonable: Bool { (1...22).contains(log2N) && (1...32).contains(r) && (1...16).contains(p) }
+}
+
+/// The keyring file, `vault/keyring`: the master key generations sealed (AES-256-GCM) under a key
+/// encryption key that comes from the key file, the passphrase (through scrypt) or the systemd
+/// credential. `rekey` re-seals these few bytes; items never change. During `rotate` it holds two
+/// generations; `current` is the one new writes use.
+struct Keyring: Codable {
+    static let magic = "sessionkeeper-vault-keyring"
+    static let formatVersion = 1
+
+    struct Unlock: Codable {
+        /// "key" (32 raw bytes through HKDF) or "passphrase" (through scrypt).
+        var method: String
+        var salt: String
+        var scrypt: ScryptParameters?
+    }
+
+    struct SealedKey: Codable {
+        var id: UInt32
+        var sealed: String
+    }
+
+    var magic: String
+    var format: Int
+    var unlock: Unlock
+    var keys: [SealedKey]
+    var current: UInt32
+
+    static func decode(_ bytes: [UInt8]) throws(VaultError) -> Keyring {
+        let keyring: Keyring
+        do {
+            keyring = try JSONDecoder().decode(Keyring.self, from: Data(bytes))
+        } catch {
+            throw VaultError(.keyringDamaged("not a keyring (\(error.localizedDescription))"))
+        }
+        guard keyring.magic == magic else { throw VaultError(.keyringDamaged("not a SessionKeeper keyring")) }
+        guard keyring.format == formatVersion else {
+            throw VaultError(.keyringDamaged("format version \(keyring.format) is not \(formatVersion), the one this SessionKeeper reads"))
+        }
+        guard keyring.keys.contains(where: { $0.id == keyring.current }) else {
+            throw VaultError(.keyringDamaged("the current key generation \(keyring.current) is missing"))
+        }
+        return keyring
+    }
+
+    func encoded() -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        // Encoding plain strings and integers cannot fail.
+        return Array((try? encoder.encode(self)) ?? Data()) + [UInt8(ascii: "\n")]
+    }
+
+    /// The key encryption key for `material` under this keyring's unlock method.
+    static func keyEncryptionKey(_ unlock: Unlock, material: KeyMaterial, source: VaultKeySource) throws(VaultError) -> SymmetricKey {
+        guard let salt = Data(base64Encoded: unlock.salt) else { throw VaultError(.keyringDamaged("bad salt")) }
+        switch unlock.method {
+        case "key":
+            guard material.kind != .passphrase, material.bytes.count == VaultKey.keyFileSize else {
+                throw VaultError(.keySource("the vault was created with a 32-byte key file or credential, but \(source) is a passphrase"))
+            }
+            return HKDF<SHA256>.deriveKey(
+                inputKeyMaterial: SymmetricKey(data: material.bytes), salt: salt,
+                info: Array("sessionkeeper vault v1 key encryption".utf8), outputByteCount: 32)
+        case "passphrase":
+            guard material.kind != .key else {
+                throw VaultError(.keySource("the vault was created with a passphrase, but \(source) is a key file"))
+            }
+            guard let parameters = unlock.scrypt, parameters.isReasonable else {
+                throw VaultError(.keyringDamaged("missing or unreasonable scrypt parameters"))
+            }
+            do {
+                return try KDF.Scrypt.deriveKey(
+                    from: material.bytes, salt: salt, outputByteCount: 32,
+                    rounds: 1 << parameters.log2N, blockSize: parameters.r, parallelism: parameters.p)
+            } catch {
+                throw VaultError(.keySource("scrypt failed: \(error)"))
+            }
+        default:
+            throw VaultError(.keyringDamaged("unknown unlock method '\(unlock.method)'"))
+        }
+    }
+
+    /// A fresh unlock description (new salt) for `material`.
+    static func newUnlock(for material: KeyMaterial, scrypt: ScryptParameters) -> Unlock {
+        let salt = Data(SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }).base64EncodedString()
+        switch material.kind {
+        case .key, .either: return Unlock(method: "key", salt: salt, scrypt: nil)
+        case .passphrase: return Unlock(method: "passphrase", salt: salt, scrypt: scrypt)
+        }
+    }
+
+    static func associatedData(id: UInt32) -> [UInt8] { Array("sessionkeeper vault v1 master key \(id)".utf8) }
+
+    static func seal(_ generation: KeyGeneration, with kek: SymmetricKey) throws(VaultError) -> SealedKey {
+        do {
+            let bytes = generation.masterKey.withUnsafeBytes { Array($0) }
+            let box = try AES.GCM.seal(bytes, using: kek, authenticating: associatedData(id: generation.id))
+            return SealedKey(id: generation.id, sealed: box.combined!.base64EncodedString())
+        } catch {
+            throw VaultError(.keySource("sealing the master key failed: \(error)"))
+        }
+    }
+
+    /// Opens every generation; a failure means the key is wrong (or the keyring was altered).
+    func unseal(with kek: SymmetricKey, source: VaultKeySource) throws(VaultError) -> [KeyGeneration] {
+        var generations: [KeyGeneration] = []
+        for sealedKey in keys {
+            guard let combined = Data(base64Encoded: sealedKey.sealed) else {
+                throw VaultError(.keyringDamaged("key generation \(sealedKey.id) is not base64"))
+            }
+            do {
+                let box = try AES.GCM.SealedBox(combined: combined)
+                let bytes = try AES.GCM.open(box, using: kek, authenticating: Keyring.associatedData(id: sealedKey.id))
+                guard bytes.count == 32 else { throw VaultError(.keyringDamaged("key generation \(sealedKey.id) has the wrong size")) }
+                generations.append(KeyGeneration(id: sealedKey.id, masterKey: SymmetricKey(data: bytes)))
+            } catch let error as VaultError {
+                throw error
+            } catch {
+                throw VaultError(.wrongKey(source: source.description))
+            }
+        }
+        return generations.sorted { $0.id > $1.id }
+    }
+}

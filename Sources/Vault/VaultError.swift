@@ -1,0 +1,131 @@
+import Platform
+
+/// The two kinds of things the vault keeps.
+public enum ItemKind: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// A site's cookies and login state: opaque bytes chosen by the caller.
+    case siteState = 1
+    /// A credential's secret value (`secret set NAME`).
+    case credential = 2
+
+    public var description: String {
+        switch self {
+        case .siteState: return "site state"
+        case .credential: return "credential"
+        }
+    }
+}
+
+/// One item: its kind and name. Never holds the value, so it is safe in any message.
+public struct ItemReference: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public var kind: ItemKind
+    public var name: String
+
+    public init(_ kind: ItemKind, _ name: String) {
+        self.kind = kind
+        self.name = name
+    }
+
+    public var description: String { "\(kind) '\(name)'" }
+
+    public static func < (lhs: ItemReference, rhs: ItemReference) -> Bool {
+        (lhs.kind.rawValue, lhs.name) < (rhs.kind.rawValue, rhs.name)
+    }
+}
+
+/// A vault failure: what went wrong and, where known, which item and which file. Never holds a key,
+/// a passphrase or an item's value.
+public struct VaultError: Error, Sendable, CustomStringConvertible {
+    public enum Reason: Error, Sendable, Hashable {
+        /// The state folder holds no vault yet (`sessionkeeper vault init`).
+        case notInitialized
+        /// `vault init` on a folder that already holds a vault.
+        case alreadyInitialized
+        /// The keyring is gone but item files remain: a new keyring would orphan them.
+        case orphanedItems(count: Int)
+        /// The key does not open the keyring: wrong key file, passphrase or credential.
+        case wrongKey(source: String)
+        /// The key could not be obtained: a missing or loose key file, an unset variable, a failing command.
+        case keySource(String)
+        /// Another process holds the state folder's lock.
+        case locked(FileLockError)
+        /// Authentication failed: the file was changed, swapped with another item's or written under another key.
+        case tampered
+        /// Shorter than the smallest valid item.
+        case truncated(size: Int)
+        /// Not a vault file at all (wrong magic bytes).
+        case foreignFile
+        /// Written by a newer SessionKeeper with a format this one does not know.
+        case unknownFormatVersion(UInt8)
+        /// Encrypted under a key generation the keyring does not hold.
+        case unknownKeyID(UInt32)
+        /// The keyring file is unreadable or malformed.
+        case keyringDamaged(String)
+        /// Item names are 1 to 255 bytes of UTF-8 without control characters.
+        case invalidName
+        /// Values are at most ``Vault/maximumValueSize`` bytes.
+        case valueTooLarge(size: Int)
+        /// `vault rotate` left these files on the old key because they cannot be read.
+        case rotationIncomplete(unreadableFiles: [String])
+        /// The vault was closed (its lock released) before this call.
+        case closed
+        case io(SystemError)
+    }
+
+    public var reason: Reason
+    /// The item concerned, when its kind and name are known (they are not for a file found by listing
+    /// the folder that cannot be decrypted: the name is inside the ciphertext).
+    public var item: ItemReference?
+    /// The file concerned.
+    public var file: String?
+
+    public init(_ reason: Reason, item: ItemReference? = nil, file: String? = nil) {
+        self.reason = reason
+        self.item = item
+        self.file = file
+    }
+
+    public var description: String {
+        var subject = ""
+        if let item { subject = "\(item)" }
+        if let file { subject += subject.isEmpty ? file : " (\(file))" }
+        let message: String
+        switch reason {
+        case .notInitialized:
+            message = "no vault here yet; run `sessionkeeper vault init`"
+        case .alreadyInitialized:
+            message = "a vault already exists here"
+        case let .orphanedItems(count):
+            message = "the keyring is missing but \(count) item file(s) remain; restore the keyring instead of creating a new vault"
+        case let .wrongKey(source):
+            message = "wrong key: \(source) does not open the vault's keyring"
+        case let .keySource(text):
+            message = text
+        case let .locked(error):
+            message = error.description
+        case .tampered:
+            message = "authentication failed: the file was modified, swapped with another item's file or written under another key"
+        case let .truncated(size):
+            message = "truncated: \(size) bytes is shorter than any vault item"
+        case .foreignFile:
+            message = "not a SessionKeeper vault file"
+        case let .unknownFormatVersion(version):
+            message = "format version \(version) is newer than this SessionKeeper understands (it reads version \(ItemFile.formatVersion))"
+        case let .unknownKeyID(id):
+            message = "encrypted under key generation \(id), which the keyring does not hold"
+        case let .keyringDamaged(text):
+            message = "keyring unreadable: \(text)"
+        case .invalidName:
+            message = "invalid name: names are 1 to \(ItemFile.maximumNameLength) bytes of UTF-8 without control characters"
+        case let .valueTooLarge(size):
+            message = "value of \(size) bytes is larger than the \(Vault.maximumValueSize) bytes allowed"
+        case let .rotationIncomplete(files):
+            message = "rotation incomplete: \(files.count) file(s) cannot be read (\(files.joined(separator: ", "))); "
+                + "remove them (or restore them from a backup) and run `sessionkeeper vault rotate` again"
+        case .closed:
+            message = "the vault is closed"
+        case let .io(error):
+            message = error.description
+        }
+        return subject.isEmpty ? message : "\(subject): \(message)"
+    }
+}
