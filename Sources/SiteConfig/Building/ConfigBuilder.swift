@@ -1,0 +1,135 @@
+import Foundation
+
+/// Turns a decoded ``ConfigFile`` into a ``DaemonConfig`` (SPEC section 2), filling defaults and
+/// making paths absolute against the file's folder.
+struct ConfigBuilder {
+    static let defaultSitesDirectory = "sites"
+    static let defaultPluginsDirectory = "plugins"
+    static let defaultStateDirectory = ".state"
+    static let socketFileName = "sessionkeeper.sock"
+    static let keyFileName = "master.key"
+    /// More parallel logins than this is a mistake, not a setting (each holds sockets and a process).
+    static let maximumConcurrentLogins = 1024
+
+    let file: String?
+    let environment: [String: String]
+    var checker: Checker
+
+    init(file: String?, directory: String, environment: [String: String]) {
+        self.file = file
+        self.environment = environment
+        checker = Checker(file: file ?? (directory as NSString).appendingPathComponent("config.yaml"), environment: environment)
+    }
+
+    mutating func build(_ config: ConfigFile) -> DaemonConfig? {
+        let sites = checker.nonEmptyPath(config.sitesDir, key: "sites_dir") ?? checker.path(Self.defaultSitesDirectory)
+        let plugins = checker.nonEmptyPath(config.pluginsDir, key: "plugins_dir") ?? checker.path(Self.defaultPluginsDirectory)
+        let state = checker.nonEmptyPath(config.stateDir, key: "state_dir") ?? checker.path(Self.defaultStateDirectory)
+
+        var socket = SocketSettings(path: defaultSocketPath(stateDirectory: state))
+        if let file = config.socket?.value {
+            if let path = checker.nonEmptyPath(file.path, key: "socket.path") {
+                // sockaddr_un.sun_path holds 108 bytes on Linux, the terminating NUL included.
+                if path.utf8.count > 107, let mark = file.path?.mark {
+                    checker.error(mark, "socket.path: \(path) is longer than the 107 bytes a Unix socket path may have")
+                }
+                socket.path = path
+            }
+            if let mode = checker.mode(file.mode, key: "socket.mode") { socket.mode = mode }
+            if let group = file.group {
+                if group.value.isEmpty { checker.error(group.mark, "socket.group: empty group name") } else { socket.group = group.value }
+            }
+            if socket.mode & 0o070 != 0, socket.group == nil, let mark = file.mode?.mark {
+                checker.error(mark, "socket.mode gives the group access but no socket.group is set")
+            }
+            socket.allowUIDs = (file.allowUIDs ?? []).map(\.value)
+        }
+
+        var vault = VaultSettings(key: .file(path: (state as NSString).appendingPathComponent(Self.keyFileName)))
+        if let key = config.vault?.value.key {
+            if let source = buildKeySource(key) { vault.key = source }
+        }
+
+        var scheduler = SchedulerSettings()
+        if let file = config.scheduler {
+            if let value = file.maxConcurrentLogins {
+                if (1...Self.maximumConcurrentLogins).contains(value.value) {
+                    scheduler.maxConcurrentLogins = value.value
+                } else {
+                    checker.error(value.mark, "scheduler.max_concurrent_logins: \(value.value) is outside 1...\(Self.maximumConcurrentLogins)")
+                }
+            }
+            if let interval = checker.duration(file.perHostInterval, key: "scheduler.per_host_interval") {
+                scheduler.perHostInterval = interval
+            }
+            if let jitter = file.jitter {
+                if (0...1).contains(jitter.value) {
+                    scheduler.jitter = jitter.value
+                } else {
+                    checker.error(jitter.mark, "scheduler.jitter: \(jitter.value) is outside 0...1 (a fraction of the delay)")
+                }
+            }
+        }
+
+        var defaults = SiteDefaults()
+        if let file = config.defaults {
+            if let http = file.http { defaults.http = HTTPBuilder.build(http, checker: &checker) }
+            defaults.refresh = RefreshBuilder.build(file.refresh, over: RefreshPolicy(), checker: &checker)
+        }
+
+        var log = LogSettings()
+        if let file = config.log {
+            if let level = checker.choice(file.level, LogSettings.Level.self, key: "log.level") { log.level = level }
+            if let format = checker.choice(file.format, LogSettings.Format.self, key: "log.format") { log.format = format }
+        }
+
+        guard checker.diagnostics.isEmpty else { return nil }
+        return DaemonConfig(
+            file: file, sitesDirectory: sites, pluginsDirectory: plugins, stateDirectory: state, socket: socket,
+            vault: vault, scheduler: scheduler, defaults: defaults, log: log, metrics: config.metrics?.value ?? true)
+    }
+
+    /// `$XDG_RUNTIME_DIR/sessionkeeper.sock` when set (and absolute), else inside the state folder.
+    func defaultSocketPath(stateDirectory: String) -> String {
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
+            return (runtime as NSString).appendingPathComponent(Self.socketFileName)
+        }
+        return (stateDirectory as NSString).appendingPathComponent(Self.socketFileName)
+    }
+
+    private mutating func buildKeySource(_ marked: Marked<ConfigFile.KeyFile>) -> VaultKeySource? {
+        let key = marked.value
+        let count = [key.file != nil, key.passphraseEnv != nil, key.passphraseFile != nil, key.passphraseCommand != nil,
+            key.systemdCredential != nil].filter { $0 }.count
+        guard count == 1 else {
+            checker.error(
+                marked.mark,
+                "vault.key: give exactly one of file, passphrase_env, passphrase_file, passphrase_command, systemd_credential")
+            return nil
+        }
+        if let path = checker.nonEmptyPath(key.file, key: "vault.key.file") { return .file(path: path) }
+        if let name = key.passphraseEnv {
+            guard Checker.isEnvironmentName(name.value) else {
+                checker.error(name.mark, "vault.key.passphrase_env: '\(name.value)' is not an environment variable name")
+                return nil
+            }
+            return .passphraseEnvironment(name.value)
+        }
+        if let path = checker.nonEmptyPath(key.passphraseFile, key: "vault.key.passphrase_file") { return .passphraseFile(path: path) }
+        if let command = key.passphraseCommand {
+            guard let program = command.value.first, !program.isEmpty else {
+                checker.error(command.mark, "vault.key.passphrase_command: give the program and its arguments as a list")
+                return nil
+            }
+            return .passphraseCommand(command.value)
+        }
+        if let name = key.systemdCredential {
+            guard !name.value.isEmpty, !name.value.contains("/") else {
+                checker.error(name.mark, "vault.key.systemd_credential: '\(name.value)' is not a credential name")
+                return nil
+            }
+            return .systemdCredential(name.value)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,71 @@
+/// `config.yaml` as written (SPEC section 2); ``ConfigBuilder`` checks it and fills defaults.
+struct ConfigFile: Decodable {
+    var sitesDir: Marked<String>?
+    var pluginsDir: Marked<String>?
+    var stateDir: Marked<String>?
+    var socket: Marked<SocketFile>?
+    var vault: Marked<VaultFile>?
+    var scheduler: SchedulerFile?
+    var defaults: DefaultsFile?
+    var log: LogFile?
+    var metrics: Marked<Bool>?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case sitesDir = "sites_dir", pluginsDir = "plugins_dir", stateDir = "state_dir", socket, vault, scheduler
+        case defaults, log, metrics
+    }
+
+    struct SocketFile: Decodable {
+        var path: Marked<String>?
+        var mode: Marked<String>?
+        var group: Marked<String>?
+        var allowUIDs: [Marked<UInt32>]?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case path, mode, group, allowUIDs = "allow_uids"
+        }
+    }
+
+    struct VaultFile: Decodable {
+        var key: Marked<KeyFile>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case key }
+    }
+
+    struct KeyFile: Decodable {
+        var file: Marked<String>?
+        var passphraseEnv: Marked<String>?
+        var passphraseFile: Marked<String>?
+        var passphraseCommand: Marked<[String]>?
+        var systemdCredential: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case file, passphraseEnv = "passphrase_env", passphraseFile = "passphrase_file"
+            case passphraseCommand = "passphrase_command", systemdCredential = "systemd_credential"
+        }
+    }
+
+    struct SchedulerFile: Decodable {
+        var maxConcurrentLogins: Marked<Int>?
+        var perHostInterval: Marked<String>?
+        var jitter: Marked<Double>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case maxConcurrentLogins = "max_concurrent_logins", perHostInterval = "per_host_interval", jitter
+        }
+    }
+
+    struct DefaultsFile: Decodable {
+        var http: SiteFile.HTTPFile?
+        var refresh: SiteFile.RefreshFile?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case http, refresh }
+    }
+
+    struct LogFile: Decodable {
+        var level: Marked<String>?
+        var format: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case level, format }
+    }
+}

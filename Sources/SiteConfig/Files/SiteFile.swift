@@ -1,0 +1,259 @@
+/// A site file as written (SPEC section 3); ``SiteBuilder`` checks it and builds the model.
+struct SiteFile: Decodable {
+    var name: Marked<String>?
+    var description: Marked<String>?
+    var baseURL: Marked<String>?
+    var http: HTTPFile?
+    var credentials: Marked<OrderedMap<CredentialFile>>?
+    var login: Marked<LoginFile>?
+    var check: Marked<StepFile>?
+    var keepalive: Marked<StepFile>?
+    var refresh: RefreshFile?
+    var cookies: CookiesFile?
+    var outputs: [Marked<OutputFile>]?
+    var access: AccessFile?
+    var enabled: Marked<Bool>?
+    var allowEnv: [Marked<String>]?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case name, description, baseURL = "base_url", http, credentials, login, check, keepalive, refresh, cookies
+        case outputs, access, enabled, allowEnv = "allow_env"
+    }
+
+    struct HTTPFile: Decodable {
+        var timeout: Marked<String>?
+        var connectTimeout: Marked<String>?
+        var userAgent: Marked<String>?
+        var headers: OrderedMap<Marked<String>>?
+        var proxy: Marked<String>?
+        var resolve: OneOrMany<Marked<String>>?
+        var caFile: Marked<String>?
+        var clientCert: Marked<ClientCertFile>?
+        var insecure: Marked<Bool>?
+        var httpVersion: Marked<String>?
+        var maxRedirects: Marked<Int>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case timeout, connectTimeout = "connect_timeout", userAgent = "user_agent", headers, proxy, resolve
+            case caFile = "ca_file", clientCert = "client_cert", insecure, httpVersion = "http_version"
+            case maxRedirects = "max_redirects"
+        }
+    }
+
+    struct ClientCertFile: Decodable {
+        var cert: Marked<String>?
+        var key: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case cert, key }
+    }
+
+    /// `name: value` (a literal) or `name: {secret|env|file|command|totp: ...}`.
+    enum CredentialFile: Decodable {
+        case literal(Marked<String>)
+        case source(Marked<CredentialSourceFile>)
+
+        init(from decoder: any Decoder) throws {
+            let decoder = decoder as! NodeDecoder
+            if decoder.node.scalarText != nil {
+                self = .literal(try decoder.decode(Marked<String>.self))
+            } else {
+                self = .source(try decoder.decode(Marked<CredentialSourceFile>.self))
+            }
+        }
+    }
+
+    struct CredentialSourceFile: Decodable {
+        var secret: Marked<String>?
+        var env: Marked<String>?
+        var file: Marked<String>?
+        var command: Marked<[String]>?
+        var totp: Marked<TOTPFile>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case secret, env, file, command, totp }
+    }
+
+    struct TOTPFile: Decodable {
+        var secret: Marked<String>?
+        var digits: Marked<Int>?
+        var period: Marked<String>?
+        var algorithm: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case secret, digits, period, algorithm }
+    }
+
+    /// `login: manual` or `login: {steps: [...]}` or `login: {plugin: NAME, ...}`.
+    enum LoginFile: Decodable {
+        case word(Marked<String>)
+        case mapping(LoginMappingFile)
+
+        init(from decoder: any Decoder) throws {
+            let decoder = decoder as! NodeDecoder
+            if decoder.node.scalarText != nil, !decoder.node.isNull {
+                self = .word(try decoder.decode(Marked<String>.self))
+            } else if decoder.node.items != nil {
+                throw NodeError(decoder.node.mark, "login takes 'manual' or a mapping with 'steps:' or 'plugin:'; indent the list under 'steps:'")
+            } else {
+                self = .mapping(try decoder.decode(LoginMappingFile.self))
+            }
+        }
+    }
+
+    struct LoginMappingFile: Decodable {
+        var steps: Marked<[Marked<StepFile>]>?
+        var plugin: Marked<String>?
+        var with: RawNode?
+        var env: RawNode?
+        var timeout: Marked<String>?
+        var passCredentials: Marked<Bool>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case steps, plugin, with, env, timeout, passCredentials = "pass_credentials"
+        }
+    }
+
+    struct RefreshFile: Decodable {
+        var beforeExpiry: Marked<String>?
+        var maxAge: Marked<String>?
+        var retry: RetryFile?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case beforeExpiry = "before_expiry", maxAge = "max_age", retry
+        }
+    }
+
+    struct RetryFile: Decodable {
+        var initial: Marked<String>?
+        var max: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case initial, max }
+    }
+
+    struct CookiesFile: Decodable {
+        var essential: OneOrMany<Marked<String>>?
+        var accept: Marked<String>?
+        var persistSessionCookies: Marked<Bool>?
+        var limits: LimitsFile?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case essential, accept, persistSessionCookies = "persist_session_cookies", limits
+        }
+    }
+
+    struct LimitsFile: Decodable {
+        var maxCookieBytes: Marked<Int>?
+        var maxCookiesPerDomain: Marked<Int>?
+        var maxCookies: Marked<Int>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case maxCookieBytes = "max_cookie_bytes", maxCookiesPerDomain = "max_cookies_per_domain"
+            case maxCookies = "max_cookies"
+        }
+    }
+
+    struct OutputFile: Decodable {
+        var path: Marked<String>?
+        var format: Marked<String>?
+        var mode: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case path, format, mode }
+    }
+
+    struct AccessFile: Decodable {
+        var uids: [Marked<UInt32>]?
+        var groups: [Marked<String>]?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case uids, groups }
+    }
+}
+
+/// A step, `check:` or `keepalive:` as written. One type for all three so every misplaced key
+/// gets a precise message ("'every' applies only to check and keepalive") instead of "unknown key".
+struct StepFile: Decodable {
+    var name: Marked<String>?
+    var get: Marked<String>?
+    var post: Marked<String>?
+    var put: Marked<String>?
+    var patch: Marked<String>?
+    var delete: Marked<String>?
+    var request: Marked<RequestFile>?
+    var headers: OrderedMap<Marked<String>>?
+    var query: OrderedMap<Marked<String>>?
+    var form: Marked<OrderedMap<Marked<String>>>?
+    var json: RawNode?
+    var body: Marked<String>?
+    var contentType: Marked<String>?
+    var formFrom: Marked<FormFromFile>?
+    var followRedirects: Marked<Bool>?
+    var handleCookies: Marked<Bool>?
+    var extract: OrderedMap<ExtractionFile>?
+    var expect: Marked<ExpectFile>?
+    var plugin: Marked<String>?
+    var with: RawNode?
+    var env: RawNode?
+    var timeout: Marked<String>?
+    var passCredentials: Marked<Bool>?
+    var provides: [Marked<String>]?
+    var every: Marked<String>?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case name, get, post, put, patch, delete, request, headers, query, form, json, body
+        case contentType = "content_type", formFrom = "form_from", followRedirects = "follow_redirects"
+        case handleCookies = "handle_cookies", extract, expect, plugin, with, env, timeout
+        case passCredentials = "pass_credentials", provides, every
+    }
+
+    struct RequestFile: Decodable {
+        var method: Marked<String>?
+        var url: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case method, url }
+    }
+
+    struct FormFromFile: Decodable {
+        var xpath: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case xpath }
+    }
+
+    /// `{regex|xpath|json|header|cookie: TEXT}`, `{status: true}`, `{url: true}` or `{url: {query: NAME}}`.
+    struct ExtractionFile: Decodable {
+        var regex: Marked<String>?
+        var xpath: Marked<String>?
+        var json: Marked<String>?
+        var header: Marked<String>?
+        var cookie: Marked<String>?
+        var status: RawNode?
+        var url: RawNode?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case regex, xpath, json, header, cookie, status, url }
+    }
+
+    struct ExpectFile: Decodable {
+        var status: OneOrMany<Marked<Int>>?
+        var urlMatches: Marked<String>?
+        var bodyContains: OneOrMany<Marked<String>>?
+        var notBodyContains: OneOrMany<Marked<String>>?
+        var cookie: OneOrMany<Marked<String>>?
+        var header: OneOrMany<RawNode>?
+        var json: OneOrMany<Marked<JSONExpectFile>>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case status, urlMatches = "url_matches", bodyContains = "body_contains"
+            case notBodyContains = "not_body_contains", cookie, header, json
+        }
+    }
+
+    struct JSONExpectFile: Decodable {
+        var path: Marked<String>?
+        var equals: RawNode?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case path, equals }
+    }
+
+    struct HeaderExpectFile: Decodable {
+        var name: Marked<String>?
+        var matches: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case name, matches }
+    }
+}

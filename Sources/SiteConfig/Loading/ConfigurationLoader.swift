@@ -1,0 +1,289 @@
+import Foundation
+
+/// Loads and validates `config.yaml` and site files; the one entry point the daemon, `check` and
+/// every other command use.
+///
+/// Every problem of a file is reported at once, as ``ConfigDiagnostic``s with file, line and column.
+public struct ConfigurationLoader: Sendable {
+    /// Site files above this size are refused: a login description is a few kilobytes.
+    public static let maximumFileSize = 1 << 20
+    /// Extensions of site files in `sites_dir`.
+    public static let siteFileExtensions = ["yaml", "yml"]
+
+    /// The environment consulted for `$HOME` (`~` in paths) and `$XDG_RUNTIME_DIR` (socket default).
+    public var environment: [String: String]
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.environment = environment
+    }
+
+    // MARK: config.yaml
+
+    /// Loads `config.yaml` at `path` (made absolute against the current directory).
+    public func loadConfig(at path: String) throws(ConfigError) -> DaemonConfig {
+        let file = Self.absolute(path)
+        return try loadConfig(text: try Self.read(file), file: file)
+    }
+
+    /// Loads config text as if it were the file `file` (paths resolve against its folder).
+    public func loadConfig(text: String, file: String) throws(ConfigError) -> DaemonConfig {
+        let parsed = try Self.parse(text: text, file: file, allowEmpty: true)
+        let directory = (file as NSString).deletingLastPathComponent
+        var builder = ConfigBuilder(file: file, directory: directory, environment: environment)
+        let context = DecodingContext()
+        var decoded: ConfigFile?
+        if let root = parsed.root {
+            do {
+                decoded = try NodeDecoder(node: root, context: context).decode(ConfigFile.self)
+            } catch {
+                context.record(error, at: root.mark)
+            }
+        } else {
+            decoded = ConfigFile()
+        }
+        var diagnostics = parsed.diagnostics + context.diagnostics
+        let config = decoded.flatMap { builder.build($0) }
+        diagnostics += builder.checker.diagnostics
+        guard diagnostics.isEmpty, let config else { throw Self.error(diagnostics, sensitiveLines: []) }
+        return config
+    }
+
+    /// The settings used when no config file exists: every default of SPEC section 2, paths under
+    /// `directory`.
+    public func defaultConfig(directory: String) -> DaemonConfig {
+        var builder = ConfigBuilder(file: nil, directory: Self.absolute(directory), environment: environment)
+        // An empty ConfigFile has nothing to reject, so build always succeeds.
+        return builder.build(ConfigFile())!
+    }
+
+    // MARK: sites
+
+    /// Loads one site file with the config's defaults and plugins folder.
+    public func loadSite(at path: String, config: DaemonConfig) throws(ConfigError) -> SiteDefinition {
+        let file = Self.absolute(path)
+        return try loadSite(text: try Self.read(file), file: file, config: config)
+    }
+
+    /// Loads site text as if it were the file `file` (its stem is the default name).
+    public func loadSite(text: String, file: String, config: DaemonConfig) throws(ConfigError) -> SiteDefinition {
+        let parsed = try Self.parse(text: text, file: file, allowEmpty: false)
+        guard let root = parsed.root else { throw Self.error(parsed.diagnostics, sensitiveLines: []) }
+        let sensitive = Self.credentialLines(root)
+        let context = DecodingContext()
+        var decoded: SiteFile?
+        do {
+            decoded = try NodeDecoder(node: root, context: context).decode(SiteFile.self)
+        } catch {
+            context.record(error, at: root.mark)
+        }
+        var diagnostics = parsed.diagnostics + context.diagnostics
+        var builder = SiteBuilder(
+            file: file, rootMark: root.mark, defaults: config.defaults, pluginsDirectory: config.pluginsDirectory,
+            environment: environment)
+        let site = decoded.flatMap { builder.build($0) }
+        diagnostics += builder.checker.diagnostics
+        guard diagnostics.isEmpty, let site else { throw Self.error(diagnostics, sensitiveLines: sensitive) }
+        return site
+    }
+
+    /// The site files of `directory`: `*.yaml` and `*.yml`, hidden files and editor backups left
+    /// out, sorted by name.
+    public func siteFiles(in directory: String) throws(ConfigError) -> [String] {
+        let folder = Self.absolute(directory)
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: folder)
+        } catch {
+            throw ConfigError(ConfigDiagnostic(SourceMark(file: folder, line: 1, column: 1), "cannot list the sites folder: \(Self.reason(error))"))
+        }
+        return names.filter { name in
+            !name.hasPrefix(".") && Self.siteFileExtensions.contains((name as NSString).pathExtension)
+        }.sorted().map { (folder as NSString).appendingPathComponent($0) }
+    }
+
+    /// Loads every site of `config.sitesDirectory`. A broken file does not stop the others; two
+    /// files naming the same site are both reported.
+    public func loadSites(config: DaemonConfig) -> SiteLoadResult {
+        var result = SiteLoadResult()
+        let files: [String]
+        do {
+            files = try siteFiles(in: config.sitesDirectory)
+        } catch {
+            result.failures.append(error)
+            return result
+        }
+        var owners: [String: String] = [:]
+        for file in files {
+            do {
+                let site = try loadSite(at: file, config: config)
+                if let first = owners[site.name] {
+                    result.failures.append(ConfigError(ConfigDiagnostic(
+                        SourceMark(file: file, line: 1, column: 1),
+                        "site name '\(site.name)' is already used by \(first)")))
+                    continue
+                }
+                owners[site.name] = file
+                result.sites.append(site)
+            } catch {
+                result.failures.append(error)
+            }
+        }
+        return result
+    }
+
+    // MARK: locating config.yaml
+
+    /// Where `config.yaml` is (SPEC section 9): `explicit` (`--config`), then `$SESSIONKEEPER_CONFIG`,
+    /// then `./config.yaml`, then `$XDG_CONFIG_HOME/sessionkeeper/config.yaml` (XDG_CONFIG_HOME
+    /// defaulting to `~/.config`). An explicitly named file must exist; the fallbacks are taken
+    /// when they exist.
+    public func locateConfig(explicit: String?, currentDirectory: String = FileManager.default.currentDirectoryPath)
+        throws(ConfigLocationError) -> String
+    {
+        let fileManager = FileManager.default
+        func resolved(_ path: String) -> String {
+            var expanded = path
+            if path.hasPrefix("~/"), let home = environment["HOME"] { expanded = home + path.dropFirst() }
+            if expanded.hasPrefix("/") { return (expanded as NSString).standardizingPath }
+            return ((currentDirectory as NSString).appendingPathComponent(expanded) as NSString).standardizingPath
+        }
+        if let explicit {
+            let path = resolved(explicit)
+            guard fileManager.fileExists(atPath: path) else { throw ConfigLocationError(source: "--config", path: path, tried: []) }
+            return path
+        }
+        if let variable = environment["SESSIONKEEPER_CONFIG"], !variable.isEmpty {
+            let path = resolved(variable)
+            guard fileManager.fileExists(atPath: path) else {
+                throw ConfigLocationError(source: "$SESSIONKEEPER_CONFIG", path: path, tried: [])
+            }
+            return path
+        }
+        var tried = [resolved("config.yaml")]
+        let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? environment["HOME"].map { ($0 as NSString).appendingPathComponent(".config") }
+        if let configHome {
+            tried.append((configHome as NSString).appendingPathComponent("sessionkeeper/config.yaml"))
+        }
+        if let found = tried.first(where: { fileManager.fileExists(atPath: $0) }) { return found }
+        throw ConfigLocationError(source: nil, path: nil, tried: tried)
+    }
+
+    // MARK: parsing
+
+    struct Parsed {
+        var root: YAMLNode?
+        var diagnostics: [ConfigDiagnostic]
+    }
+
+    static func parse(text: String, file: String, allowEmpty: Bool) throws(ConfigError) -> Parsed {
+        let start = SourceMark(file: file, line: 1, column: 1)
+        if text.utf8.count > maximumFileSize {
+            throw ConfigError(ConfigDiagnostic(start, "file is larger than \(maximumFileSize / 1024) KiB"))
+        }
+        if text.utf8.contains(0) {
+            throw ConfigError(ConfigDiagnostic(start, "file contains a NUL byte; it is not a YAML text file"))
+        }
+        let parser = YAMLParser(text: text, file: file)
+        let root = try parser.parseDocument()
+        var diagnostics = parser.diagnostics
+        guard let root, !root.isNull else {
+            if allowEmpty { return Parsed(root: nil, diagnostics: diagnostics) }
+            diagnostics.append(ConfigDiagnostic(start, "empty file; a site needs at least base_url and login"))
+            return Parsed(root: nil, diagnostics: diagnostics)
+        }
+        guard root.pairs != nil else {
+            diagnostics.append(ConfigDiagnostic(root.mark, "expected a mapping of keys to values at the top of the file, found \(root.kindDescription)"))
+            return Parsed(root: nil, diagnostics: diagnostics)
+        }
+        return Parsed(root: root, diagnostics: diagnostics)
+    }
+
+    static func read(_ file: String) throws(ConfigError) -> String {
+        let start = SourceMark(file: file, line: 1, column: 1)
+        let data: Data
+        do {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), isDirectory.boolValue {
+                throw ConfigError(ConfigDiagnostic(start, "is a directory, not a YAML file"))
+            }
+            data = try Data(contentsOf: URL(fileURLWithPath: file))
+        } catch let error as ConfigError {
+            throw error
+        } catch {
+            throw ConfigError(ConfigDiagnostic(start, "cannot read the file: \(reason(error))"))
+        }
+        if data.count > maximumFileSize {
+            throw ConfigError(ConfigDiagnostic(start, "file is larger than \(maximumFileSize / 1024) KiB"))
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigError(ConfigDiagnostic(start, "file is not valid UTF-8 text"))
+        }
+        return text
+    }
+
+    static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return (path as NSString).standardizingPath }
+        let current = FileManager.default.currentDirectoryPath
+        return ((current as NSString).appendingPathComponent(path) as NSString).standardizingPath
+    }
+
+    static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        if nsError.domain == NSCocoaErrorDomain, nsError.code == NSFileReadNoSuchFileError { return "no such file" }
+        if nsError.domain == NSCocoaErrorDomain, nsError.code == NSFileReadNoPermissionError { return "permission denied" }
+        return nsError.localizedDescription
+    }
+
+    static func error(_ diagnostics: [ConfigDiagnostic], sensitiveLines: Set<Int>) -> ConfigError {
+        var error = ConfigError(diagnostics.sorted { ($0.mark.line, $0.mark.column) < ($1.mark.line, $1.mark.column) })
+        error.sensitiveLines = sensitiveLines
+        return error
+    }
+
+    /// Lines holding literal credential values, which `check` must not echo.
+    static func credentialLines(_ root: YAMLNode) -> Set<Int> {
+        var lines = Set<Int>()
+        func collect(_ node: YAMLNode) {
+            switch node.content {
+            case .scalar(let text, _):
+                let count = text.reduce(0) { $1 == "\n" ? $0 + 1 : $0 }
+                for line in node.mark.line...(node.mark.line + count + 1) { lines.insert(line) }
+            case .sequence(let items): items.forEach(collect)
+            case .mapping(let pairs): pairs.forEach { collect($0.value) }
+            }
+        }
+        if let credentials = root["credentials"] { collect(credentials) }
+        return lines
+    }
+}
+
+/// The outcome of loading a whole `sites_dir`.
+public struct SiteLoadResult: Sendable {
+    /// Sites that loaded, in file-name order.
+    public var sites: [SiteDefinition] = []
+    /// One error per file that failed.
+    public var failures: [ConfigError] = []
+
+    public init(sites: [SiteDefinition] = [], failures: [ConfigError] = []) {
+        self.sites = sites
+        self.failures = failures
+    }
+}
+
+/// No config file could be found where SPEC section 9 says to look.
+public struct ConfigLocationError: Error, Sendable, CustomStringConvertible {
+    /// `--config` or `$SESSIONKEEPER_CONFIG` when that named a missing file.
+    public var source: String?
+    public var path: String?
+    /// The fallbacks looked at, in order.
+    public var tried: [String]
+
+    public var description: String {
+        if let source, let path { return "\(source): no such file \(path)" }
+        return "no config file found (looked at \(tried.joined(separator: ", "))); pass --config or set SESSIONKEEPER_CONFIG"
+    }
+}
