@@ -1,0 +1,154 @@
+import Foundation
+
+extension DemoSite {
+    /// Everything the demo site needs to run; the `demo-site` flags map one to one onto these fields.
+    ///
+    /// Its `description` and mirror mask the password and the TOTP secret, so printing or dumping a
+    /// configuration never shows them.
+    public struct Configuration: Sendable {
+        /// Address the server binds to (`--host`).
+        public var host: String
+        /// TCP port to listen on; 0 lets the system choose (`--port`).
+        public var port: Int
+        /// The one account's user name (`--user`).
+        public var user: String
+        /// The account's password (read from the environment variable named by `--password-env`).
+        public var password: String
+        /// Seconds a session lives; the `Max-Age` of `demo_session` (`--session-max-age`).
+        public var sessionMaxAge: Int
+        /// When true, `GET /ping` extends the session and re-issues its cookie (`--sliding`).
+        public var sliding: Bool
+        /// Base32 TOTP secret; when set, password logins need a second factor (`--totp-secret`).
+        public var totpSecret: String?
+        /// Host name of the main site, as the `Host` header carries it (`--main-host`).
+        public var mainHost: String
+        /// Host name of the single-sign-on site (`--sso-host`).
+        public var ssoHost: String
+
+        /// The password used when `--password-env`'s variable is unset.
+        public static let defaultPassword = "wonderland"
+
+        /// Creates a configuration; every default is the `demo-site` flag's default.
+        public init(
+            host: String = "127.0.0.1",
+            port: Int = 8480,
+            user: String = "alice",
+            password: String = Configuration.defaultPassword,
+            sessionMaxAge: Int = 3600,
+            sliding: Bool = false,
+            totpSecret: String? = nil,
+            mainHost: String = "demo.test",
+            ssoHost: String = "sso.demo.test"
+        ) {
+            self.host = host
+            self.port = port
+            self.user = user
+            self.password = password
+            self.sessionMaxAge = sessionMaxAge
+            self.sliding = sliding
+            self.totpSecret = totpSecret
+            self.mainHost = mainHost
+            self.ssoHost = ssoHost
+        }
+
+        /// Checks every field and decodes the TOTP secret.
+        /// - Returns: the TOTP secret's bytes, or nil when the second factor is off.
+        /// - Throws: ``ConfigurationError`` naming the field (by its flag) and what is wrong with it.
+        @discardableResult
+        public func validate() throws(ConfigurationError) -> [UInt8]? {
+            guard (0...65_535).contains(port) else { throw .invalid(field: "--port", reason: "\(port) is not a TCP port (0...65535)") }
+            guard !host.isEmpty else { throw .invalid(field: "--host", reason: "the bind address is empty") }
+            guard !user.isEmpty, user.allSatisfy({ !$0.isWhitespace && !$0.isNewline }) else {
+                throw .invalid(field: "--user", reason: "the user name must be non-empty and contain no spaces")
+            }
+            guard !password.isEmpty else { throw .invalid(field: "--password-env", reason: "the password is empty") }
+            // RFC 6265 5.2.2: Max-Age is whole seconds; a non-positive one would expire the cookie at once.
+            guard sessionMaxAge > 0 else {
+                throw .invalid(field: "--session-max-age", reason: "\(sessionMaxAge) must be a positive number of seconds")
+            }
+            for (field, name) in [("--main-host", mainHost), ("--sso-host", ssoHost)] {
+                guard HostName.isValid(name) else {
+                    throw .invalid(field: field, reason: "'\(name)' is not a host name (letters, digits, '-' and '.')")
+                }
+            }
+            guard mainHost.lowercased() != ssoHost.lowercased() else {
+                throw .invalid(field: "--sso-host", reason: "must differ from --main-host ('\(mainHost)')")
+            }
+            guard let totpSecret else { return nil }
+            let secret: [UInt8]
+            do {
+                secret = try Base32.decode(totpSecret)
+            } catch {
+                throw .invalid(field: "--totp-secret", reason: "not base32 (RFC 4648): \(error)")
+            }
+            guard secret.count >= TOTP.minimumSecretBytes else {
+                throw .invalid(
+                    field: "--totp-secret",
+                    reason: "decodes to \(secret.count) bytes; at least \(TOTP.minimumSecretBytes) are needed"
+                )
+            }
+            return secret
+        }
+    }
+
+    /// A configuration field that cannot be used; the message names the flag and never holds a secret.
+    public enum ConfigurationError: Error, Equatable, CustomStringConvertible {
+        /// `field` is the `demo-site` flag the field comes from.
+        case invalid(field: String, reason: String)
+
+        public var description: String {
+            switch self {
+            case .invalid(let field, let reason): "demo-site configuration: \(field): \(reason)"
+            }
+        }
+    }
+}
+
+extension DemoSite.Configuration: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The fields with the password and TOTP secret masked.
+    public var description: String {
+        "Configuration(host: \(host), port: \(port), user: \(user), password: <redacted>, "
+            + "sessionMaxAge: \(sessionMaxAge), sliding: \(sliding), totpSecret: \(totpSecret == nil ? "none" : "<redacted>"), "
+            + "mainHost: \(mainHost), ssoHost: \(ssoHost))"
+    }
+
+    public var debugDescription: String { description }
+
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "host": host, "port": port, "user": user, "password": "<redacted>", "sessionMaxAge": sessionMaxAge,
+                "sliding": sliding, "totpSecret": totpSecret == nil ? "none" : "<redacted>", "mainHost": mainHost,
+                "ssoHost": ssoHost,
+            ],
+            displayStyle: .struct
+        )
+    }
+}
+
+/// Host names as the `Host` header carries them.
+enum HostName {
+    /// RFC 1123 2.1 labels: letters, digits and hyphens, separated by dots.
+    static func isValid(_ name: String) -> Bool {
+        guard !name.isEmpty, name.utf8.count <= 253 else { return false }
+        return name.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
+            !label.isEmpty && label.count <= 63 && !label.hasPrefix("-") && !label.hasSuffix("-")
+                && label.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "-") }
+        }
+    }
+
+    /// Splits a `Host` header value into a lower-case name and an optional port ("[::1]:80" too).
+    static func split(_ header: String) -> (name: String, port: Int?) {
+        let value = header.trimmingCharacters(in: .whitespaces).lowercased()
+        if value.hasPrefix("["), let close = value.firstIndex(of: "]") {
+            let name = String(value[value.index(after: value.startIndex)..<close])
+            let rest = value[value.index(after: close)...]
+            return (name, rest.hasPrefix(":") ? Int(rest.dropFirst()) : nil)
+        }
+        if let colon = value.lastIndex(of: ":"), value.firstIndex(of: ":") == colon {
+            return (String(value[..<colon]), Int(value[value.index(after: colon)...]))
+        }
+        return (value, nil)
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import Hummingbird
+
+/// The JSON API: `POST /api/login` and `GET /api/me`.
+struct APIRoutes: Sendable {
+    let site: SiteContext
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.post("/api/login") { request, _ in await self.login(request) }
+        router.get("/api/me") { request, _ in await self.me(request) }
+    }
+
+    /// A JSON login: no CSRF token (a cross-site form cannot send a JSON body), the TOTP code in `code`
+    /// when the second factor is on. The session id is both the cookie and the bearer `token`.
+    func login(_ request: Request) async -> Response {
+        let body: ByteBuffer
+        do {
+            body = try await RequestBodyReader.collect(request)
+        } catch {
+            return Reply.error(.contentTooLarge, "request body too large")
+        }
+        guard let credentials = try? JSONDecoder().decode(APILoginRequest.self, from: Data(buffer: body)) else {
+            return Reply.error(.badRequest, "body must be a JSON object with string fields username and password")
+        }
+        guard site.credentialsMatch(user: credentials.username, password: credentials.password) else {
+            await site.store.recordFailedLogin()
+            return Reply.error(.unauthorized, "invalid username or password")
+        }
+        if let totp = site.totp {
+            guard let code = credentials.code else { return Reply.error(.unauthorized, "totp code required") }
+            guard totp.verify(code, at: site.now()) else {
+                await site.store.recordFailedLogin()
+                return Reply.error(.unauthorized, "invalid totp code")
+            }
+        }
+        let maxAge = site.configuration.sessionMaxAge
+        let session = await site.store.createSession(user: site.configuration.user, maxAge: maxAge)
+        return Reply.json(
+            APILoginResponse(token: session.id, user: UserInfo(name: session.user)),
+            cookies: [SiteCookie.session(session.id, maxAge: maxAge)]
+        )
+    }
+
+    func me(_ request: Request) async -> Response {
+        guard let session = await site.session(of: request) else { return Reply.error(.unauthorized, "not logged in") }
+        return Reply.json(MeResponse(user: UserInfo(name: session.user), expiresAt: RFC3339.string(from: session.expires)))
+    }
+}
+
+extension Data {
+    init(buffer: ByteBuffer) {
+        self = buffer.withUnsafeReadableBytes { Data($0) }
+    }
+}

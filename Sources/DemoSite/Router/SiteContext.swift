@@ -1,0 +1,71 @@
+import Foundation
+import Hummingbird
+import Synchronization
+
+/// Which of the two host names a request was sent to.
+enum HostRole: Sendable {
+    case main, sso
+}
+
+/// What every route handler shares: configuration, store, token signer, clock.
+final class SiteContext: Sendable {
+    let configuration: DemoSite.Configuration
+    let store: SessionStore
+    let csrf = CSRFTokens()
+    let totp: TOTP?
+    let now: DemoSite.WallClock
+    /// The port the server listens on, once it does (redirects across hosts need it).
+    let boundPort = Mutex<Int?>(nil)
+
+    init(configuration: DemoSite.Configuration, totpSecret: [UInt8]?, now: @escaping DemoSite.WallClock) {
+        self.configuration = configuration
+        self.store = SessionStore(now: now)
+        self.totp = totpSecret.map(TOTP.init(secret:))
+        self.now = now
+    }
+
+    /// The `Host` header (HTTP/1.1) or `:authority` (what HTTPTypes moves it to), split into name and port.
+    func host(of request: Request) -> (name: String, port: Int?) {
+        if let header = request.headers.first(where: { $0.name.canonicalName == "host" })?.value { return HostName.split(header) }
+        return HostName.split(request.head.authority ?? "")
+    }
+
+    func role(of request: Request) -> HostRole {
+        host(of: request).name == configuration.ssoHost.lowercased() ? .sso : .main
+    }
+
+    /// The port to put in cross-host redirects: the one the client used, else the one bound, else the configured one.
+    func publicPort(for request: Request) -> Int {
+        host(of: request).port ?? boundPort.withLock { $0 } ?? configuration.port
+    }
+
+    /// The live session of a request: the `demo_session` cookie, or an `Authorization: Bearer` token
+    /// (the `token` that `/api/login` returns).
+    func session(of request: Request) async -> Session? {
+        if let cookie = request.cookies[SiteCookie.session]?.value, !cookie.isEmpty,
+            let session = await store.session(id: cookie)
+        {
+            return session
+        }
+        if let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") {
+            let token = authorization.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
+            if !token.isEmpty { return await store.session(id: token) }
+        }
+        return nil
+    }
+
+    /// Checks a user name and password without revealing through timing which one was wrong.
+    func credentialsMatch(user: String, password: String) -> Bool {
+        let userMatches = constantTimeEquals(user, configuration.user)
+        let passwordMatches = constantTimeEquals(password, configuration.password)
+        return userMatches && passwordMatches
+    }
+
+    /// A `next` target for after login: only a local absolute path, so the login page is no open redirect.
+    static func safeNext(_ value: String?) -> String? {
+        guard let value, value.hasPrefix("/"), !value.hasPrefix("//"), !value.contains("\\"),
+            value.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f })
+        else { return nil }
+        return value
+    }
+}

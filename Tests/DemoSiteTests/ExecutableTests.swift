@@ -1,0 +1,97 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// Runs the real `demo-site` binary that `swift build` put beside this test bundle.
+@Suite("demo-site executable")
+struct ExecutableTests {
+    static func binary() throws -> URL {
+        let candidates = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+            Bundle.main.bundleURL.deletingLastPathComponent(),
+            Bundle.main.bundleURL,
+        ].map { $0.appendingPathComponent("demo-site") }
+        return try #require(
+            candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) },
+            "demo-site binary not found beside the tests (looked at \(candidates.map(\.path)))"
+        )
+    }
+
+    @Test("--port 0 --port-file, one log line per request without secrets, SIGTERM stops it with status 0")
+    func runsAndStops() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("demo-site-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let portFile = directory.appendingPathComponent("port")
+        let outputFile = directory.appendingPathComponent("stdout")
+        #expect(FileManager.default.createFile(atPath: outputFile.path, contents: nil))
+        let password = "exec-Passw0rd-5521"
+
+        let process = Process()
+        process.executableURL = try Self.binary()
+        process.arguments = ["--port", "0", "--port-file", portFile.path, "--password-env", "DEMO_TEST_PASSWORD", "--sliding"]
+        process.environment = ["DEMO_TEST_PASSWORD": password]
+        process.standardOutput = try FileHandle(forWritingTo: outputFile)
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        var port: Int?
+        for _ in 0..<100 where port == nil {
+            port = (try? String(contentsOf: portFile, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            if port == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let boundPort = try #require(port, "no port file within 5 s")
+
+        let secrets = try await TestClient.withClient(host: "127.0.0.1", port: boundPort) { client in
+            var headers = HTTPFields()
+            headers[.contentType] = "application/json"
+            let login = try await client.post(
+                "/api/login",
+                headers: headers,
+                body: ByteBuffer(string: #"{"username":"alice","password":"\#(password)"}"#)
+            )
+            #expect(login.status == .ok)
+            let session = try #require(login.cookie("demo_session")).value
+            var cookie = HTTPFields()
+            cookie[.cookie] = "demo_session=\(session)"
+            let ping = try await client.get("/ping", headers: cookie)
+            #expect(ping.status == .noContent)
+            #expect(ping.cookie("demo_session")?.attributes.last == "Max-Age=3600", "--sliding re-issues the cookie")
+            return [password, session]
+        }
+
+        process.terminate()  // SIGTERM
+        let deadline = ContinuousClock.now + .seconds(10)
+        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(!process.isRunning)
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0)
+        #expect(!FileManager.default.fileExists(atPath: portFile.path), "the port file is removed on exit")
+
+        let output = try String(contentsOf: outputFile, encoding: .utf8)
+        let lines = output.split(separator: "\n")
+        #expect(lines.first?.contains("listening on http://127.0.0.1:\(boundPort)") == true)
+        #expect(lines.contains { $0.contains(" POST /api/login 200 ") })
+        #expect(lines.contains { $0.contains(" GET /ping 204 ") })
+        for secret in secrets { #expect(!output.contains(secret), "the request log holds a secret") }
+    }
+
+    @Test("An invalid flag value exits with a usage error naming the flag")
+    func invalidFlag() throws {
+        let process = Process()
+        process.executableURL = try Self.binary()
+        process.arguments = ["--totp-secret", "1!", "--port", "0"]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 64)
+        #expect(message.contains("--totp-secret"))
+        #expect(!message.contains("1!"), "the secret is not echoed")
+    }
+}
