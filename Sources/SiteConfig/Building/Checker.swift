@@ -107,7 +107,7 @@ struct Checker {
         if value.value.trimmingCharacters(in: .whitespaces).isEmpty {
             error(value.mark, "\(key): empty XPath expression")
         } else if let problem = XPath.validate(value.value) {
-            error(value.mark, "\(key): invalid XPath '\(value.value)': \(problem)")
+            error(value.mark, "\(key): invalid XPath: \(problem)")
         }
     }
 

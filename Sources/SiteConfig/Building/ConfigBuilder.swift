@@ -66,7 +66,7 @@ struct ConfigBuilder {
                 if (0...1).contains(jitter.value) {
                     scheduler.jitter = jitter.value
                 } else {
-                    checker.error(jitter.mark, "scheduler.jitter: \(jitter.value) is outside 0...1 (a fraction of the delay)")
+                    checker.error(jitter.mark, "scheduler.jitter: \(jitter.value.formatted(.number)) is outside 0...1 (a fraction of the delay)")
                 }
             }
         }

@@ -230,7 +230,7 @@ struct SiteBuilder {
                 return nil
             }
             return .manual
-        case .mapping(let mapping):
+        case .mapping(let mapping, let node):
             if let steps = mapping.steps {
                 if let plugin = mapping.plugin {
                     checker.error(plugin.mark, "login has both 'steps' and 'plugin'; a plugin login has no steps")
@@ -255,7 +255,9 @@ struct SiteBuilder {
                     passCredentials: mapping.passCredentials)
                 return buildPlugin(step, key: "login", scope: scope).map(Login.plugin)
             }
-            checker.error(login.mark, "login needs 'steps:' (a list of steps) or 'plugin:' (or write login: manual)")
+            if node["steps"] == nil && node["plugin"] == nil {
+                checker.error(login.mark, "login needs 'steps:' (a list of steps) or 'plugin:' (or write login: manual)")
+            }
             return nil
         }
     }
@@ -380,7 +382,7 @@ struct SiteBuilder {
                 url = checker.template(value, key: "\(key).\(only.name)")
                 if let url { checker.stepURL(url, mark: value.mark, key: "\(key).\(only.name)", baseURL: baseURL) }
             }
-        } else if file.formFrom == nil || !allowFormFrom {
+        } else if (file.formFrom == nil || !allowFormFrom) && file.plugin == nil {
             checker.error(mark, "\(key) needs a request: one of get, post, put, patch, delete, request (or plugin)")
         }
 
@@ -769,7 +771,9 @@ struct VariableScope {
         }
         if extracted.contains(variable) || open { return nil }
         var message = "'{{ \(variable) }}': no earlier step extracts '\(variable)'"
-        if let suggestion = Spelling.closest(to: variable, among: Array(extracted).sorted()) {
+        if let suggestion = Spelling.closest(to: variable, among: Array(extracted).sorted())
+            ?? extracted.sorted().first(where: { variable.hasPrefix($0) || $0.hasPrefix(variable) })
+        {
             message += "; did you mean '\(suggestion)'?"
         } else if let suggestion = Spelling.closest(to: variable, among: credentials) {
             message += "; did you mean 'credentials.\(suggestion)'?"

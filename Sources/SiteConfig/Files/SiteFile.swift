@@ -84,16 +84,17 @@ struct SiteFile: Decodable {
     /// `login: manual` or `login: {steps: [...]}` or `login: {plugin: NAME, ...}`.
     enum LoginFile: Decodable {
         case word(Marked<String>)
-        case mapping(LoginMappingFile)
+        /// The mapping and its node (to tell a missing key from one whose value failed to decode).
+        case mapping(LoginMappingFile, YAMLNode)
 
         init(from decoder: any Decoder) throws {
             let decoder = decoder as! NodeDecoder
             if decoder.node.scalarText != nil, !decoder.node.isNull {
                 self = .word(try decoder.decode(Marked<String>.self))
             } else if decoder.node.items != nil {
-                throw NodeError(decoder.node.mark, "login takes 'manual' or a mapping with 'steps:' or 'plugin:'; indent the list under 'steps:'")
+                throw decoder.error("login takes 'manual' or a mapping with 'steps:' or 'plugin:'; indent the list under 'steps:'")
             } else {
-                self = .mapping(try decoder.decode(LoginMappingFile.self))
+                self = .mapping(try decoder.decode(LoginMappingFile.self), decoder.node)
             }
         }
     }

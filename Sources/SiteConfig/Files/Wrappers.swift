@@ -60,7 +60,7 @@ struct OrderedMap<Value: Decodable>: Decodable {
                 entries = []
                 return
             }
-            throw NodeError(decoder.node.mark, "expected a mapping of names to values, found \(decoder.node.kindDescription)")
+            throw decoder.error("expected a mapping of names to values, found \(decoder.node.kindDescription)")
         }
         entries = []
         for pair in pairs {

@@ -43,6 +43,9 @@ protocol DecodesNull {}
 /// value fails to decode is recorded in the ``DecodingContext`` and left nil, and a mapping decoded
 /// with `CaseIterable` coding keys reports each unknown key, with a "did you mean" when one is close.
 struct NodeDecoder: Decoder {
+    /// Keys starting with `x-` are ignored (as in Compose files), so anchors can live in them.
+    static let extensionKeyPrefix = "x-"
+
     let node: YAMLNode
     let context: DecodingContext
     var codingPath: [any CodingKey]
@@ -61,10 +64,10 @@ struct NodeDecoder: Decoder {
         } else if node.isNull {
             pairs = []
         } else {
-            throw NodeError(node.mark, "expected a mapping of keys to values, found \(node.kindDescription)")
+            throw error("expected a mapping of keys to values, found \(node.kindDescription)")
         }
         if let known = knownKeyNames(Key.self) {
-            for pair in pairs where !known.contains(pair.name) {
+            for pair in pairs where !known.contains(pair.name) && !pair.name.hasPrefix(Self.extensionKeyPrefix) {
                 var message = "unknown key '\(pair.name)'"
                 if let suggestion = Spelling.closest(to: pair.name, among: known) {
                     message += "; did you mean '\(suggestion)'?"
@@ -79,13 +82,31 @@ struct NodeDecoder: Decoder {
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         guard let items = node.items else {
-            throw NodeError(node.mark, "expected a list, found \(node.kindDescription)")
+            throw error("expected a list, found \(node.kindDescription)")
         }
         return UnkeyedNodeContainer(decoder: self, items: items)
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
         SingleNodeContainer(decoder: self)
+    }
+
+    /// `login.steps[0].expect.status`, the prefix of type errors; empty at the top.
+    var path: String {
+        var text = ""
+        for key in codingPath {
+            if let index = key.intValue, key is IndexKey {
+                text += "[\(index)]"
+            } else {
+                text += (text.isEmpty ? "" : ".") + key.stringValue
+            }
+        }
+        return text
+    }
+
+    /// `message` prefixed with the key path, for errors about this node.
+    func error(_ message: String) -> NodeError {
+        NodeError(node.mark, path.isEmpty ? message : "\(path): \(message)")
     }
 
     func child(_ node: YAMLNode, key: any CodingKey) -> NodeDecoder {
@@ -263,10 +284,10 @@ private struct SingleNodeContainer: SingleValueDecodingContainer {
 
     private func plainScalar(expected: String) throws -> String {
         guard case .scalar(let text, let style) = node.content, !node.isNull else {
-            throw NodeError(node.mark, "expected \(expected), found \(node.kindDescription)")
+            throw decoder.error("expected \(expected), found \(node.kindDescription)")
         }
         guard style == .plain else {
-            throw NodeError(node.mark, "expected \(expected), found the quoted text \(node.kindDescription) (remove the quotes)")
+            throw decoder.error("expected \(expected), found the quoted text \(node.kindDescription) (remove the quotes)")
         }
         return text
     }
@@ -276,13 +297,13 @@ private struct SingleNodeContainer: SingleValueDecodingContainer {
         switch text {
         case "true", "True", "TRUE": return true
         case "false", "False", "FALSE": return false
-        default: throw NodeError(node.mark, "expected true or false, found \(node.kindDescription)")
+        default: throw decoder.error("expected true or false, found \(node.kindDescription)")
         }
     }
 
     func decode(_ type: String.Type) throws -> String {
         guard case .scalar(let text, _) = node.content, !node.isNull else {
-            throw NodeError(node.mark, "expected a text, found \(node.kindDescription)")
+            throw decoder.error("expected a text, found \(node.kindDescription)")
         }
         return text
     }
@@ -290,7 +311,7 @@ private struct SingleNodeContainer: SingleValueDecodingContainer {
     func decode(_ type: Double.Type) throws -> Double {
         let text = try plainScalar(expected: "a number")
         guard let value = Double(text), value.isFinite else {
-            throw NodeError(node.mark, "expected a number, found \(node.kindDescription)")
+            throw decoder.error("expected a number, found \(node.kindDescription)")
         }
         return value
     }
@@ -301,9 +322,9 @@ private struct SingleNodeContainer: SingleValueDecodingContainer {
         let text = try plainScalar(expected: "a whole number")
         guard let value = T(text) else {
             if Int64(text) != nil || text.allSatisfy({ $0.isNumber || $0 == "-" }) && !text.isEmpty {
-                throw NodeError(node.mark, "\(text) is out of range (\(T.min)...\(T.max))")
+                throw decoder.error("\(text) is out of range (\(T.min)...\(T.max))")
             }
-            throw NodeError(node.mark, "expected a whole number, found \(node.kindDescription)")
+            throw decoder.error("expected a whole number, found \(node.kindDescription)")
         }
         return value
     }

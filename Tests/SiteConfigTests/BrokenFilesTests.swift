@@ -1,0 +1,110 @@
+import Foundation
+import Testing
+@testable import SiteConfig
+
+/// The corpus of broken files: each must fail with exactly these diagnostics, "LINE:COLUMN: message"
+/// (a message may be given as its leading fragment when the rest names a machine-specific path).
+/// Files named `config-*` are loaded as config.yaml, the others as site files.
+@Suite struct BrokenFilesTests {
+    static let expectations: [(file: String, diagnostics: [String])] = [
+        ("Bad_Name.yaml", ["1:1: the file name gives the site name 'Bad_Name', which does not match [a-z0-9][a-z0-9._-]{0,62} (lower-case letters, digits, '.', '_', '-'; at most 63)"]),
+        ("absolute-url-scheme.yaml", ["4:12: step 'step 1'.get: 'ftp://files.example.com/login' is not a valid http:// or https:// URL"]),
+        ("accept-policy.yaml", ["4:11: cookies.accept: unknown value 'allways'; did you mean 'always'?"]),
+        ("allow-env-name.yaml", ["3:13: allow_env: 'MY-VAR' is not an environment variable name"]),
+        ("bad-base-url.yaml", ["1:11: base_url: 'wiki.example.com' is not an absolute http:// or https:// URL"]),
+        ("bad-duration.yaml", ["4:12: http.timeout: '30' is not a duration; write a number and a unit: 500ms, 30s, 10m, 12h, 7d"]),
+        ("bad-name.yaml", ["1:7: name 'My Wiki' does not match [a-z0-9][a-z0-9._-]{0,62} (lower-case letters, digits, '.', '_', '-'; at most 63)"]),
+        ("bad-regex.yaml", ["6:24: step 'step 1'.extract.token.regex: invalid regular expression 'name=(\\w+'"]),
+        ("bad-xpath.yaml", ["6:23: step 'step 1'.extract.csrf.xpath: invalid XPath: Invalid predicate at offset 20 in '//input[@name='csrf''"]),
+        ("check-with-plugin.yaml", ["4:11: check is one HTTP request; plugins run only in login"]),
+        ("comments-only.yaml", ["1:1: empty file; a site needs at least base_url and login"]),
+        ("config-jitter.yaml", ["2:11: scheduler.jitter: 2 is outside 0...1 (a fraction of the delay)"]),
+        ("config-log-level.yaml", ["1:14: log.level: unknown value 'verbose' (expected one of: trace, debug, info, notice, warning, error, critical)"]),
+        ("config-socket-group-mode.yaml", ["2:9: socket.mode gives the group access but no socket.group is set"]),
+        ("config-unknown-key.yaml", ["2:1: unknown key 'state_dri'; did you mean 'state_dir'?"]),
+        ("config-vault-two-keys.yaml", ["2:8: vault.key: give exactly one of file, passphrase_env, passphrase_file, passphrase_command, systemd_credential"]),
+        ("content-type-without-body.yaml", ["5:21: step 'step 1': content_type applies only with 'body'"]),
+        ("credential-two-sources.yaml", ["4:13: credentials.password: give exactly one of secret, env, file, command, totp"]),
+        ("duplicate-key.yaml", ["4:1: duplicate key 'enabled' (first defined at line 3)"]),
+        ("empty-steps.yaml", ["3:10: login.steps is empty; a login needs at least one step"]),
+        ("empty.yaml", ["1:1: empty file; a site needs at least base_url and login"]),
+        ("env-not-allowed.yaml", ["4:12: step 'step 1': '{{ env.HOME }}': 'HOME' is not listed under allow_env"]),
+        ("every-in-step.yaml", ["5:14: step 'step 1': 'every' applies only to check and keepalive"]),
+        ("expect-header-name.yaml", ["6:17: step 'step 1'.expect.header: 'Bad Header' is not a header name"]),
+        ("extract-no-kind.yaml", ["6:9: step 'step 1'.extract.csrf: give one of regex, xpath, json, header, cookie, status, url"]),
+        ("extract-two-kinds.yaml", ["6:24: step 'step 1'.extract.csrf: give only one of regex, xpath, json, header, cookie, status, url"]),
+        ("form-from-without-xpath.yaml", ["5:18: step 'step 2'.form_from needs 'xpath' (which form of the previous page)"]),
+        ("http-version.yaml", ["4:17: http.http_version: unknown value '1.0'; did you mean '1.1'?"]),
+        ("json-pointer.yaml", ["6:23: step 'step 1'.extract.token.json: 'token' is not a JSON pointer (RFC 6901); it starts with '/', as in /user/name"]),
+        ("login-word.yaml", ["2:8: login: 'automatic' is not a login; write 'manual' or a mapping with 'steps:' or 'plugin:'"]),
+        ("merge-key-scalar.yaml", ["4:7: a merge key '<<' takes a mapping or a list of mappings, found '5'"]),
+        ("missing-base-url.yaml", ["1:1: missing key 'base_url' (the site's address, such as https://wiki.example.com)"]),
+        ("missing-login.yaml", ["1:1: missing key 'login' (login: {steps: [...]}, login: {plugin: NAME} or login: manual)"]),
+        ("output-format.yaml", ["4:33: outputs.format: unknown value 'netscap'; did you mean 'netscape'?"]),
+        ("output-mode.yaml", ["4:49: outputs.mode: '0999' is not a file mode; write octal permission bits such as \"0600\""]),
+        ("plugin-key-on-request.yaml", ["4:7: step 'step 1': 'pass_credentials' applies only to plugin steps"]),
+        ("plugin-missing.yaml", ["3:11: login: plugin 'no-such-plugin.py' not found"]),
+        ("plugin-not-executable.yaml", ["4:15: step 'step 1': plugin 'not-executable.sh' is not an executable file"]),
+        ("proxy-scheme.yaml", ["4:10: http.proxy: 'ftp://proxy:21' is not a proxy URL (http://, https://, socks4://, socks4a://, socks5://, socks5h://HOST:PORT)"]),
+        ("resolve-format.yaml", ["4:13: http.resolve: 'wiki.example.com:10.1.2.3' is not HOST:PORT:ADDRESS (as curl --resolve takes)"]),
+        ("retry-max-below-initial.yaml", ["4:30: refresh.retry.max (1m) is shorter than initial (10m)"]),
+        ("status-not-a-number.yaml", ["5:24: login.steps[0].expect.status: expected a whole number, found 'ok'"]),
+        ("status-out-of-range.yaml", ["5:30: step 'step 1'.expect.status: 999 is not an HTTP status (100-599)"]),
+        ("step-method-and-plugin.yaml", ["4:12: step 'step 1': a step is an HTTP request or a plugin, not both ('get' and 'plugin')"]),
+        ("step-no-method.yaml", ["4:7: step 'nothing' needs a request: one of get, post, put, patch, delete, request (or plugin)"]),
+        ("step-two-bodies.yaml", ["6:13: step 'step 1' has two bodies, 'form' and 'json'; give one"]),
+        ("step-two-methods.yaml", ["5:13: step 'step 1' has two methods, 'get' and 'post'; a step makes exactly one request"]),
+        ("steps-not-a-list.yaml", ["4:5: login.steps: expected a list, found a mapping"]),
+        ("syntax-tab.yaml", ["3:1: YAML syntax: found character that cannot start any token while scanning for the next token"]),
+        ("syntax-unclosed-quote.yaml", ["4:1: YAML syntax: found unexpected end of stream while scanning a quoted scalar at line 2, column 14"]),
+        ("top-level-list.yaml", ["1:1: expected a mapping of keys to values at the top of the file, found a list"]),
+        ("totp-digits.yaml", ["4:43: credentials.otp.totp.digits: 10 is outside 6...8 (RFC 4226)"]),
+        ("totp-missing-secret.yaml", ["4:15: credentials.otp.totp: missing key 'secret' (the vault item holding the base32 seed)"]),
+        ("two-documents.yaml", ["3:1: a file holds one YAML document; remove this '---' and what follows or split the file"]),
+        ("unclosed-template.yaml", ["4:12: step 'step 1'.get: unclosed '{{' (a placeholder is written {{ name }})"]),
+        ("unknown-alias.yaml", ["3:14: unknown alias '*nope' (no '&nope' before it)"]),
+        ("unknown-cookies-key.yaml", ["4:3: unknown key 'essentials'; did you mean 'essential'?"]),
+        ("unknown-credential.yaml", ["7:20: step 'step 1': '{{ credentials.pasword }}': no credential named 'pasword'; did you mean 'credentials.password'?"]),
+        ("unknown-step-key.yaml", ["5:7: unknown key 'follow_redirect'; did you mean 'follow_redirects'?"]),
+        ("unknown-top-key.yaml", ["1:1: unknown key 'base_ulr'; did you mean 'base_url'?", "1:1: missing key 'base_url' (the site's address, such as https://wiki.example.com)"]),
+        ("unknown-variable.yaml", ["8:21: step 'step 2': '{{ csrf_token }}': no earlier step extracts 'csrf_token'; did you mean 'csrf'?"]),
+        ("url-with-space.yaml", ["4:12: step 'step 1'.get: '/my login' contains a space; encode it as %20"]),
+        ("variable-before-extract.yaml", ["4:12: step 'step 1': '{{ ticket }}': no earlier step extracts 'ticket'"]),
+        ("wrong-type-bool.yaml", ["3:10: enabled: expected true or false, found 'yes'"]),
+    ]
+
+    static let folder = Paths.fixture("broken")
+
+    @Test func corpusIsLargeAndFullyListed() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.folder).filter { $0.hasSuffix(".yaml") }
+        #expect(files.count >= 40)
+        #expect(Set(files) == Set(Self.expectations.map(\.file)), "every broken file has an expectation and vice versa")
+    }
+
+    @Test(arguments: BrokenFilesTests.expectations.map(\.file))
+    func reportsLineColumnAndMessage(_ file: String) throws {
+        let expected = try #require(Self.expectations.first { $0.file == file }).diagnostics
+        let path = Self.folder + "/" + file
+        let diagnostics: [ConfigDiagnostic]
+        do {
+            if file.hasPrefix("config-") {
+                _ = try loader.loadConfig(at: path)
+            } else {
+                _ = try loader.loadSite(at: path, config: fixtureConfig())
+            }
+            Issue.record("\(file) loaded but should fail")
+            return
+        } catch {
+            diagnostics = error.diagnostics
+        }
+        let actual = diagnostics.map { "\($0.mark.line):\($0.mark.column): \($0.message)" }
+        #expect(actual.count == expected.count, "\(file): \(actual)")
+        for (line, want) in zip(actual, expected) {
+            #expect(line.hasPrefix(want), "\(file): got \(line)")
+        }
+        for diagnostic in diagnostics {
+            #expect(diagnostic.mark.file == path)
+            #expect(diagnostic.description.hasPrefix("\(path):\(diagnostic.mark.line):\(diagnostic.mark.column): error: "))
+        }
+    }
+}
