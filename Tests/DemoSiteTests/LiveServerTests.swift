@@ -81,7 +81,6 @@ struct LiveServerTests {
     @Test("start() reports a port already in use")
     func portInUse() async throws {
         let first = try await DemoSite.start(configuration: .init(port: 0))
-        defer { Task { await first.stop() } }
         let error = await #expect(throws: DemoSite.StartError.self) {
             _ = try await DemoSite.start(configuration: .init(port: first.port))
         }
