@@ -39,8 +39,9 @@ struct DemoSiteCommand: AsyncParsableCommand {
 
     private static func announce(configuration: DemoSite.Configuration, port: Int, portFile: String?) {
         let mode = configuration.sliding ? "sliding" : "fixed"
+        let authority = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
         StandardOutput.writeLine(
-            "\(timestamp()) demo-site listening on http://\(configuration.host):\(port) "
+            "\(timestamp()) demo-site listening on http://\(authority):\(port) "
                 + "(main host \(configuration.mainHost), sso host \(configuration.ssoHost), "
                 + "session max age \(configuration.sessionMaxAge) s \(mode), "
                 + "TOTP \(configuration.totpSecret == nil ? "off" : "on"))"

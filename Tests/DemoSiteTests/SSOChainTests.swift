@@ -114,6 +114,11 @@ struct SSOChainTests {
         try await app.test(.router) { client in
             let start = try await client.execute(uri: "/sso/start", method: .get, headers: Headers.cookies([:], host: "app.example.test:9000"))
             #expect(start.location?.hasPrefix("http://login.example.test:9000/sso/authorize?return=http%3A%2F%2Fapp.example.test%3A9000%2F") == true)
+            // The port comes from the Host header in any of its spellings; without one, from the configuration.
+            for (host, port) in [("[::1]:9100", 9100), ("127.0.0.1:9200", 9200), ("APP.example.test", 8480)] {
+                let response = try await client.execute(uri: "/sso/start", method: .get, headers: Headers.cookies([:], host: host))
+                #expect(response.location?.hasPrefix("http://login.example.test:\(port)/sso/authorize?") == true, "Host: \(host)")
+            }
         }
     }
 }

@@ -30,8 +30,17 @@ extension DemoSite {
             self.task = task
         }
 
-        /// `http://HOST:PORT`, for requests by address.
-        public var baseURL: URL { URL(string: "http://\(host):\(port)")! }
+        /// `http://HOST:PORT` (an IPv6 address in brackets), for requests by address.
+        public var baseURL: URL {
+            var components = URLComponents()
+            components.scheme = "http"
+            components.host = host.contains(":") ? "[\(host)]" : host
+            components.port = port
+            guard let url = components.url else {
+                preconditionFailure("http://\(host):\(port) is not a URL, yet the server bound that address")
+            }
+            return url
+        }
 
         /// Stops listening, lets requests in progress finish, closes the connections, and returns when
         /// the server has stopped. Calling it again is harmless.
