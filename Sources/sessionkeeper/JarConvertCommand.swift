@@ -1,0 +1,60 @@
+import ArgumentParser
+import CookieJar
+import Foundation
+
+/// `jar convert IN OUT [--from F] [--format F] [--url U] [--now T]`
+struct JarConvertCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "convert",
+        abstract: "Convert a cookie file between formats (input guessed from the content; OUT '-' is stdout)."
+    )
+
+    @Argument(help: "The input file.")
+    var input: String
+
+    @Argument(help: "The output file, written with mode 0600, or '-' for standard output.")
+    var output: String
+
+    @Option(name: .long, help: "The output format (default: json for .json names, else netscape).")
+    var format: String?
+
+    @Option(name: .long, help: "The input format (default: guessed from the content).")
+    var from: String?
+
+    @Option(name: .long, help: "The URL the cookies belong to (needed to read the header format).")
+    var url: String?
+
+    @OptionGroup var clock: ClockOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let now = try clock.currentDate()
+            let outputFormat = try format.map { try JarFiles.parseFormat($0, option: "--format") }
+                ?? JarFiles.format(forPath: output)
+            let sourceURL = try url.map(JarFiles.parseURL)
+            guard let text = try JarFiles.readText(input, missingIsEmpty: false) else { return }
+            let inputFormat: CookieFormat
+            if let from {
+                inputFormat = try JarFiles.parseFormat(from, option: "--from")
+            } else if let guessed = CookieFormat.guess(from: text) {
+                inputFormat = guessed
+            } else if text.allSatisfy(\.isWhitespace) {
+                inputFormat = .netscape
+            } else {
+                throw CLIFailure.usage("\(input): cannot tell the cookie format; give --from")
+            }
+            let cookies: [Cookie]
+            do {
+                cookies = try CookieCodec.decode(text, as: inputFormat, url: sourceURL, now: now)
+            } catch {
+                throw CLIFailure.usage("\(input): \(error)")
+            }
+            if output == "-" {
+                let encoded = CookieCodec.encode(cookies, as: outputFormat)
+                Console.outRaw(outputFormat == .header ? (encoded.isEmpty ? "" : encoded + "\n") : encoded)
+            } else {
+                try JarFiles.save(cookies, to: output, format: outputFormat)
+            }
+        }
+    }
+}

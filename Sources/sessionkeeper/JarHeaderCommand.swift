@@ -1,0 +1,27 @@
+import ArgumentParser
+import CookieJar
+
+/// `jar header FILE --url U [--now T]`
+struct JarHeaderCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "header",
+        abstract: "Print the Cookie header value a request to a URL would carry (nothing when no cookie applies)."
+    )
+
+    @Argument(help: "The jar file.")
+    var file: String
+
+    @Option(name: .long, help: "The request URL.")
+    var url: String
+
+    @OptionGroup var clock: ClockOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let now = try clock.currentDate()
+            let requestURL = try JarFiles.parseURL(url)
+            let storage = try JarFiles.storage(loading: file, now: now)
+            if let header = storage.cookieHeader(for: requestURL) { Console.out(header) }
+        }
+    }
+}

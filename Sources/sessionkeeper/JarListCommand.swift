@@ -1,0 +1,32 @@
+import ArgumentParser
+import CookieJar
+
+/// `jar list FILE [--format F] [--now T]`
+struct JarListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "Print a jar's cookies that are not expired at --now (default format: netscape)."
+    )
+
+    @Argument(help: "The jar file.")
+    var file: String
+
+    @Option(name: .long, help: "header, set-cookie, netscape, json or playwright.")
+    var format: String = CookieFormat.netscape.rawValue
+
+    @OptionGroup var clock: ClockOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let outputFormat = try JarFiles.parseFormat(format, option: "--format")
+            let now = try clock.currentDate()
+            let cookies = try JarFiles.load(file, now: now).filter { !$0.isExpired(at: now) }
+            let text = CookieCodec.encode(cookies, as: outputFormat)
+            if outputFormat == .header {
+                if !text.isEmpty { Console.out(text) }
+            } else {
+                Console.outRaw(text)
+            }
+        }
+    }
+}
