@@ -255,7 +255,11 @@ struct SiteBuilder {
                     passCredentials: mapping.passCredentials)
                 return buildPlugin(step, key: "login", scope: scope).map(Login.plugin)
             }
-            if node["steps"] == nil && node["plugin"] == nil {
+            if let steps = node["steps"], steps.isNull {
+                checker.error(steps.mark, "login.steps is empty; a login needs at least one step")
+            } else if let plugin = node["plugin"], plugin.isNull {
+                checker.error(plugin.mark, "login.plugin: empty plugin name")
+            } else if node["steps"] == nil && node["plugin"] == nil {
                 checker.error(login.mark, "login needs 'steps:' (a list of steps) or 'plugin:' (or write login: manual)")
             }
             return nil

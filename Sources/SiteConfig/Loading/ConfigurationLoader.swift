@@ -82,6 +82,10 @@ public struct ConfigurationLoader: Sendable {
             environment: environment)
         let site = decoded.flatMap { builder.build($0) }
         diagnostics += builder.checker.diagnostics
+        if site == nil && diagnostics.isEmpty {
+            // Every path that rejects a site records why; this guards against a silent failure.
+            diagnostics.append(ConfigDiagnostic(root.mark, "the site could not be built from this file"))
+        }
         guard diagnostics.isEmpty, let site else { throw Self.error(diagnostics, sensitiveLines: sensitive) }
         return site
     }

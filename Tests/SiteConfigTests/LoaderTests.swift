@@ -1,0 +1,155 @@
+import Foundation
+import Testing
+@testable import SiteConfig
+
+/// A fresh temporary folder, removed by the caller.
+func temporaryFolder() throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("siteconfig-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+@Suite struct LoaderTests {
+    @Test func locatesTheConfigInSpecOrder() throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let xdg = folder + "/xdg"
+        try FileManager.default.createDirectory(atPath: xdg + "/sessionkeeper", withIntermediateDirectories: true)
+        try "".write(toFile: xdg + "/sessionkeeper/config.yaml", atomically: true, encoding: .utf8)
+        try "".write(toFile: folder + "/other.yaml", atomically: true, encoding: .utf8)
+        let work = folder + "/work"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+
+        var environment = ["XDG_CONFIG_HOME": xdg]
+        var locator = ConfigurationLoader(environment: environment)
+        #expect(try locator.locateConfig(explicit: nil, currentDirectory: work) == xdg + "/sessionkeeper/config.yaml")
+
+        try "".write(toFile: work + "/config.yaml", atomically: true, encoding: .utf8)
+        #expect(try locator.locateConfig(explicit: nil, currentDirectory: work) == work + "/config.yaml")
+
+        environment["SESSIONKEEPER_CONFIG"] = "../other.yaml"
+        locator = ConfigurationLoader(environment: environment)
+        #expect(try locator.locateConfig(explicit: nil, currentDirectory: work) == folder + "/other.yaml")
+        #expect(try locator.locateConfig(explicit: "config.yaml", currentDirectory: work) == work + "/config.yaml")
+
+        #expect(throws: ConfigLocationError.self) { try locator.locateConfig(explicit: "missing.yaml", currentDirectory: work) }
+        environment["SESSIONKEEPER_CONFIG"] = folder + "/missing.yaml"
+        locator = ConfigurationLoader(environment: environment)
+        #expect {
+            try locator.locateConfig(explicit: nil, currentDirectory: work)
+        } throws: { error in
+            "\(error)".contains("$SESSIONKEEPER_CONFIG")
+        }
+    }
+
+    @Test func noConfigAnywhereListsWhereItLooked() throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let locator = ConfigurationLoader(environment: ["HOME": folder])
+        #expect {
+            try locator.locateConfig(explicit: nil, currentDirectory: folder)
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains(folder + "/config.yaml") && text.contains(folder + "/.config/sessionkeeper/config.yaml")
+        }
+    }
+
+    @Test func emptyConfigTakesEveryDefault() throws {
+        let config = try loader.loadConfig(text: "# nothing yet\n", file: "/etc/sk/config.yaml")
+        #expect(config.sitesDirectory == "/etc/sk/sites")
+        #expect(config.pluginsDirectory == "/etc/sk/plugins")
+        #expect(config.stateDirectory == "/etc/sk/.state")
+        #expect(config.socket.path == "/etc/sk/.state/sessionkeeper.sock")
+        #expect(config.vault.key == .file(path: "/etc/sk/.state/master.key"))
+        #expect(config.defaults == SiteDefaults())
+    }
+
+    @Test func socketDefaultsToTheRuntimeDirectory() throws {
+        let runtime = ConfigurationLoader(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"])
+        let config = try runtime.loadConfig(text: "state_dir: /var/lib/sk\n", file: "/etc/sk/config.yaml")
+        #expect(config.socket.path == "/run/user/1000/sessionkeeper.sock")
+        #expect(config.stateDirectory == "/var/lib/sk")
+    }
+
+    @Test func vaultKeySources() throws {
+        func key(_ yaml: String) throws -> VaultKeySource {
+            try loader.loadConfig(text: "vault: {key: \(yaml)}\n", file: "/etc/sk/config.yaml").vault.key
+        }
+        #expect(try key("{passphrase_env: SK_PASS}") == .passphraseEnvironment("SK_PASS"))
+        #expect(try key("{passphrase_file: pass.txt}") == .passphraseFile(path: "/etc/sk/pass.txt"))
+        #expect(try key("{passphrase_command: [pass, show, sk]}") == .passphraseCommand(["pass", "show", "sk"]))
+        #expect(try key("{systemd_credential: sessionkeeper.key}") == .systemdCredential("sessionkeeper.key"))
+        #expect(try key("{file: ~/k}") == .file(path: "/home/tester/k"))
+    }
+
+    @Test func loadSitesReportsBrokenFilesAndDuplicateNamesButKeepsTheOthers() throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: folder + "/sites", withIntermediateDirectories: true)
+        let site = "base_url: https://a.example\nlogin: manual\n"
+        try site.write(toFile: folder + "/sites/a.yaml", atomically: true, encoding: .utf8)
+        try (site + "name: a\n").write(toFile: folder + "/sites/b.yml", atomically: true, encoding: .utf8)
+        try "login: manual\n".write(toFile: folder + "/sites/c.yaml", atomically: true, encoding: .utf8)
+        try site.write(toFile: folder + "/sites/.hidden.yaml", atomically: true, encoding: .utf8)
+        try site.write(toFile: folder + "/sites/notes.txt", atomically: true, encoding: .utf8)
+        let config = loader.defaultConfig(directory: folder)
+        #expect(try loader.siteFiles(in: config.sitesDirectory).map { ($0 as NSString).lastPathComponent } == ["a.yaml", "b.yml", "c.yaml"])
+        let result = loader.loadSites(config: config)
+        #expect(result.sites.map(\.name) == ["a"])
+        #expect(result.failures.flatMap(\.diagnostics).map(\.message) == [
+            "site name 'a' is already used by \(folder)/sites/a.yaml",
+            "missing key 'base_url' (the site's address, such as https://wiki.example.com)",
+        ])
+    }
+
+    @Test func unreadableAndNonUTF8FilesAreReportedAtTheirStart() throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try Data([0x62, 0x3A, 0xFF, 0xFE, 0x0A]).write(to: URL(fileURLWithPath: folder + "/latin.yaml"))
+        #expect {
+            try loader.loadSite(at: folder + "/latin.yaml", config: fixtureConfig())
+        } throws: { error in
+            (error as? ConfigError)?.diagnostics.map(\.description) == ["\(folder)/latin.yaml:1:1: error: file is not valid UTF-8 text"]
+        }
+        #expect {
+            try loader.loadSite(at: folder + "/absent.yaml", config: fixtureConfig())
+        } throws: { error in
+            (error as? ConfigError)?.diagnostics.first?.message == "cannot read the file: no such file"
+        }
+    }
+}
+
+@Suite struct SecretHygieneTests {
+    static let secret = "hunter2-Sup3rSecret"
+
+    @Test func literalCredentialValuesNeverAppearInDiagnostics() {
+        let text = """
+            base_url: https://a.example
+            credentials:
+              password: \(Self.secret)
+              password: \(Self.secret)
+              pin: {secret: \(Self.secret), env: X}
+              other: [\(Self.secret)]
+            login:
+              steps:
+                - post: /login
+                  form: {p: "{{ credentials.pasword }}"}
+            """
+        let found = problems(text)
+        #expect(found.count >= 3)
+        for diagnostic in found {
+            #expect(!diagnostic.description.contains(Self.secret))
+        }
+    }
+
+    @Test func credentialLinesAreMarkedSensitive() {
+        do {
+            _ = try site("base_url: https://a.example\ncredentials:\n  password: \(Self.secret)\n  password: x\nlogin: manual\n")
+            Issue.record("duplicate key should fail")
+        } catch {
+            #expect(error.sensitiveLines.contains(3))
+            #expect(error.sensitiveLines.contains(4))
+            #expect(!error.sensitiveLines.contains(1))
+        }
+    }
+}
