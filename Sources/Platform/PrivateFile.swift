@@ -18,7 +18,8 @@ public enum PrivateFileError: Error, Sendable, Hashable, CustomStringConvertible
         switch self {
         case let .accessibleByOthers(path, mode):
             let octal = String(mode, radix: 8)
-            return "\(path) has mode 0\(octal): group or others can access it; run `chmod 600 \(path)`"
+            let who = mode & 0o070 != 0 ? "group or others" : "others"
+            return "\(path) has mode 0\(octal): \(who) can access it; run `chmod 600 \(path)`"
         case let .foreignOwner(path, owner):
             return "\(path) belongs to uid \(owner), not to this user (uid \(Syscall.userID))"
         case let .notRegularFile(path):
@@ -35,17 +36,22 @@ public enum PrivateFileError: Error, Sendable, Hashable, CustomStringConvertible
 /// their owner can access them.
 public enum PrivateFile {
     /// Reads a file whose mode gives group and others no access and which this user (or root) owns.
-    /// The checks run on the open descriptor (fstat), so the file checked is the file read.
-    public static func read(_ path: String, limit: Int = 1 << 20) throws(PrivateFileError) -> [UInt8] {
+    /// With `allowingGroup`, group access (and a file owned by another member of the group) is
+    /// accepted and only others are refused. The checks run on the open descriptor (fstat), so the
+    /// file checked is the file read.
+    public static func read(_ path: String, limit: Int = 1 << 20, allowingGroup: Bool = false) throws(PrivateFileError) -> [UInt8] {
         let fd: Int32
         do { fd = try Syscall.open(path, O_RDONLY) } catch { throw .system(error) }
         defer { Syscall.close(fd) }
         let status: FileStatus
         do { status = try Syscall.fstat(fd, path: path) } catch { throw .system(error) }
         guard status.isRegularFile else { throw .notRegularFile(path: path) }
-        if status.isAccessibleByOthers { throw .accessibleByOthers(path: path, mode: status.mode) }
+        let forbidden: mode_t = allowingGroup ? 0o007 : 0o077
+        if status.mode & forbidden != 0 { throw .accessibleByOthers(path: path, mode: status.mode) }
         let me = Syscall.userID
-        if status.ownerUID != me && status.ownerUID != 0 { throw .foreignOwner(path: path, owner: status.ownerUID) }
+        if !allowingGroup && status.ownerUID != me && status.ownerUID != 0 {
+            throw .foreignOwner(path: path, owner: status.ownerUID)
+        }
         if status.size > Int64(limit) { throw .tooLarge(path: path, size: status.size, limit: limit) }
         do { return try Syscall.readAll(fd, path: path) } catch { throw .system(error) }
     }

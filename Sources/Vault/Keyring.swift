@@ -70,19 +70,19 @@ struct Keyring: Codable {
     }
 
     /// The key encryption key for `material` under this keyring's unlock method.
-    static func keyEncryptionKey(_ unlock: Unlock, material: KeyMaterial, source: VaultKeySource) throws(VaultError) -> SymmetricKey {
+    static func keyEncryptionKey(_ unlock: Unlock, material: KeyMaterial, source: MasterKeySource) throws(VaultError) -> SymmetricKey {
         guard let salt = Data(base64Encoded: unlock.salt) else { throw VaultError(.keyringDamaged("bad salt")) }
         switch unlock.method {
         case "key":
             guard material.kind != .passphrase, material.bytes.count == VaultKey.keyFileSize else {
-                throw VaultError(.keySource("the vault was created with a 32-byte key file or credential, but \(source) is a passphrase"))
+                throw VaultError(.keySource("the vault was created with a 32-byte key file or credential, but the configured key is \(source)"))
             }
             return HKDF<SHA256>.deriveKey(
                 inputKeyMaterial: SymmetricKey(data: material.bytes), salt: salt,
                 info: Array("sessionkeeper vault v1 key encryption".utf8), outputByteCount: 32)
         case "passphrase":
             guard material.kind != .key else {
-                throw VaultError(.keySource("the vault was created with a passphrase, but \(source) is a key file"))
+                throw VaultError(.keySource("the vault was created with a passphrase, but the configured key is \(source)"))
             }
             guard let parameters = unlock.scrypt, parameters.isReasonable else {
                 throw VaultError(.keyringDamaged("missing or unreasonable scrypt parameters"))
@@ -121,7 +121,7 @@ struct Keyring: Codable {
     }
 
     /// Opens every generation; a failure means the key is wrong (or the keyring was altered).
-    func unseal(with kek: SymmetricKey, source: VaultKeySource) throws(VaultError) -> [KeyGeneration] {
+    func unseal(with kek: SymmetricKey, source: MasterKeySource) throws(VaultError) -> [KeyGeneration] {
         var generations: [KeyGeneration] = []
         for sealedKey in keys {
             guard let combined = Data(base64Encoded: sealedKey.sealed) else {

@@ -44,7 +44,7 @@ public final class Vault: Sendable {
         /// Newest first.
         var generations: [KeyGeneration]
         var keyEncryptionKey: SymmetricKey
-        var source: VaultKeySource
+        var source: MasterKeySource
         var isClosed = false
 
         var current: KeyGeneration { generations.first { $0.id == keyring.current }! }
@@ -66,7 +66,7 @@ public final class Vault: Sendable {
     ///     has none — the daemon's and `secret set`'s first run.
     ///   - environment: where `passphrase_env` and `$CREDENTIALS_DIRECTORY` are looked up.
     public static func open(
-        stateDirectory: String, key: VaultKeySource, createIfMissing: Bool = false,
+        stateDirectory: String, key: MasterKeySource, createIfMissing: Bool = false,
         scrypt: ScryptParameters = ScryptParameters(),
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(VaultError) -> Vault {
@@ -75,14 +75,14 @@ public final class Vault: Sendable {
 
     /// Creates a new vault (`vault init`); fails when one exists.
     public static func initialize(
-        stateDirectory: String, key: VaultKeySource, scrypt: ScryptParameters = ScryptParameters(),
+        stateDirectory: String, key: MasterKeySource, scrypt: ScryptParameters = ScryptParameters(),
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(VaultError) -> Vault {
         try open(stateDirectory, key, .mustCreate, scrypt, environment)
     }
 
     private static func open(
-        _ stateDirectory: String, _ key: VaultKeySource, _ creation: Creation, _ scrypt: ScryptParameters,
+        _ stateDirectory: String, _ key: MasterKeySource, _ creation: Creation, _ scrypt: ScryptParameters,
         _ environment: [String: String]
     ) throws(VaultError) -> Vault {
         let folder = stateDirectory + "/vault"
@@ -224,7 +224,7 @@ public final class Vault: Sendable {
 
     /// Seals the master key generations under a key from `newSource` (a new passphrase, a new key file
     /// that must already exist, …); no item is re-encrypted. The old key stops working.
-    public func rekey(to newSource: VaultKeySource, scrypt: ScryptParameters = ScryptParameters(),
+    public func rekey(to newSource: MasterKeySource, scrypt: ScryptParameters = ScryptParameters(),
                       environment: [String: String] = ProcessInfo.processInfo.environment) throws(VaultError) {
         try withOpenState { (state) throws(VaultError) in
             let material = try VaultKey.material(from: newSource, environment: environment)

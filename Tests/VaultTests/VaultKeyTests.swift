@@ -70,7 +70,7 @@ import Testing
     @Test func passphraseFromEnvironmentOpensAndAWrongOneIsRefused() throws {
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }
-        let source = VaultKeySource.passphraseEnvironment(name: "VAULT_TEST_PASS")
+        let source = MasterKeySource.passphraseEnvironment(name: "VAULT_TEST_PASS")
         let vault = try Vault.open(
             stateDirectory: folder.state, key: source, createIfMissing: true, scrypt: fastScrypt,
             environment: ["VAULT_TEST_PASS": "open sesame"])
@@ -94,7 +94,7 @@ import Testing
     @Test func defaultScryptParametersRoundTrip() throws {
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }
-        let source = VaultKeySource.passphrase(VaultPassphrase(bytes("default cost")))
+        let source = MasterKeySource.passphrase(VaultPassphrase(bytes("default cost")))
         try Vault.initialize(stateDirectory: folder.state, key: source).close()
         #expect(String(decoding: readFile(folder.state + "/vault/keyring"), as: UTF8.self).contains("\"log2N\" : 15"))
         _ = try Vault.open(stateDirectory: folder.state, key: source)
@@ -104,7 +104,7 @@ import Testing
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }
         let file = folder.write("file passphrase\n", to: "pass.txt", mode: 0o600)
-        let source = VaultKeySource.passphraseFile(path: file)
+        let source = MasterKeySource.passphraseFile(path: file)
         try Vault.open(stateDirectory: folder.state, key: source, createIfMissing: true, scrypt: fastScrypt).close()
         // The trailing newline is not part of the passphrase.
         _ = try Vault.open(stateDirectory: folder.state, key: .passphrase(VaultPassphrase(bytes("file passphrase")))).close()
@@ -116,15 +116,15 @@ import Testing
     @Test func passphraseCommandRunsWithoutShellAndTimesOut() throws {
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }
-        let source = VaultKeySource.passphraseCommand(argv: ["printf", "%s\\n", "from a command; not $HOME"], timeout: .seconds(5))
+        let source = MasterKeySource.passphraseCommand(argv: ["printf", "%s\\n", "from a command; not $HOME"], timeout: .seconds(5))
         try Vault.open(stateDirectory: folder.state, key: source, createIfMissing: true, scrypt: fastScrypt).close()
         _ = try Vault.open(stateDirectory: folder.state, key: .passphrase(VaultPassphrase(bytes("from a command; not $HOME")))).close()
-        let slow = VaultKeySource.passphraseCommand(argv: ["sleep", "10"], timeout: .milliseconds(300))
+        let slow = MasterKeySource.passphraseCommand(argv: ["sleep", "10"], timeout: .milliseconds(300))
         let started = ContinuousClock.now
         let error = #expect(throws: VaultError.self) { try Vault.open(stateDirectory: folder.state, key: slow) }
         #expect(error?.description.contains("did not finish") == true)
         #expect(ContinuousClock.now - started < .seconds(5))
-        let failing = VaultKeySource.passphraseCommand(argv: ["false"], timeout: .seconds(5))
+        let failing = MasterKeySource.passphraseCommand(argv: ["false"], timeout: .seconds(5))
         let failed = #expect(throws: VaultError.self) { try Vault.open(stateDirectory: folder.state, key: failing) }
         #expect(failed?.description.contains("exit status 1") == true)
     }
@@ -137,7 +137,7 @@ import Testing
         writeFile(credentials + "/sk.key", [UInt8](repeating: 0x42, count: 32))
         chmod(credentials + "/sk.key", 0o400)
         let environment = ["CREDENTIALS_DIRECTORY": credentials]
-        let source = VaultKeySource.systemdCredential(name: "sk.key")
+        let source = MasterKeySource.systemdCredential(name: "sk.key")
         let vault = try Vault.open(stateDirectory: folder.state, key: source, createIfMissing: true, environment: environment)
         try vault.set(bytes("v"), for: ItemReference(.credential, "x"))
         vault.close()
@@ -193,8 +193,8 @@ import Testing
     @Test func rekeyChangesThePassphraseWithoutTouchingItems() throws {
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }
-        let old = VaultKeySource.passphrase(VaultPassphrase(bytes("old pass")))
-        let new = VaultKeySource.passphrase(VaultPassphrase(bytes("new pass")))
+        let old = MasterKeySource.passphrase(VaultPassphrase(bytes("old pass")))
+        let new = MasterKeySource.passphrase(VaultPassphrase(bytes("new pass")))
         let vault = try Vault.open(stateDirectory: folder.state, key: old, createIfMissing: true, scrypt: fastScrypt)
         for index in 0..<5 { try vault.set(bytes("value \(index)"), for: ItemReference(.credential, "c\(index)")) }
         let before = itemFiles(vault).map { ($0, readFile($0)) }

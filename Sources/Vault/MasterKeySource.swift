@@ -2,7 +2,7 @@ import Foundation
 import Platform
 
 /// Where the secret that unlocks the vault comes from (`vault.key` in config.yaml, SPEC section 2).
-public enum VaultKeySource: Sendable, Hashable, CustomStringConvertible {
+public enum MasterKeySource: Sendable, Hashable, CustomStringConvertible {
     /// A file of exactly 32 random bytes, mode 0600 (created on first run).
     case keyFile(path: String)
     /// A passphrase in an environment variable.
@@ -38,7 +38,7 @@ public struct VaultPassphrase: Sendable, Hashable, CustomStringConvertible, Cust
     public var debugDescription: String { "<passphrase>" }
 }
 
-/// The secret obtained from a ``VaultKeySource``.
+/// The secret obtained from a ``MasterKeySource``.
 struct KeyMaterial {
     enum Kind { case key, passphrase, either }
     var bytes: [UInt8]
@@ -67,7 +67,7 @@ public enum VaultKey {
     }
 
     static func material(
-        from source: VaultKeySource, environment: [String: String]
+        from source: MasterKeySource, environment: [String: String]
     ) throws(VaultError) -> KeyMaterial {
         switch source {
         case let .keyFile(path):

@@ -1,0 +1,168 @@
+import Foundation
+import Platform
+import SiteConfig
+import Vault
+
+/// A credential that could not be resolved: which site, which credential, and why. Never the value.
+public struct CredentialError: Error, Sendable, CustomStringConvertible {
+    public var site: String
+    public var credential: String
+    public var reason: String
+
+    public init(site: String, credential: String, reason: String) {
+        self.site = site
+        self.credential = credential
+        self.reason = reason
+    }
+
+    public var description: String { "site '\(site)', credential '\(credential)': \(reason)" }
+}
+
+/// Resolves a site's `credentials:` entries (SPEC section 3) at login time: literal values, vault
+/// secrets, environment variables, private files, commands and TOTP codes. Values are returned to the
+/// caller only; nothing here logs or keeps them.
+public struct CredentialResolver: Sendable {
+    /// How long a `{command: ...}` may run.
+    public static let defaultCommandTimeout: Duration = .seconds(30)
+    /// The most a `{file: ...}` or a command's output may hold: credentials are short.
+    public static let maximumValueSize = 64 * 1024
+
+    /// Receives each line a credential command wrote to standard error (with the command's own output
+    /// masked out), for the log: site, credential name, line.
+    public typealias StandardErrorSink = @Sendable (_ site: String, _ credential: String, _ line: String) -> Void
+
+    let vault: Vault?
+    let environment: [String: String]
+    let commandTimeout: Duration
+    let clock: @Sendable () -> Date
+    let standardError: StandardErrorSink
+
+    /// - Parameters:
+    ///   - vault: where `{secret: NAME}` and TOTP secrets live; nil makes them fail with a clear error.
+    ///   - clock: the time TOTP codes are computed for.
+    public init(
+        vault: Vault?, environment: [String: String] = ProcessInfo.processInfo.environment,
+        commandTimeout: Duration = CredentialResolver.defaultCommandTimeout,
+        clock: @escaping @Sendable () -> Date = { Date() },
+        standardError: @escaping StandardErrorSink = { _, _, _ in }
+    ) {
+        self.vault = vault
+        self.environment = environment
+        self.commandTimeout = commandTimeout
+        self.clock = clock
+        self.standardError = standardError
+    }
+
+    /// The value of credential `name` of `site`.
+    public func value(of name: String, in site: SiteDefinition) throws(CredentialError) -> String {
+        guard let source = site.credential(named: name) else {
+            throw CredentialError(site: site.name, credential: name, reason: "the site defines no such credential")
+        }
+        return try resolve(source, credential: name, site: site.name)
+    }
+
+    /// The value of one source.
+    public func resolve(_ source: CredentialSource, credential: String, site: String) throws(CredentialError) -> String {
+        func fail(_ reason: String) -> CredentialError { CredentialError(site: site, credential: credential, reason: reason) }
+        switch source {
+        case let .literal(value):
+            return value
+        case let .secret(name):
+            return try text(of: try secret(name, fail: fail), what: "secret '\(name)'", fail: fail)
+        case let .environment(name):
+            guard let value = environment[name] else { throw fail("environment variable \(name) is not set") }
+            return value
+        case let .file(path):
+            let bytes: [UInt8]
+            do {
+                bytes = try PrivateFile.read(path, limit: Self.maximumValueSize, allowingGroup: true)
+            } catch {
+                throw fail("file refused: \(error)")
+            }
+            return try text(of: Self.trimmingNewline(bytes), what: "file \(path)", fail: fail)
+        case let .command(argv):
+            return try runCommand(argv, site: site, credential: credential, fail: fail)
+        case let .totp(parameters):
+            let stored = try text(of: try secret(parameters.secretName, fail: fail), what: "secret '\(parameters.secretName)'", fail: fail)
+            guard let key = Base32.decode(stored), !key.isEmpty else {
+                throw fail("secret '\(parameters.secretName)' is not a base32 TOTP secret (letters A-Z and digits 2-7)")
+            }
+            guard TOTP.digitRange.contains(parameters.digits) else {
+                throw fail("totp digits must be within \(TOTP.digitRange.lowerBound)...\(TOTP.digitRange.upperBound), not \(parameters.digits)")
+            }
+            guard parameters.period >= .seconds(1) else { throw fail("totp period must be at least 1s") }
+            return TOTP.code(secret: key, time: clock(), digits: parameters.digits, period: parameters.period, algorithm: parameters.algorithm)
+        }
+    }
+
+    private func secret(_ name: String, fail: (String) -> CredentialError) throws(CredentialError) -> [UInt8] {
+        guard let vault else { throw fail("secret '\(name)' needs the vault, which is not open") }
+        let stored: [UInt8]?
+        do {
+            stored = try vault.value(of: ItemReference(.credential, name))
+        } catch {
+            throw fail("\(error)")
+        }
+        guard let stored else {
+            throw fail("secret '\(name)' is not in the vault; add it with `sessionkeeper secret set \(name)`")
+        }
+        return stored
+    }
+
+    private func text(of bytes: [UInt8], what: String, fail: (String) -> CredentialError) throws(CredentialError) -> String {
+        guard let value = String(validating: bytes, as: UTF8.self) else { throw fail("\(what) is not UTF-8 text") }
+        return value
+    }
+
+    private func runCommand(_ argv: [String], site: String, credential: String, fail: (String) -> CredentialError) throws(CredentialError) -> String {
+        let program = argv.first ?? ""
+        let output: ProcessOutput
+        do {
+            output = try ChildProcess.run(argv, timeout: commandTimeout, outputLimit: Self.maximumValueSize)
+        } catch let .timedOut(_, _, standardError) {
+            forward(standardError, masking: nil, site: site, credential: credential)
+            throw fail("command `\(program)` did not finish within \(commandTimeout) and was killed")
+        } catch {
+            throw fail("command: \(error)")
+        }
+        let value = Self.trimmingNewline(output.standardOutput)
+        forward(output.standardError, masking: value, site: site, credential: credential)
+        guard output.status == .exited(0) else { throw fail("command `\(program)` failed (\(output.status))") }
+        guard !value.isEmpty else { throw fail("command `\(program)` printed nothing") }
+        return try text(of: value, what: "the output of `\(program)`", fail: fail)
+    }
+
+    /// Sends stderr to the sink line by line, with the command's value replaced by `***` should the
+    /// command have echoed it there.
+    private func forward(_ bytes: [UInt8], masking value: [UInt8]?, site: String, credential: String) {
+        guard !bytes.isEmpty else { return }
+        var text = String(decoding: bytes, as: UTF8.self)
+        if let value, !value.isEmpty {
+            text = text.replacingOccurrences(of: String(decoding: value, as: UTF8.self), with: "***")
+        }
+        for line in text.split(whereSeparator: \.isNewline) where !line.isEmpty {
+            standardError(site, credential, String(line))
+        }
+    }
+
+    static func trimmingNewline(_ bytes: [UInt8]) -> [UInt8] {
+        var result = bytes
+        if result.last == UInt8(ascii: "\n") { result.removeLast() }
+        if result.last == UInt8(ascii: "\r") { result.removeLast() }
+        return result
+    }
+}
+
+extension MasterKeySource {
+    /// The vault key that config.yaml's `vault.key` describes; a `passphrase_command` gets
+    /// ``VaultKey/defaultCommandTimeout``.
+    public init(_ configured: VaultKeySource) {
+        switch configured {
+        case let .file(path): self = .keyFile(path: path)
+        case let .passphraseEnvironment(name): self = .passphraseEnvironment(name: name)
+        case let .passphraseFile(path): self = .passphraseFile(path: path)
+        case let .passphraseCommand(argv): self = .passphraseCommand(argv: argv, timeout: VaultKey.defaultCommandTimeout)
+        case let .systemdCredential(name): self = .systemdCredential(name: name)
+        }
+    }
+}

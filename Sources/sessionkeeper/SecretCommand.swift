@@ -1,0 +1,91 @@
+import ArgumentParser
+import Foundation
+import Vault
+
+/// `sessionkeeper secret set|list|rm`: credentials in the vault (SPEC section 9).
+struct SecretCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "secret",
+        abstract: "Store, list and remove credentials in the encrypted vault.",
+        subcommands: [SecretSetCommand.self, SecretListCommand.self, SecretRemoveCommand.self]
+    )
+}
+
+struct SecretSetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set",
+        abstract: "Store a secret; the value is read from standard input (without echo on a terminal).",
+        discussion: "Sites use it as {secret: NAME}. A value piped in loses one trailing newline. An empty value is refused."
+    )
+
+    @Argument(help: "The secret's name, e.g. wiki/password.")
+    var name: String
+
+    @OptionGroup var options: VaultConfigOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            // Read before taking the state folder's lock: a prompt may wait for a long time.
+            let value = try SecretInput.read(prompt: "Value for secret '\(name)': ", what: "value")
+            let vault = try options.openVault(create: true)
+            defer { vault.close() }
+            do {
+                try vault.set(value, for: ItemReference(.credential, name))
+            } catch {
+                throw CLIFailure(vaultError: error)
+            }
+            Console.err("stored secret '\(name)'")
+        }
+    }
+}
+
+struct SecretListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "Print the names of the stored secrets, one a line (never their values)."
+    )
+
+    @OptionGroup var options: VaultConfigOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let vault = try options.openVault(create: false)
+            defer { vault.close() }
+            let found: (names: [String], problems: [VaultError])
+            do {
+                found = try vault.names(of: .credential)
+            } catch {
+                throw CLIFailure(vaultError: error)
+            }
+            for name in found.names { Console.out(name) }
+            for problem in found.problems { Console.err("sessionkeeper: warning: \(problem)") }
+            if !found.problems.isEmpty {
+                throw CLIFailure.failed("\(found.problems.count) vault file(s) could not be read")
+            }
+        }
+    }
+}
+
+struct SecretRemoveCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove a secret.")
+
+    @Argument(help: "The secret's name.")
+    var name: String
+
+    @OptionGroup var options: VaultConfigOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let vault = try options.openVault(create: false)
+            defer { vault.close() }
+            let removed: Bool
+            do {
+                removed = try vault.remove(ItemReference(.credential, name))
+            } catch {
+                throw CLIFailure(vaultError: error)
+            }
+            guard removed else { throw CLIFailure.failed("no secret '\(name)' in the vault") }
+            Console.err("removed secret '\(name)'")
+        }
+    }
+}

@@ -1,0 +1,166 @@
+import ArgumentParser
+import Foundation
+import Platform
+import Vault
+
+/// `sessionkeeper vault init|rekey|rotate`: key management (SPEC sections 6 and 9).
+struct VaultCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "vault",
+        abstract: "Create the vault, change its passphrase or key, or rotate its master key.",
+        subcommands: [VaultInitCommand.self, VaultRekeyCommand.self, VaultRotateCommand.self, VaultCrashWriterCommand.self]
+    )
+}
+
+struct VaultInitCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init",
+        abstract: "Create an empty vault in state_dir, unlocked by config.yaml's vault.key.",
+        discussion: "With vault.key {file: PATH} the key file is created (32 random bytes, mode 0600) unless it exists."
+    )
+
+    @OptionGroup var options: VaultConfigOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let location = try options.vaultLocation()
+            do {
+                let vault = try Vault.initialize(stateDirectory: location.stateDirectory, key: location.key)
+                vault.close()
+            } catch {
+                throw CLIFailure(vaultError: error)
+            }
+            Console.out("created a vault in \(location.stateDirectory)/vault, unlocked by \(location.key)")
+        }
+    }
+}
+
+struct VaultRekeyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rekey",
+        abstract: "Unlock the vault with a new passphrase or key file; no item is re-encrypted.",
+        discussion: """
+            The new passphrase is read from standard input (asked twice, without echo, on a terminal) \
+            unless --new-passphrase-env, --new-passphrase-file or --new-key-file says otherwise. \
+            Afterwards point config.yaml's vault.key at the new secret.
+            """
+    )
+
+    @Option(name: .long, help: "Take the new passphrase from this environment variable.")
+    var newPassphraseEnv: String?
+
+    @Option(name: .long, help: "Take the new passphrase from this file (mode 0600).")
+    var newPassphraseFile: String?
+
+    @Option(name: .long, help: "Create a new key file here (it must not exist) and use it instead of a passphrase.")
+    var newKeyFile: String?
+
+    @OptionGroup var options: VaultConfigOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let given = [newPassphraseEnv, newPassphraseFile, newKeyFile].compactMap { $0 }
+            guard given.count <= 1 else {
+                throw CLIFailure.usage("give at most one of --new-passphrase-env, --new-passphrase-file, --new-key-file")
+            }
+            let newSource: MasterKeySource
+            if let newPassphraseEnv {
+                newSource = .passphraseEnvironment(name: newPassphraseEnv)
+            } else if let newPassphraseFile {
+                newSource = .passphraseFile(path: absolute(newPassphraseFile))
+            } else if let newKeyFile {
+                newSource = .keyFile(path: absolute(newKeyFile))
+            } else {
+                newSource = .passphrase(try SecretInput.newPassphrase())
+            }
+            let vault = try options.openVault(create: false)
+            defer { vault.close() }
+            do {
+                if case let .keyFile(path) = newSource { try VaultKey.createKeyFile(at: path) }
+                try vault.rekey(to: newSource)
+            } catch {
+                throw CLIFailure(vaultError: error)
+            }
+            Console.out("the vault is now unlocked by \(newSource); update vault.key in config.yaml to match")
+        }
+    }
+
+    private func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+}
+
+struct VaultRotateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rotate",
+        abstract: "Re-encrypt every item under a new random master key.",
+        discussion: "Safe to interrupt: the vault keeps opening, and running rotate again finishes the job."
+    )
+
+    @OptionGroup var options: VaultConfigOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let vault = try options.openVault(create: false)
+            defer { vault.close() }
+            let summary: RotationSummary
+            do {
+                summary = try vault.rotate()
+            } catch {
+                throw CLIFailure(vaultError: error)
+            }
+            Console.out("re-encrypted \(summary.reencrypted) item(s); every item now uses key generation \(summary.keyID)")
+        }
+    }
+}
+
+/// Hidden: the child of the crash test (Tests/VaultTests/CrashTests.swift). Opens the vault, prints
+/// `ready`, then rewrites `--items` items round after round, printing `ITEM ROUND` after each write
+/// has returned (so is durable), until it is killed. Values are synthetic, never real secrets.
+struct VaultCrashWriterCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "crash-writer", abstract: "Test helper: write items in a loop until killed.", shouldDisplay: false)
+
+    @Option(name: .long) var state: String
+    @Option(name: .long) var keyFile: String
+    @Option(name: .long) var items: Int = 5
+    @Option(name: .long) var firstRound: Int = 1
+    @Flag(name: .long, help: "Rotate the master key between rounds as well.") var rotate = false
+
+    func run() async throws {
+        try await reportingFailures {
+            let vault: Vault
+            do {
+                vault = try Vault.open(stateDirectory: state, key: .keyFile(path: keyFile), createIfMissing: true)
+            } catch {
+                throw CLIFailure(vaultError: error)
+            }
+            Console.out("ready")
+            var round = firstRound
+            while true {
+                for item in 0..<items {
+                    do {
+                        try vault.set(CrashTestValue.bytes(item: item, round: round), for: ItemReference(.siteState, "item-\(item)"))
+                    } catch {
+                        throw CLIFailure(vaultError: error)
+                    }
+                    Console.out("\(item) \(round)")
+                }
+                if rotate {
+                    do { try vault.rotate() } catch { throw CLIFailure(vaultError: error) }
+                }
+                round += 1
+            }
+        }
+    }
+}
+
+/// The values the crash writer stores: a header naming item and round, then filler of a size that
+/// varies with both (a few bytes to ~20 KB), so torn or mixed writes cannot pass for valid ones.
+enum CrashTestValue {
+    static func bytes(item: Int, round: Int) -> [UInt8] {
+        let header = Array("item=\(item) round=\(round);".utf8)
+        let size = (item * 7919 + round * 104_729) % 20_000
+        return header + (0..<size).map { UInt8(truncatingIfNeeded: $0 &+ item &* 31 &+ round) }
+    }
+}

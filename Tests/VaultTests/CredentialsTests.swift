@@ -1,0 +1,182 @@
+import Credentials
+import Foundation
+import Platform
+import SiteConfig
+import Synchronization
+import Testing
+import Vault
+
+@Suite struct TOTPTests {
+    /// RFC 6238 appendix B: the seeds are the ASCII digits repeated to the hash's size.
+    static let seed1 = Array("12345678901234567890".utf8)
+    static let seed256 = Array("12345678901234567890123456789012".utf8)
+    static let seed512 = Array("1234567890123456789012345678901234567890123456789012345678901234".utf8)
+
+    static let vectors: [(time: TimeInterval, sha1: String, sha256: String, sha512: String)] = [
+        (59, "94287082", "46119246", "90693936"),
+        (1_111_111_109, "07081804", "68084774", "25091201"),
+        (1_111_111_111, "14050471", "67062674", "99943326"),
+        (1_234_567_890, "89005924", "91819424", "93441116"),
+        (2_000_000_000, "69279037", "90698825", "38618901"),
+        (20_000_000_000, "65353130", "77737706", "47863826"),
+    ]
+
+    @Test(arguments: 0..<6)
+    func rfc6238AppendixBVectors(index: Int) {
+        let vector = Self.vectors[index]
+        let time = Date(timeIntervalSince1970: vector.time)
+        #expect(TOTP.code(secret: Self.seed1, time: time, digits: 8, algorithm: .sha1) == vector.sha1)
+        #expect(TOTP.code(secret: Self.seed256, time: time, digits: 8, algorithm: .sha256) == vector.sha256)
+        #expect(TOTP.code(secret: Self.seed512, time: time, digits: 8, algorithm: .sha512) == vector.sha512)
+    }
+
+    @Test func sixDigitCodesAreTheLowDigitsAndPeriodChangesTheStep() {
+        let time = Date(timeIntervalSince1970: 59)
+        #expect(TOTP.code(secret: Self.seed1, time: time, digits: 6) == "287082")
+        // With a 60 s period, time 59 is step 0 — the same as time 0 with 30 s.
+        #expect(TOTP.code(secret: Self.seed1, time: time, period: .seconds(60))
+            == TOTP.code(secret: Self.seed1, time: Date(timeIntervalSince1970: 0)))
+    }
+
+    @Test func base32DecodesAuthenticatorSecrets() {
+        // RFC 4648 section 10 vectors.
+        #expect(Base32.decode("MZXW6YTBOI======") == Array("foobar".utf8))
+        #expect(Base32.decode("MZXW6YQ=") == Array("foob".utf8))
+        #expect(Base32.decode("my") == Array("f".utf8))
+        #expect(Base32.decode("GEZD GNBV GY3T QOJQ GEZD GNBV GY3T QOJQ") == TOTPTests.seed1)
+        #expect(Base32.decode("not base32!") == nil)
+        #expect(Base32.decode("A") == nil)
+        #expect(Base32.decode("") == nil)
+    }
+}
+
+@Suite struct CredentialResolverTests {
+    func site(_ entries: [CredentialEntry]) -> SiteDefinition {
+        SiteDefinition(name: "wiki", file: "/sites/wiki.yaml", baseURL: URL(string: "https://wiki.example")!, credentials: entries, login: .manual)
+    }
+
+    @Test func literalEnvironmentAndVaultSecrets() throws {
+        let folder = TemporaryFolder()
+        defer { folder.cleanUp() }
+        let vault = try openWithKeyFile(folder)
+        try vault.set(bytes("vault-password"), for: ItemReference(.credential, "wiki/password"))
+        let resolver = CredentialResolver(vault: vault, environment: ["WIKI_USER": "alice"])
+        let wiki = site([
+            CredentialEntry(name: "username", source: .literal("alice")),
+            CredentialEntry(name: "fromEnv", source: .environment("WIKI_USER")),
+            CredentialEntry(name: "password", source: .secret("wiki/password")),
+            CredentialEntry(name: "missing", source: .secret("wiki/nope")),
+            CredentialEntry(name: "unset", source: .environment("NOPE")),
+        ])
+        #expect(try resolver.value(of: "username", in: wiki) == "alice")
+        #expect(try resolver.value(of: "fromEnv", in: wiki) == "alice")
+        #expect(try resolver.value(of: "password", in: wiki) == "vault-password")
+        let missing = #expect(throws: CredentialError.self) { try resolver.value(of: "missing", in: wiki) }
+        #expect(missing?.description == "site 'wiki', credential 'missing': secret 'wiki/nope' is not in the vault; add it with `sessionkeeper secret set wiki/nope`")
+        let unset = #expect(throws: CredentialError.self) { try resolver.value(of: "unset", in: wiki) }
+        #expect(unset?.description.contains("NOPE is not set") == true)
+        let undefined = #expect(throws: CredentialError.self) { try resolver.value(of: "other", in: wiki) }
+        #expect(undefined?.description.contains("no such credential") == true)
+        let noVault = #expect(throws: CredentialError.self) {
+            try CredentialResolver(vault: nil).resolve(.secret("x"), credential: "password", site: "wiki")
+        }
+        #expect(noVault?.description.contains("not open") == true)
+    }
+
+    @Test func aDamagedVaultSecretFailsNamingTheSecretAndNotTheValue() throws {
+        let folder = TemporaryFolder()
+        defer { folder.cleanUp() }
+        let vault = try openWithKeyFile(folder)
+        try vault.set(bytes("do-not-print-me"), for: ItemReference(.credential, "wiki/password"))
+        let path = itemFiles(vault)[0]
+        var content = readFile(path)
+        content[content.count - 3] ^= 0x10
+        writeFile(path, content)
+        let error = #expect(throws: CredentialError.self) {
+            try CredentialResolver(vault: vault).resolve(.secret("wiki/password"), credential: "password", site: "wiki")
+        }
+        #expect(error?.description.contains("credential 'wiki/password'") == true)
+        #expect(error?.description.contains("authentication failed") == true)
+        #expect(error?.description.contains("do-not-print-me") == false)
+    }
+
+    @Test func filesMustNotBeReadableByOthers() throws {
+        let folder = TemporaryFolder()
+        defer { folder.cleanUp() }
+        let file = folder.write("file-secret\n", to: "secret.txt", mode: 0o600)
+        let resolver = CredentialResolver(vault: nil)
+        #expect(try resolver.resolve(.file(path: file), credential: "password", site: "wiki") == "file-secret")
+        chmod(file, 0o640)
+        #expect(try resolver.resolve(.file(path: file), credential: "password", site: "wiki") == "file-secret")
+        chmod(file, 0o644)
+        let error = #expect(throws: CredentialError.self) { try resolver.resolve(.file(path: file), credential: "password", site: "wiki") }
+        #expect(error?.description.contains("others can access it") == true)
+        #expect(error?.description.contains("file-secret") == false)
+        let missing = #expect(throws: CredentialError.self) {
+            try resolver.resolve(.file(path: folder.path + "/none"), credential: "password", site: "wiki")
+        }
+        #expect(missing?.description.contains("No such file") == true)
+    }
+
+    @Test func commandsRunWithoutShellTrimOneNewlineAndSendStderrToTheLog() throws {
+        let lines = LineCollector()
+        let resolver = CredentialResolver(vault: nil, standardError: { site, credential, line in lines.add("\(site)/\(credential): \(line)") })
+        let value = try resolver.resolve(
+            .command(["sh", "-c", "echo 'warming up' >&2; echo \"$0\" >&2; printf '%s\\n\\n' \"$0\"", "cmd-secret $HOME"]),
+            credential: "password", site: "wiki")
+        #expect(value == "cmd-secret $HOME\n")
+        #expect(lines.all == ["wiki/password: warming up", "wiki/password: ***"])
+        let literal = try resolver.resolve(.command(["printf", "%s", "a;b|c"]), credential: "p", site: "s")
+        #expect(literal == "a;b|c")
+    }
+
+    @Test func commandFailuresAndTimeoutsSayWhichCredential() throws {
+        let resolver = CredentialResolver(vault: nil, commandTimeout: .milliseconds(300))
+        let failed = #expect(throws: CredentialError.self) { try resolver.resolve(.command(["sh", "-c", "exit 3"]), credential: "password", site: "wiki") }
+        #expect(failed?.description == "site 'wiki', credential 'password': command `sh` failed (exit status 3)")
+        let started = ContinuousClock.now
+        let slow = #expect(throws: CredentialError.self) {
+            try resolver.resolve(.command(["sh", "-c", "sleep 20 & sleep 20"]), credential: "password", site: "wiki")
+        }
+        #expect(slow?.description.contains("did not finish") == true)
+        #expect(ContinuousClock.now - started < .seconds(5))
+        let absent = #expect(throws: CredentialError.self) {
+            try resolver.resolve(.command(["/nonexistent/program"]), credential: "password", site: "wiki")
+        }
+        #expect(absent?.description.contains("cannot run /nonexistent/program") == true)
+        let empty = #expect(throws: CredentialError.self) { try resolver.resolve(.command(["true"]), credential: "password", site: "wiki") }
+        #expect(empty?.description.contains("printed nothing") == true)
+    }
+
+    @Test func totpFromAVaultSecret() throws {
+        let folder = TemporaryFolder()
+        defer { folder.cleanUp() }
+        let vault = try openWithKeyFile(folder)
+        try vault.set(bytes("GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ"), for: ItemReference(.credential, "wiki/totp"))
+        try vault.set(bytes("not base32!"), for: ItemReference(.credential, "bad/totp"))
+        let resolver = CredentialResolver(vault: vault, clock: { Date(timeIntervalSince1970: 1_111_111_109) })
+        let code = try resolver.resolve(.totp(TOTPParameters(secretName: "wiki/totp", digits: 8)), credential: "otp", site: "wiki")
+        #expect(code == "07081804")
+        #expect(try resolver.resolve(.totp(TOTPParameters(secretName: "wiki/totp")), credential: "otp", site: "wiki") == "081804")
+        let bad = #expect(throws: CredentialError.self) {
+            try resolver.resolve(.totp(TOTPParameters(secretName: "bad/totp")), credential: "otp", site: "wiki")
+        }
+        #expect(bad?.description.contains("not a base32 TOTP secret") == true)
+        #expect(bad?.description.contains("not base32!") == false)
+    }
+
+    @Test func configuredVaultKeysMapToMasterKeySources() {
+        #expect(MasterKeySource(.file(path: "/k")) == .keyFile(path: "/k"))
+        #expect(MasterKeySource(.passphraseEnvironment("P")) == .passphraseEnvironment(name: "P"))
+        #expect(MasterKeySource(.passphraseFile(path: "/p")) == .passphraseFile(path: "/p"))
+        #expect(MasterKeySource(.passphraseCommand(["pass", "show"])) == .passphraseCommand(argv: ["pass", "show"], timeout: VaultKey.defaultCommandTimeout))
+        #expect(MasterKeySource(.systemdCredential("sk")) == .systemdCredential(name: "sk"))
+    }
+}
+
+/// Collects log lines from a `@Sendable` callback.
+final class LineCollector: Sendable {
+    private let lines = Mutex<[String]>([])
+    func add(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
+}
