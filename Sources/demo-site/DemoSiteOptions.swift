@@ -32,6 +32,9 @@ struct DemoSiteOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Base32 TOTP secret; enables the second factor (RFC 6238, SHA-1, 6 digits, 30 s).", valueName: "base32"))
     var totpSecret: String?
 
+    @Flag(help: "Accept each TOTP code only once (RFC 6238 5.2); off so a client may log in twice within 30 s.")
+    var totpRejectReplay = false
+
     @Option(help: "Host name of the main site (told apart by the Host header).")
     var mainHost = "demo.test"
 
@@ -48,6 +51,7 @@ struct DemoSiteOptions: ParsableArguments {
             sessionMaxAge: sessionMaxAge,
             sliding: sliding,
             totpSecret: totpSecret,
+            totpRejectReplay: totpRejectReplay,
             mainHost: mainHost,
             ssoHost: ssoHost
         )

@@ -181,6 +181,17 @@ struct LoginFlowTests {
         }
     }
 
+    @Test("HEAD works wherever GET does; unknown paths answer 404")
+    func headAndUnknown() async throws {
+        let app = try DemoSite.buildApplication(configuration: .init())
+        try await app.test(.router) { client in
+            let head = try await client.execute(uri: "/login", method: .head)
+            #expect(head.status == .ok)
+            let unknown = try await client.execute(uri: "/nope", method: .get)
+            #expect(unknown.status == .notFound)
+        }
+    }
+
     @Test("An oversized form body is refused with 413")
     func oversizedBody() async throws {
         let app = try DemoSite.buildApplication(configuration: .init())

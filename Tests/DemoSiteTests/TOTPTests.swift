@@ -146,4 +146,66 @@ struct TOTPTests {
             #expect(response.text.contains("CSRF check failed"))
         }
     }
+
+    @Test("Replay: a used code is refused with --totp-reject-replay, accepted again without it", arguments: [true, false])
+    func replay(rejectReplay: Bool) async throws {
+        let clock = TestClock(Date(timeIntervalSince1970: 1_234_567_890))
+        let app = try DemoSite.buildApplication(
+            configuration: .init(totpSecret: Self.rfcSecretBase32, totpRejectReplay: rejectReplay),
+            now: clock.wallClock
+        )
+        try await app.test(.router) { client in
+            let login = { (time: Int64) in
+                let code = ReferenceTOTP.code(secret: Self.rfcSecret, unixTime: time)
+                return try await client.execute(
+                    uri: "/api/login",
+                    method: .post,
+                    headers: Headers.json,
+                    body: ByteBuffer(string: #"{"username":"alice","password":"wonderland","code":"\#(code)"}"#)
+                )
+            }
+            let now = Int64(clock.now.timeIntervalSince1970)
+            #expect(try await login(now).status == .ok)
+            let again = try await login(now)
+            #expect(again.status == (rejectReplay ? .unauthorized : .ok))
+            if rejectReplay {
+                #expect(try again.json()["error"] as? String == "totp code already used")
+                // The previous step's code is older than the used one: refused too.
+                #expect(try await login(now - 30).status == .unauthorized)
+            }
+            // The next step's code is always fresh.
+            clock.advance(seconds: 30)
+            #expect(try await login(now + 30).status == .ok)
+        }
+    }
+
+    @Test("Replay through the form says the code was used")
+    func replayThroughForm() async throws {
+        let clock = TestClock(Date(timeIntervalSince1970: 1_234_567_890))
+        let app = try DemoSite.buildApplication(
+            configuration: .init(totpSecret: Self.rfcSecretBase32, totpRejectReplay: true),
+            now: clock.wallClock
+        )
+        try await app.test(.router) { client in
+            let code = ReferenceTOTP.code(secret: Self.rfcSecret, unixTime: Int64(clock.now.timeIntervalSince1970))
+            #expect(code == "005924", "RFC 6238's vector at T=1234567890, six digits")
+            var statuses: [HTTPResponse.Status] = []
+            var pages: [String] = []
+            for _ in 0..<2 {
+                let steps = LoginSteps(client: client)
+                let csrf = try await steps.fetchForm()
+                let pending = try #require(try await steps.post(csrfField: csrf.field, csrfCookie: csrf.cookie).cookie("demo_pending")).value
+                let response = try await client.execute(
+                    uri: "/login/totp",
+                    method: .post,
+                    headers: Headers.cookies(["demo_pending": pending, "demo_csrf": csrf.cookie], extra: Headers.form),
+                    body: formBody(["csrf": csrf.field, "code": code])
+                )
+                statuses.append(response.status)
+                pages.append(response.text)
+            }
+            #expect(statuses == [.seeOther, .ok])
+            #expect(pages[1].contains("this code was already used"))
+        }
+    }
 }

@@ -24,15 +24,16 @@ struct TOTP: Sendable {
         code(forCounter: Self.counter(at: date))
     }
 
-    /// Whether `candidate` matches the step of `date` or one step either side (RFC 6238 5.2).
-    func verify(_ candidate: String, at date: Date) -> Bool {
+    /// The time step whose code `candidate` is, looking at the step of `date` and one step either side
+    /// (RFC 6238 5.2); nil when it matches none of them.
+    func matchingStep(_ candidate: String, at date: Date) -> Int64? {
         let trimmed = candidate.trimmingCharacters(in: .whitespaces)
-        guard trimmed.utf8.count == Self.digits, trimmed.utf8.allSatisfy({ (48...57).contains($0) }) else { return false }
+        guard trimmed.utf8.count == Self.digits, trimmed.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
         let counter = Self.counter(at: date)
-        var matched = false
+        var matched: Int64?
         // Every window is computed and compared in constant time, so timing tells nothing about which matched.
         for drift in -Self.allowedDriftSteps...Self.allowedDriftSteps where counter + drift >= 0 {
-            if constantTimeEquals(code(forCounter: counter + drift), trimmed) { matched = true }
+            if constantTimeEquals(code(forCounter: counter + drift), trimmed) { matched = counter + drift }
         }
         return matched
     }

@@ -20,6 +20,9 @@ extension DemoSite {
         public var sliding: Bool
         /// Base32 TOTP secret; when set, password logins need a second factor (`--totp-secret`).
         public var totpSecret: String?
+        /// When true, a TOTP code (its time step, or an earlier one) is accepted only once, as RFC 6238 5.2
+        /// asks of verifiers (`--totp-reject-replay`). Off by default so clients may log in twice within 30 s.
+        public var totpRejectReplay: Bool
         /// Host name of the main site, as the `Host` header carries it (`--main-host`).
         public var mainHost: String
         /// Host name of the single-sign-on site (`--sso-host`).
@@ -37,6 +40,7 @@ extension DemoSite {
             sessionMaxAge: Int = 3600,
             sliding: Bool = false,
             totpSecret: String? = nil,
+            totpRejectReplay: Bool = false,
             mainHost: String = "demo.test",
             ssoHost: String = "sso.demo.test"
         ) {
@@ -47,6 +51,7 @@ extension DemoSite {
             self.sessionMaxAge = sessionMaxAge
             self.sliding = sliding
             self.totpSecret = totpSecret
+            self.totpRejectReplay = totpRejectReplay
             self.mainHost = mainHost
             self.ssoHost = ssoHost
         }
@@ -109,7 +114,7 @@ extension DemoSite.Configuration: CustomStringConvertible, CustomDebugStringConv
     public var description: String {
         "Configuration(host: \(host), port: \(port), user: \(user), password: <redacted>, "
             + "sessionMaxAge: \(sessionMaxAge), sliding: \(sliding), totpSecret: \(totpSecret == nil ? "none" : "<redacted>"), "
-            + "mainHost: \(mainHost), ssoHost: \(ssoHost))"
+            + "totpRejectReplay: \(totpRejectReplay), mainHost: \(mainHost), ssoHost: \(ssoHost))"
     }
 
     public var debugDescription: String { description }
@@ -119,8 +124,8 @@ extension DemoSite.Configuration: CustomStringConvertible, CustomDebugStringConv
             self,
             children: [
                 "host": host, "port": port, "user": user, "password": "<redacted>", "sessionMaxAge": sessionMaxAge,
-                "sliding": sliding, "totpSecret": totpSecret == nil ? "none" : "<redacted>", "mainHost": mainHost,
-                "ssoHost": ssoHost,
+                "sliding": sliding, "totpSecret": totpSecret == nil ? "none" : "<redacted>",
+                "totpRejectReplay": totpRejectReplay, "mainHost": mainHost, "ssoHost": ssoHost,
             ],
             displayStyle: .struct
         )

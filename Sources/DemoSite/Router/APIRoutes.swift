@@ -28,9 +28,12 @@ struct APIRoutes: Sendable {
         }
         if let totp = site.totp {
             guard let code = credentials.code else { return Reply.error(.unauthorized, "totp code required") }
-            guard totp.verify(code, at: site.now()) else {
+            guard let step = totp.matchingStep(code, at: site.now()) else {
                 await site.store.recordFailedLogin()
                 return Reply.error(.unauthorized, "invalid totp code")
+            }
+            guard await site.store.acceptTOTPStep(step, rejectReplay: site.configuration.totpRejectReplay) else {
+                return Reply.error(.unauthorized, "totp code already used")
             }
         }
         let maxAge = site.configuration.sessionMaxAge

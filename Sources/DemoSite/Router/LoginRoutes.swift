@@ -70,12 +70,19 @@ struct LoginRoutes: Sendable {
         guard site.csrf.check(field: fields["csrf"], cookie: request.cookies[SiteCookie.csrf]?.value) else {
             return Reply.html(Pages.message(title: "Forbidden", text: "CSRF check failed"), status: .forbidden)
         }
-        guard totp.verify(fields["code"] ?? "", at: site.now()) else {
+        let step = totp.matchingStep(fields["code"] ?? "", at: site.now())
+        let accepted: Bool
+        if let step {
+            accepted = await site.store.acceptTOTPStep(step, rejectReplay: site.configuration.totpRejectReplay)
+        } else {
+            accepted = false
+        }
+        guard accepted else {
             guard await site.store.recordFailedCode(pendingID: pendingID) else {
                 // Too many wrong codes: the password must be entered again.
                 return Reply.redirect(.seeOther, to: "/login", cookies: [SiteCookie.expired(SiteCookie.pending, sameSite: nil)])
             }
-            return totpForm(error: "Invalid code")
+            return totpForm(error: step == nil ? "Invalid code" : "Invalid code: this code was already used, wait for the next one")
         }
         await site.store.completePendingLogin(id: pendingID)
         let session = await site.store.createSession(user: site.configuration.user, maxAge: site.configuration.sessionMaxAge)

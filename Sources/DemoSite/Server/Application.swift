@@ -33,7 +33,7 @@ extension DemoSite {
     }
 
     static func buildRouter(site: SiteContext, requestLog: (@Sendable (RequestLogEntry) -> Void)?) -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+        let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: SiteMiddleware(site: site, log: requestLog))
         LoginRoutes(site: site).register(on: router)
         APIRoutes(site: site).register(on: router)

@@ -59,6 +59,8 @@ actor SessionStore {
     /// `sso_id` cookie values on the SSO host, with the user each one remembers and its expiry.
     private var ssoIdentities: [String: (user: String, expires: Date)] = [:]
     private var statistics = SiteStatistics()
+    /// The latest TOTP time step a login used, for replay rejection.
+    private var lastAcceptedTOTPStep: Int64?
     private var insertionsSinceSweep = 0
 
     init(now: @escaping DemoSite.WallClock) {
@@ -141,6 +143,17 @@ actor SessionStore {
 
     func completePendingLogin(id: String) {
         pending[id] = nil
+    }
+
+    /// Records a TOTP step as used. With `rejectReplay`, a step at or before the last one used is refused
+    /// (RFC 6238 5.2: the verifier must not accept the same OTP twice) and false returned.
+    func acceptTOTPStep(_ step: Int64, rejectReplay: Bool) -> Bool {
+        if rejectReplay, let last = lastAcceptedTOTPStep, step <= last {
+            statistics.failedLogins += 1
+            return false
+        }
+        lastAcceptedTOTPStep = max(step, lastAcceptedTOTPStep ?? step)
+        return true
     }
 
     func recordFailedLogin() {
