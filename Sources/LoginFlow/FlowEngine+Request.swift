@@ -77,9 +77,10 @@ extension FlowEngine {
         storage: CookieStorage
     ) throws(FlowError) {
         let site = state.site
+        let parsed = ResponseInspection.ParsedResponse(response)
         for expectation in step.expect {
             do {
-                try ResponseInspection.check(expectation.kind, response: response, storage: storage, now: now())
+                try ResponseInspection.check(expectation.kind, response: parsed, storage: storage, now: now())
             } catch {
                 throw FlowError(
                     kind: .expectationFailed, site: site.name, step: name, mark: expectation.mark ?? mark,
@@ -89,7 +90,7 @@ extension FlowEngine {
         }
         for entry in step.extract {
             do {
-                let value = try ResponseInspection.extract(entry.extraction, from: response, storage: storage, now: now())
+                let value = try ResponseInspection.extract(entry.extraction, from: parsed, storage: storage, now: now())
                 state.setVariable(entry.name, value)
             } catch {
                 throw FlowError(

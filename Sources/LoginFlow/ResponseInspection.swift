@@ -14,9 +14,33 @@ enum ResponseInspection {
 
     // MARK: Extraction
 
+    /// The response with its body parsed at most once per step, however many entries read it.
+    final class ParsedResponse {
+        let response: HTTPResponse
+        private var document: Result<Document, Mismatch>?
+        private var jsonValue: Result<JSONValue, Mismatch>?
+
+        init(_ response: HTTPResponse) { self.response = response }
+
+        func html() throws(Mismatch) -> Document {
+            if document == nil {
+                do { document = .success(try ResponseInspection.parse(response)) } catch { document = .failure(error) }
+            }
+            return try document!.get()
+        }
+
+        func json() throws(Mismatch) -> JSONValue {
+            if jsonValue == nil {
+                do { jsonValue = .success(try ResponseInspection.json(response)) } catch { jsonValue = .failure(error) }
+            }
+            return try jsonValue!.get()
+        }
+    }
+
     static func extract(
-        _ extraction: Extraction, from response: HTTPResponse, storage: CookieStorage?, now: Date
+        _ extraction: Extraction, from parsed: ParsedResponse, storage: CookieStorage?, now: Date
     ) throws(Mismatch) -> String {
+        let response = parsed.response
         switch extraction {
         case .regex(let pattern):
             let regex = try compile(pattern)
@@ -31,7 +55,7 @@ enum ResponseInspection {
             }
             return String(text[captured])
         case .xpath(let expression):
-            let document = try parse(response)
+            let document = try parsed.html()
             let value: String?
             do { value = try document.firstString(expression) } catch {
                 throw Mismatch(expected: "a value for XPath \(expression)", found: error.description)
@@ -39,7 +63,7 @@ enum ResponseInspection {
             guard let value else { throw Mismatch(expected: "a node matching XPath \(expression)", found: "no node") }
             return value
         case .json(let pointer):
-            let document = try json(response)
+            let document = try parsed.json()
             guard let value = JSONPointer.resolve(pointer, in: document) else {
                 throw Mismatch(expected: "a value at JSON pointer \(pointer)", found: "nothing there")
             }
@@ -69,8 +93,9 @@ enum ResponseInspection {
     // MARK: Expectations
 
     static func check(
-        _ kind: Expectation.Kind, response: HTTPResponse, storage: CookieStorage?, now: Date
+        _ kind: Expectation.Kind, response parsed: ParsedResponse, storage: CookieStorage?, now: Date
     ) throws(Mismatch) {
+        let response = parsed.response
         switch kind {
         case .status(let accepted):
             guard accepted.contains(response.status) else {
@@ -108,7 +133,7 @@ enum ResponseInspection {
                 }
             }
         case .json(let pointer, let equals):
-            let document = try json(response)
+            let document = try parsed.json()
             guard let value = JSONPointer.resolve(pointer, in: document) else {
                 throw Mismatch(expected: "a value at JSON pointer \(pointer)", found: "nothing there")
             }
