@@ -26,15 +26,18 @@ struct ExecutableTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let portFile = directory.appendingPathComponent("port")
         let outputFile = directory.appendingPathComponent("stdout")
+        let errorFile = directory.appendingPathComponent("stderr")
         #expect(FileManager.default.createFile(atPath: outputFile.path, contents: nil))
+        #expect(FileManager.default.createFile(atPath: errorFile.path, contents: nil))
         let password = "exec-Passw0rd-5521"
 
         let process = Process()
         process.executableURL = try Self.binary()
         process.arguments = ["--port", "0", "--port-file", portFile.path, "--password-env", "DEMO_TEST_PASSWORD", "--sliding"]
-        process.environment = ["DEMO_TEST_PASSWORD": password]
+        // The most verbose framework logging, to show that no level leaks a secret either.
+        process.environment = ["DEMO_TEST_PASSWORD": password, "LOG_LEVEL": "trace"]
         process.standardOutput = try FileHandle(forWritingTo: outputFile)
-        process.standardError = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: errorFile)
         try process.run()
         defer { if process.isRunning { process.terminate() } }
 
@@ -77,7 +80,12 @@ struct ExecutableTests {
         #expect(lines.first?.contains("listening on http://127.0.0.1:\(boundPort)") == true)
         #expect(lines.contains { $0.contains(" POST /api/login 200 ") })
         #expect(lines.contains { $0.contains(" GET /ping 204 ") })
-        for secret in secrets { #expect(!output.contains(secret), "the request log holds a secret") }
+        let diagnostics = try String(contentsOf: errorFile, encoding: .utf8)
+        #expect(diagnostics.contains("Server started"), "trace logging was on")
+        for secret in secrets {
+            #expect(!output.contains(secret), "the request log holds a secret")
+            #expect(!diagnostics.contains(secret), "the framework log holds a secret")
+        }
     }
 
     @Test("An invalid flag value exits with a usage error naming the flag")
