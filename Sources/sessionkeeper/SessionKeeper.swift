@@ -9,7 +9,10 @@ struct SessionKeeper: AsyncParsableCommand {
         abstract: "Keeps web logins alive and serves their cookies to local tools.",
         version: SessionKeeperVersion.string,
         subcommands: [
+            CheckCommand.self,
             JarCommand.self,
+            SecretCommand.self,
+            VaultCommand.self,
         ]
     )
 }

@@ -1,0 +1,137 @@
+import ArgumentParser
+import Foundation
+import SiteConfig
+
+/// `sessionkeeper check [FILES...]`: validates config.yaml and site files (SPEC section 9), printing
+/// every problem as `FILE:LINE:COLUMN: error: message` (with the source line and a caret on a
+/// terminal), then a summary. Exit 1 when anything is wrong, 2 for usage errors.
+struct CheckCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Validate config.yaml and site files.",
+        discussion: """
+            Without FILES, checks the config and every site in its sites_dir. A FILE named config.yaml \
+            (or config.yml) is checked as the daemon's config, any other as a site file, with the \
+            config's defaults and plugins_dir. Problems are printed as FILE:LINE:COLUMN: error: MESSAGE; \
+            on a terminal each is followed by the offending line (credential values redacted).
+            """
+    )
+
+    @Argument(help: "Files to check (default: the config and every site in sites_dir).")
+    var files: [String] = []
+
+    @Option(name: .long, help: "config.yaml (default: $SESSIONKEEPER_CONFIG, ./config.yaml, $XDG_CONFIG_HOME/sessionkeeper/config.yaml).")
+    var config: String?
+
+    func run() async throws {
+        try await reportingFailures {
+            let loader = ConfigurationLoader()
+            let current = FileManager.default.currentDirectoryPath
+            let renderer = DiagnosticRenderer(showSource: isatty(STDOUT_FILENO) == 1) { path in
+                path.hasPrefix(current + "/") ? String(path.dropFirst(current.count + 1)) : path
+            }
+            var report = CheckReport(renderer: renderer)
+
+            if files.isEmpty {
+                let configPath = try locate(loader)
+                let daemonConfig = report.checkConfig(configPath, loader: loader)
+                    ?? loader.defaultConfig(directory: (configPath as NSString).deletingLastPathComponent)
+                let result = loader.loadSites(config: daemonConfig)
+                report.record(sites: result)
+            } else {
+                let configFiles = files.filter { Self.isConfigFile($0) }
+                let siteFiles = files.filter { !Self.isConfigFile($0) }
+                var daemonConfig: DaemonConfig?
+                for file in configFiles { daemonConfig = report.checkConfig(file, loader: loader) ?? daemonConfig }
+                if !siteFiles.isEmpty && daemonConfig == nil {
+                    // Sites need the config's defaults and plugins_dir; without a config, the built-in defaults apply.
+                    if config != nil || ProcessInfo.processInfo.environment["SESSIONKEEPER_CONFIG"] != nil
+                        || configLocatable(loader)
+                    {
+                        let path = try locate(loader)
+                        daemonConfig = report.checkConfig(path, loader: loader)
+                    }
+                }
+                let effective = daemonConfig ?? loader.defaultConfig(directory: current)
+                for file in siteFiles { report.checkSite(file, loader: loader, config: effective) }
+            }
+
+            report.printSummary()
+            if report.errorCount > 0 { throw ExitCode(Exit.failed) }
+        }
+    }
+
+    static func isConfigFile(_ path: String) -> Bool {
+        ["config.yaml", "config.yml"].contains((path as NSString).lastPathComponent)
+    }
+
+    private func locate(_ loader: ConfigurationLoader) throws -> String {
+        do {
+            return try loader.locateConfig(explicit: config)
+        } catch {
+            throw CLIFailure.usage(error.description)
+        }
+    }
+
+    private func configLocatable(_ loader: ConfigurationLoader) -> Bool {
+        (try? loader.locateConfig(explicit: nil)) != nil
+    }
+}
+
+/// Counts and prints what `check` finds.
+private struct CheckReport {
+    let renderer: DiagnosticRenderer
+    private(set) var fileCount = 0
+    private(set) var errorCount = 0
+    private var failedFiles = Set<String>()
+
+    init(renderer: DiagnosticRenderer) {
+        self.renderer = renderer
+    }
+
+    /// Checks a config file; its config when valid.
+    mutating func checkConfig(_ path: String, loader: ConfigurationLoader) -> DaemonConfig? {
+        fileCount += 1
+        do {
+            return try loader.loadConfig(at: path)
+        } catch {
+            print(error)
+            return nil
+        }
+    }
+
+    mutating func checkSite(_ path: String, loader: ConfigurationLoader, config: DaemonConfig) {
+        fileCount += 1
+        do {
+            _ = try loader.loadSite(at: path, config: config)
+        } catch {
+            print(error)
+        }
+    }
+
+    mutating func record(sites result: SiteLoadResult) {
+        // One failure per site file (or one for an unreadable sites folder).
+        fileCount += result.sites.count + result.failures.count
+        for failure in result.failures { print(failure) }
+    }
+
+    mutating func print(_ error: ConfigError) {
+        errorCount += error.diagnostics.count
+        for file in Set(error.diagnostics.map(\.mark.file)) { failedFiles.insert(file) }
+        // The source is read again only to show lines on a terminal.
+        let source = renderer.showSource
+            ? error.diagnostics.first.flatMap { try? String(contentsOfFile: $0.mark.file, encoding: .utf8) } : nil
+        for line in renderer.render(error, source: source) { Console.out(line) }
+    }
+
+    func printSummary() {
+        let files = fileCount == 1 ? "1 file" : "\(fileCount) files"
+        if errorCount == 0 {
+            Console.out("checked \(files): no problems")
+        } else {
+            let errors = errorCount == 1 ? "1 error" : "\(errorCount) errors"
+            let failed = failedFiles.count == 1 ? "1 file" : "\(failedFiles.count) files"
+            Console.out("checked \(files): \(errors) in \(failed)")
+        }
+    }
+}
