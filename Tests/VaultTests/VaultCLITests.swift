@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+@testable import Vault
+
+/// `sessionkeeper secret ...` and `vault ...` as a user runs them, checking that no secret reaches
+/// standard output, standard error or any file in clear.
+@Suite struct VaultCLITests {
+    static let secretValue = "S3cr3t-CLI-Value-8675309"
+
+    func writeConfig(_ folder: TemporaryFolder, key: String) -> String {
+        folder.write("state_dir: state\nvault:\n  key: \(key)\n", to: "config.yaml")
+    }
+
+    @Test func secretsRoundTripThroughTheCLIAndNeverAppearInClear() throws {
+        let folder = TemporaryFolder()
+        defer { folder.cleanUp() }
+        let config = writeConfig(folder, key: "{file: master.key}")
+        var transcript: [CommandResult] = []
+        func run(_ arguments: [String], input: String = "", environment: [String: String] = [:]) throws -> CommandResult {
+            let result = try runCLI(arguments + ["--config", config], input: input, environment: environment, in: folder.path)
+            transcript.append(result)
+            return result
+        }
+
+        #expect(try run(["vault", "init"]).status == 0)
+        #expect(try run(["vault", "init"]).status == 2)
+        let set = try run(["secret", "set", "wiki/password"], input: Self.secretValue + "\n")
+        #expect(set.status == 0)
+        #expect(set.standardError.contains("stored secret 'wiki/password'"))
+        let empty = try run(["secret", "set", "wiki/empty"], input: "")
+        #expect(empty.status == 2)
+        #expect(empty.standardError.contains("empty value refused"))
+        #expect(try run(["secret", "set", "other"], input: "second value").status == 0)
+        #expect(try run(["secret", "list"]).standardOutput == "other\nwiki/password\n")
+
+        let vault = try Vault.open(stateDirectory: folder.state, key: .keyFile(path: folder.keyFile))
+        #expect(try vault.value(of: ItemReference(.credential, "wiki/password")) == bytes(Self.secretValue))
+        #expect(try vault.value(of: ItemReference(.credential, "other")) == bytes("second value"))
+        vault.close()
+
+        let rotate = try run(["vault", "rotate"])
+        #expect(rotate.status == 0)
+        #expect(rotate.standardOutput.contains("re-encrypted 2 item(s)"))
+
+        // A damaged file: list still prints the rest and names the problem, never a value.
+        let damagedVault = try Vault.open(stateDirectory: folder.state, key: .keyFile(path: folder.keyFile))
+        let files = itemFiles(damagedVault)
+        damagedVault.close()
+        let original = readFile(files[0])
+        var damaged = original
+        damaged[20] ^= 0x04
+        writeFile(files[0], damaged)
+        let listed = try run(["secret", "list"])
+        #expect(listed.status == 1)
+        #expect(listed.standardOutput.split(separator: "\n").count == 1)
+        #expect(listed.standardError.contains("authentication failed"))
+        writeFile(files[0], original)
+
+        let rekey = try run(["vault", "rekey", "--new-passphrase-env", "NEW_VAULT_PASS"], environment: ["NEW_VAULT_PASS": "a new passphrase"])
+        #expect(rekey.status == 0)
+        let oldKey = try run(["secret", "list"])
+        #expect(oldKey.status == 2)
+        _ = writeConfig(folder, key: "{passphrase_env: NEW_VAULT_PASS}")
+        let afterRekey = try run(["secret", "list"], environment: ["NEW_VAULT_PASS": "a new passphrase"])
+        #expect(afterRekey.standardOutput == "other\nwiki/password\n")
+        let wrong = try run(["secret", "list"], environment: ["NEW_VAULT_PASS": "not it"])
+        #expect(wrong.status == 2)
+        #expect(wrong.standardError.contains("wrong key"))
+
+        #expect(try run(["secret", "rm", "other"], environment: ["NEW_VAULT_PASS": "a new passphrase"]).status == 0)
+        let again = try run(["secret", "rm", "other"], environment: ["NEW_VAULT_PASS": "a new passphrase"])
+        #expect(again.status == 1)
+        #expect(again.standardError.contains("no secret 'other'"))
+
+        for result in transcript {
+            for text in [result.standardOutput, result.standardError] {
+                #expect(!text.contains(Self.secretValue))
+                #expect(!text.contains("second value"))
+                #expect(!text.contains("a new passphrase"))
+            }
+        }
+        for file in allBytes(under: folder.state) {
+            #expect(!contains(file, bytes(Self.secretValue)))
+            #expect(!contains(file, bytes("second value")))
+            #expect(!contains(file, bytes("a new passphrase")))
+        }
+    }
+
+    @Test func aLooseKeyFileIsRefusedByTheCLI() throws {
+        let folder = TemporaryFolder()
+        defer { folder.cleanUp() }
+        let config = writeConfig(folder, key: "{file: master.key}")
+        #expect(try runCLI(["secret", "set", "x", "--config", config], input: "v", in: folder.path).status == 0)
+        chmod(folder.keyFile, 0o644)
+        let refused = try runCLI(["secret", "list", "--config", config], in: folder.path)
+        #expect(refused.status == 2)
+        #expect(refused.standardError.contains("mode 0644"))
+        #expect(refused.standardError.contains("chmod 600"))
+    }
+
+    @Test func aStateFolderHeldByAnotherProcessIsRefusedNamingItsPid() throws {
+        let folder = TemporaryFolder()
+        defer { folder.cleanUp() }
+        let config = writeConfig(folder, key: "{file: master.key}")
+        let holder = try CrashWriter(state: folder.state, keyFile: folder.keyFile, items: 1, firstRound: 1, rotate: false)
+        try holder.waitUntilReady()
+        let refused = try runCLI(["secret", "list", "--config", config], in: folder.path)
+        let inProcess = #expect(throws: VaultError.self) { try openWithKeyFile(folder) }
+        _ = holder.kill()
+        #expect(refused.status == 1)
+        #expect(refused.standardError.contains("locked by another process (pid \(holder.pid))"))
+        #expect(inProcess?.description.contains("pid \(holder.pid)") == true)
+        // The lock died with its holder.
+        #expect(try runCLI(["secret", "list", "--config", config], in: folder.path).status == 0)
+    }
+
+    @Test func aMissingConfigIsAUsageError() throws {
+        let folder = TemporaryFolder()
+        defer { folder.cleanUp() }
+        let result = try runCLI(["secret", "list", "--config", folder.path + "/absent.yaml"], in: folder.path)
+        #expect(result.status == 2)
+        #expect(result.standardError.contains("no such file"))
+    }
+}
