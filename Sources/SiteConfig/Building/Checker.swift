@@ -82,8 +82,22 @@ struct Checker {
         if text == "~" || text.hasPrefix("~/"), let home = homeDirectory {
             expanded = home + text.dropFirst()
         }
-        if expanded.hasPrefix("/") { return (expanded as NSString).standardizingPath }
-        return ((directory as NSString).appendingPathComponent(expanded) as NSString).standardizingPath
+        if expanded.hasPrefix("/") { return Checker.normalize(expanded) }
+        return Checker.normalize(directory + "/" + expanded)
+    }
+
+    /// Removes `.`, `..` and repeated slashes lexically. Unlike NSString.standardizingPath it does
+    /// not touch the file system (no symlink resolution): the path stays the one the user wrote.
+    static func normalize(_ path: String) -> String {
+        var parts: [Substring] = []
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            switch part {
+            case ".": continue
+            case "..": if !parts.isEmpty { parts.removeLast() }
+            default: parts.append(part)
+            }
+        }
+        return "/" + parts.joined(separator: "/")
     }
 
     mutating func nonEmptyPath(_ value: Marked<String>?, key: String) -> String? {

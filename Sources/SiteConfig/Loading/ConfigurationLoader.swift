@@ -148,8 +148,8 @@ public struct ConfigurationLoader: Sendable {
         func resolved(_ path: String) -> String {
             var expanded = path
             if path.hasPrefix("~/"), let home = environment["HOME"] { expanded = home + path.dropFirst() }
-            if expanded.hasPrefix("/") { return (expanded as NSString).standardizingPath }
-            return ((currentDirectory as NSString).appendingPathComponent(expanded) as NSString).standardizingPath
+            if expanded.hasPrefix("/") { return Checker.normalize(expanded) }
+            return Checker.normalize(currentDirectory + "/" + expanded)
         }
         if let explicit {
             let path = resolved(explicit)
@@ -227,9 +227,8 @@ public struct ConfigurationLoader: Sendable {
     }
 
     static func absolute(_ path: String) -> String {
-        if path.hasPrefix("/") { return (path as NSString).standardizingPath }
-        let current = FileManager.default.currentDirectoryPath
-        return ((current as NSString).appendingPathComponent(path) as NSString).standardizingPath
+        if path.hasPrefix("/") { return Checker.normalize(path) }
+        return Checker.normalize(FileManager.default.currentDirectoryPath + "/" + path)
     }
 
     static func reason(_ error: any Error) -> String {

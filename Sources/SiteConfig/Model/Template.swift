@@ -21,33 +21,42 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
     /// Parses `text`, failing on an unclosed `{{`, an empty placeholder or a name that is not a
     /// dotted word (`[A-Za-z_][A-Za-z0-9_-]*` separated by dots).
     public init(parsing text: String) throws(TemplateError) {
+        // Scans UTF-8 bytes: `{` and `}` are ASCII, so every cut falls on a scalar boundary.
+        let bytes = Array(text.utf8)
         var segments: [Segment] = []
-        var literal = ""
-        var rest = Substring(text)
-        while let open = rest.range(of: "{{") {
-            literal += rest[rest.startIndex..<open.lowerBound]
-            let afterOpen = rest[open.upperBound...]
-            guard let close = afterOpen.range(of: "}}") else {
-                throw TemplateError(
-                    message: "unclosed '{{' (a placeholder is written {{ name }})",
-                    offset: text.distance(from: text.startIndex, to: open.lowerBound))
+        var literalStart = 0
+        var index = 0
+        while index + 1 < bytes.count {
+            guard bytes[index] == UInt8(ascii: "{"), bytes[index + 1] == UInt8(ascii: "{") else {
+                index += 1
+                continue
             }
-            let name = afterOpen[afterOpen.startIndex..<close.lowerBound].trimmingSpaces()
+            let open = index
+            var close = open + 2
+            while close + 1 < bytes.count, !(bytes[close] == UInt8(ascii: "}") && bytes[close + 1] == UInt8(ascii: "}")) {
+                close += 1
+            }
+            let characterOffset = String(decoding: bytes[0..<open], as: UTF8.self).count
+            guard close + 1 < bytes.count else {
+                throw TemplateError(message: "unclosed '{{' (a placeholder is written {{ name }})", offset: characterOffset)
+            }
+            let name = String(decoding: bytes[(open + 2)..<close], as: UTF8.self).trimmingSpaces()
             guard Template.isValidVariableName(name) else {
                 let shown = name.isEmpty ? "empty placeholder '{{ }}'" : "invalid variable name '\(name)'"
                 throw TemplateError(
                     message: "\(shown) (names are words separated by dots, such as csrf or credentials.password)",
-                    offset: text.distance(from: text.startIndex, to: open.lowerBound))
+                    offset: characterOffset)
             }
-            if !literal.isEmpty {
-                segments.append(.literal(literal))
-                literal = ""
+            if open > literalStart {
+                segments.append(.literal(String(decoding: bytes[literalStart..<open], as: UTF8.self)))
             }
             segments.append(.variable(name))
-            rest = afterOpen[close.upperBound...]
+            index = close + 2
+            literalStart = index
         }
-        literal += rest
-        if !literal.isEmpty { segments.append(.literal(literal)) }
+        if literalStart < bytes.count {
+            segments.append(.literal(String(decoding: bytes[literalStart...], as: UTF8.self)))
+        }
         self.source = text
         self.segments = segments
     }
@@ -115,7 +124,7 @@ public struct TemplateError: Error, Sendable, Hashable, CustomStringConvertible 
     public var description: String { message }
 }
 
-extension Substring {
+extension String {
     fileprivate func trimmingSpaces() -> String {
         var slice = self[...]
         while let first = slice.first, first == " " || first == "\t" { slice = slice.dropFirst() }

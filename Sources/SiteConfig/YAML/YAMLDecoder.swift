@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Collects the problems found while decoding, so one pass reports all of them.
 final class DecodingContext {
     private(set) var diagnostics: [ConfigDiagnostic] = []
@@ -77,7 +79,7 @@ struct NodeDecoder: Decoder {
                 context.record(ConfigDiagnostic(pair.key.mark, message))
             }
         }
-        return KeyedDecodingContainer(KeyedNodeContainer<Key>(decoder: self, pairs: pairs))
+        return KeyedDecodingContainer(KeyedNodeContainer<Key>(decoder: self, pairs: pairs, names: pairs.map(\.name)))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -119,9 +121,15 @@ struct NodeDecoder: Decoder {
     }
 }
 
+/// Key names per coding-key type, computed once: reflecting `allCases` on every mapping is slow.
+private let knownKeyCache = Mutex<[ObjectIdentifier: [String]?]>([:])
+
 private func knownKeyNames<Key: CodingKey>(_ type: Key.Type) -> [String]? {
-    guard let iterable = type as? any CaseIterable.Type else { return nil }
-    return caseNames(iterable)
+    let id = ObjectIdentifier(type)
+    if let cached = knownKeyCache.withLock({ $0[id] }) { return cached }
+    let names = (type as? any CaseIterable.Type).map { caseNames($0) }
+    knownKeyCache.withLock { $0[id] = names }
+    return names
 }
 
 private func caseNames<C: CaseIterable>(_ type: C.Type) -> [String] {
@@ -139,13 +147,17 @@ struct IndexKey: CodingKey {
 private struct KeyedNodeContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let decoder: NodeDecoder
     let pairs: [YAMLNode.Pair]
+    /// The keys' texts, in pair order (looked up without copying pairs).
+    let names: [String]
     var codingPath: [any CodingKey] { decoder.codingPath }
-    var allKeys: [Key] { pairs.compactMap { Key(stringValue: $0.name) } }
+    var allKeys: [Key] { names.compactMap { Key(stringValue: $0) } }
 
-    func contains(_ key: Key) -> Bool { value(key) != nil }
+    func contains(_ key: Key) -> Bool { names.contains(key.stringValue) }
 
     private func value(_ key: Key) -> YAMLNode? {
-        pairs.first { $0.name == key.stringValue }?.value
+        let name = key.stringValue
+        guard let index = names.firstIndex(of: name) else { return nil }
+        return pairs[index].value
     }
 
     func decodeNil(forKey key: Key) throws -> Bool { value(key)?.isNull ?? true }
