@@ -6,7 +6,7 @@ import Foundation
 public enum CookieDateParser {
     /// The date a cookie-date string denotes, or nil when the algorithm fails (the attribute is then ignored).
     public static func parse(_ text: String) -> Date? {
-        parse(Array(text.utf8))
+        parse(Array(text.utf8)[...])
     }
 
     /// delimiter = %x09 / %x20-2F / %x3B-40 / %x5B-60 / %x7B-7E
@@ -19,14 +19,14 @@ public enum CookieDateParser {
     @inline(__always)
     static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
 
-    static func parse(_ bytes: [UInt8]) -> Date? {
+    static func parse(_ bytes: ArraySlice<UInt8>) -> Date? {
         var hour: Int64?, minute: Int64?, second: Int64?
         var dayOfMonth: Int64?, month: Int64?, year: Int64?
-        var index = 0
-        while index < bytes.count {
-            while index < bytes.count, isDelimiter(bytes[index]) { index += 1 }
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            while index < bytes.endIndex, isDelimiter(bytes[index]) { index += 1 }
             let start = index
-            while index < bytes.count, !isDelimiter(bytes[index]) { index += 1 }
+            while index < bytes.endIndex, !isDelimiter(bytes[index]) { index += 1 }
             guard index > start else { continue }
             let token = bytes[start..<index]
             // Step 2: the first token that matches each production wins, tried in this order.

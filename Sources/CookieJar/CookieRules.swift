@@ -16,14 +16,16 @@ public enum CookieRules {
     /// Lower case (ASCII) with one leading dot removed: the form the jar stores domains in.
     static func canonicalDomain(_ domain: String) -> String {
         var text = domain
-        if text.hasPrefix(".") { text.removeFirst() }
+        if text.utf8.first == 0x2E { text.removeFirst() }
         if text.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) { text = text.lowercased() }
         return text
     }
 
     /// True for an IPv4 or IPv6 literal (which only ever get host-only cookies).
     public static func isIPAddress(_ host: String) -> Bool {
-        if host.contains(":") { return true }
+        if host.utf8.contains(0x3A) { return true }
+        // A host name ends in a letter (top-level labels are never all digits); skip the system call for it.
+        if let last = host.utf8.last, !(last >= 0x30 && last <= 0x39) { return false }
         var address = in_addr()
         return inet_pton(AF_INET, host, &address) == 1
     }
@@ -32,7 +34,7 @@ public enum CookieRules {
     /// name (never of an IP address).
     public static func domainMatches(host: String, domain: String) -> Bool {
         if host == domain { return true }
-        guard host.utf8.count > domain.utf8.count, host.hasSuffix(domain) else { return false }
+        guard host.utf8.count > domain.utf8.count, host.utf8.reversed().starts(with: domain.utf8.reversed()) else { return false }
         let hostBytes = host.utf8
         let dotIndex = hostBytes.index(hostBytes.endIndex, offsetBy: -(domain.utf8.count + 1))
         return hostBytes[dotIndex] == 0x2E && !isIPAddress(host)
@@ -41,8 +43,9 @@ public enum CookieRules {
     /// RFC 6265 section 5.1.4 path-match.
     public static func pathMatches(requestPath: String, cookiePath: String) -> Bool {
         if requestPath == cookiePath { return true }
-        guard requestPath.hasPrefix(cookiePath) else { return false }
-        if cookiePath.hasSuffix("/") { return true }
+        // Octet comparisons, as the RFC's string operations are (and no Unicode normalisation cost).
+        guard requestPath.utf8.starts(with: cookiePath.utf8) else { return false }
+        if cookiePath.utf8.last == 0x2F { return true }
         let request = requestPath.utf8
         return request[request.index(request.startIndex, offsetBy: cookiePath.utf8.count)] == 0x2F
     }
@@ -66,18 +69,19 @@ public enum CookieRules {
     /// RFC 6265bis "secure" schemes plus the potentially trustworthy origins of the Secure Contexts spec:
     /// https and wss, and any scheme to localhost, 127.0.0.0/8 or ::1.
     public static func isSecureOrigin(_ url: URL) -> Bool {
-        let scheme = url.scheme?.lowercased() ?? ""
-        if scheme == "https" || scheme == "wss" { return true }
-        guard let host = canonicalHost(of: url) else { return false }
-        return host == "localhost" || host.hasSuffix(".localhost") || host == "::1"
-            || (host.hasPrefix("127.") && isIPAddress(host))
+        RequestOrigin(url)?.isSecure ?? false
     }
 
     /// RFC 6265 section 5.3 steps 2-10 with the RFC 6265bis additions: turns a parsed Set-Cookie into the
     /// cookie to store for a response from `url`, or says why the user agent must ignore it.
     /// Storage-dependent rules (size limits, secure overlay, replacement) are the storage's.
     public static func makeCookie(from parsed: ParsedSetCookie, receivedFrom url: URL, now: Date) -> Result<Cookie, CookieRejection> {
-        guard let host = canonicalHost(of: url) else { return .failure(.noHost) }
+        guard let origin = RequestOrigin(url) else { return .failure(.noHost) }
+        return makeCookie(from: parsed, origin: origin, now: now)
+    }
+
+    static func makeCookie(from parsed: ParsedSetCookie, origin: RequestOrigin, now: Date) -> Result<Cookie, CookieRejection> {
+        let host = origin.host
         // Step 3: Max-Age wins over Expires; 6265bis 5.6.1/5.6.2: capped at 400 days.
         var expires: Date?
         if let maxAge = parsed.maxAge {
@@ -97,7 +101,7 @@ public enum CookieRules {
         let hostOnly: Bool
         let domain: String
         // An IP address has no parent domains: Domain=<the IP> still yields a host-only cookie.
-        if domainAttribute == host, isIPAddress(host) { domainAttribute = "" }
+        if domainAttribute == host, origin.isIP { domainAttribute = "" }
         if domainAttribute.isEmpty {
             hostOnly = true
             domain = host
@@ -109,18 +113,54 @@ public enum CookieRules {
             domain = domainAttribute
         }
         // Step 7: path.
-        let path = parsed.path ?? defaultPath(of: url)
+        let path = parsed.path ?? defaultPath(forRequestPath: origin.path)
         // 6265bis 5.7 step 8: Secure only from secure origins.
-        if parsed.secure && !isSecureOrigin(url) { return .failure(.secureFromInsecureOrigin) }
+        if parsed.secure && !origin.isSecure { return .failure(.secureFromInsecureOrigin) }
         // 6265bis 5.7 steps 19-20: name prefixes (compared case-insensitively, as the current draft says).
-        let lowerName = parsed.name.lowercased()
-        if lowerName.hasPrefix("__secure-"), !parsed.secure { return .failure(.securePrefix) }
-        if lowerName.hasPrefix("__host-"), !parsed.secure || !hostOnly || path != "/" { return .failure(.hostPrefix) }
+        if hasPrefixIgnoringASCIICase(parsed.name, "__secure-"), !parsed.secure { return .failure(.securePrefix) }
+        if hasPrefixIgnoringASCIICase(parsed.name, "__host-"), !parsed.secure || !hostOnly || path != "/" {
+            return .failure(.hostPrefix)
+        }
         return .success(Cookie(
             name: parsed.name, value: parsed.value, domain: domain, hostOnly: hostOnly, path: path, expires: expires,
             secure: parsed.secure, httpOnly: parsed.httpOnly, sameSite: parsed.sameSite, created: now, lastAccess: now,
             version: parsed.version, comment: parsed.comment, commentURL: parsed.commentURL, portList: parsed.portList
         ))
+    }
+}
+
+/// `prefix` must be lower case ASCII.
+func hasPrefixIgnoringASCIICase(_ text: String, _ prefix: StaticString) -> Bool {
+    let bytes = text.utf8
+    guard bytes.count >= prefix.utf8CodeUnitCount else { return false }
+    return prefix.withUTF8Buffer { expected in
+        zip(expected, bytes).allSatisfy { $0 == (($1 >= 0x41 && $1 <= 0x5A) ? $1 | 0x20 : $1) }
+    }
+}
+
+/// What the rules need to know about a request URL, worked out once per call.
+struct RequestOrigin {
+    /// Canonical host (5.1.2).
+    var host: String
+    var isIP: Bool
+    /// https/wss, or a loopback host (see ``CookieRules/isSecureOrigin(_:)``).
+    var isSecure: Bool
+    /// The request path as sent, `/` when empty.
+    var path: String
+
+    init?(_ url: URL) {
+        guard let host = CookieRules.canonicalHost(of: url) else { return nil }
+        self.host = host
+        isIP = CookieRules.isIPAddress(host)
+        let scheme = url.scheme
+        if scheme == "https" || scheme == "wss" {
+            isSecure = true
+        } else if let scheme, scheme.lowercased() == "https" || scheme.lowercased() == "wss" {
+            isSecure = true
+        } else {
+            isSecure = host == "localhost" || host.hasSuffix(".localhost") || host == "::1" || (isIP && host.hasPrefix("127."))
+        }
+        path = CookieRules.requestPath(of: url)
     }
 }
 

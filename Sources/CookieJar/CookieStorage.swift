@@ -1,6 +1,16 @@
 import Foundation
 import Synchronization
 
+/// Change events gathered under the lock and published after it; not gathered at all without subscribers.
+struct EventLog {
+    var enabled: Bool
+    var items: [CookieChange] = []
+
+    mutating func append(_ change: @autoclosure () -> CookieChange) {
+        if enabled { items.append(change()) }
+    }
+}
+
 /// A thread-safe cookie jar with the API of NSHTTPCookieStorage, following RFC 6265 sections 5.3 (storage)
 /// and 5.4 (retrieval) and the RFC 6265bis additions.
 ///
@@ -60,9 +70,9 @@ public final class CookieStorage: Sendable {
     /// the size limit, or when already expired (which deletes the cookie it would replace).
     public func setCookie(_ cookie: Cookie) {
         let now = clock()
-        let events = state.withLock { state -> [CookieChange] in
-            guard state.acceptPolicy != .never else { return [] }
-            var events: [CookieChange] = []
+        let events = state.withLock { state -> EventLog in
+            guard state.acceptPolicy != .never else { return EventLog(enabled: false) }
+            var events = EventLog(enabled: !state.subscribers.isEmpty)
             _ = store(cookie, now: now, secureOrigin: true, state: &state, events: &events)
             return events
         }
@@ -78,27 +88,35 @@ public final class CookieStorage: Sendable {
     @discardableResult
     public func setCookies(fromHeaders setCookieValues: [String], for url: URL, mainDocumentURL: URL?) -> [CookieDecision] {
         let now = clock()
-        let secureOrigin = CookieRules.isSecureOrigin(url)
+        guard let origin = RequestOrigin(url) else {
+            return setCookieValues.map { .rejected(name: Self.nameForReport($0), reason: CookieRejection.noHost.description) }
+        }
+        let secureOrigin = origin.isSecure
         let parsed = setCookieValues.map { header -> Result<Cookie, CookieRejection> in
             switch SetCookieParser.parse(header) {
             case .failure(let failure): return .failure(.parse(failure))
-            case .success(let parsed): return CookieRules.makeCookie(from: parsed, receivedFrom: url, now: now)
+            case .success(let parsed): return CookieRules.makeCookie(from: parsed, origin: origin, now: now)
             }
         }
-        let mainRegistrableDomain: String? = {
-            guard let host = CookieRules.canonicalHost(of: mainDocumentURL ?? url) else { return nil }
-            return PublicSuffixList.shared.registrableDomain(of: host)
-        }()
+        // Only the main-document-domain policy needs the registrable domain; work it out at most once.
+        var mainRegistrableDomain: String??
+        func registrableDomain() -> String? {
+            if let known = mainRegistrableDomain { return known }
+            let host = mainDocumentURL.map(CookieRules.canonicalHost(of:)) ?? origin.host
+            let domain = host.map(PublicSuffixList.shared.registrableDomain(of:))
+            mainRegistrableDomain = .some(domain)
+            return domain
+        }
         var decisions: [CookieDecision] = []
         decisions.reserveCapacity(parsed.count)
-        let events = state.withLock { state -> [CookieChange] in
-            var events: [CookieChange] = []
+        let events = state.withLock { state -> EventLog in
+            var events = EventLog(enabled: !state.subscribers.isEmpty)
             for (header, result) in zip(setCookieValues, parsed) {
                 switch result {
                 case .failure(let rejection):
                     decisions.append(.rejected(name: Self.nameForReport(header), reason: rejection.description))
                 case .success(let cookie):
-                    if let rejection = Self.policyRejection(cookie, policy: state.acceptPolicy, registrableDomain: mainRegistrableDomain) {
+                    if let rejection = Self.policyRejection(cookie, policy: state.acceptPolicy, registrableDomain: registrableDomain) {
                         decisions.append(.rejected(name: cookie.name, reason: rejection.description))
                         continue
                     }
@@ -123,14 +141,14 @@ public final class CookieStorage: Sendable {
         return name
     }
 
-    private static func policyRejection(_ cookie: Cookie, policy: CookieAcceptPolicy, registrableDomain: String?) -> CookieRejection? {
+    private static func policyRejection(_ cookie: Cookie, policy: CookieAcceptPolicy, registrableDomain: () -> String?) -> CookieRejection? {
         switch policy {
         case .always:
             return nil
         case .never:
             return .policyNever
         case .mainDocumentDomain:
-            guard let registrableDomain else { return .outsideMainDocumentDomain(domain: cookie.domain, registrableDomain: "(none)") }
+            guard let registrableDomain = registrableDomain() else { return .outsideMainDocumentDomain(domain: cookie.domain, registrableDomain: "(none)") }
             if CookieRules.domainMatches(host: cookie.domain, domain: registrableDomain) { return nil }
             return .outsideMainDocumentDomain(domain: cookie.domain, registrableDomain: registrableDomain)
         }
@@ -138,7 +156,7 @@ public final class CookieStorage: Sendable {
 
     /// RFC 6265 section 5.3 steps 11-12 plus the limits: the part of storage that depends on the jar's content.
     private func store(_ incoming: Cookie, now: Date, secureOrigin: Bool, state: inout State,
-                       events: inout [CookieChange]) -> Result<Cookie, CookieRejection> {
+                       events: inout EventLog) -> Result<Cookie, CookieRejection> {
         var cookie = incoming
         guard cookie.nameValueByteCount <= limits.maxCookieBytes else { return .failure(.tooLarge(limit: limits.maxCookieBytes)) }
         // RFC 6265bis 5.7 step 16: an insecure origin cannot overlay a Secure cookie with a non-secure one.
@@ -147,34 +165,31 @@ public final class CookieStorage: Sendable {
             return .failure(.overlaysSecureCookie)
         }
         let key = cookie.key
-        var bucket = state.buckets[key.domain] ?? []
-        let existingIndex = bucket.firstIndex { $0.cookie.key == key }
+        let existingIndex = state.buckets[key.domain]?.firstIndex { $0.cookie.key == key }
         if cookie.isExpired(at: now) {
             // Step 12 of 6265bis / the RFC's eviction of expired cookies: the server deleted the cookie.
-            if let existingIndex {
-                let removed = bucket.remove(at: existingIndex)
+            if let existingIndex, let removed = state.buckets[key.domain]?.remove(at: existingIndex) {
                 Self.forget(removed.cookie, state: &state)
-                state.buckets[key.domain] = bucket.isEmpty ? nil : bucket
+                if state.buckets[key.domain]?.isEmpty == true { state.buckets[key.domain] = nil }
                 events.append(.removed(removed.cookie))
             }
             return .failure(.expiredOnArrival)
         }
-        if let existingIndex {
+        if let existingIndex, let old = state.buckets[key.domain]?[existingIndex] {
             // Step 11.3: the replacement keeps the old creation time (and so its place in the order).
-            let old = bucket[existingIndex]
             cookie.created = old.cookie.created
-            bucket[existingIndex].cookie = cookie
+            state.buckets[key.domain]![existingIndex].cookie = cookie
             if old.cookie.secure { state.secureNames[old.cookie.name, default: 1] -= 1 }
             if cookie.secure { state.secureNames[cookie.name, default: 0] += 1 }
             events.append(.updated(old: old.cookie, new: cookie))
         } else {
-            bucket.append(Entry(cookie: cookie, sequence: state.nextSequence))
+            // Appending through the dictionary's accessor mutates the bucket in place (no copy).
+            state.buckets[key.domain, default: []].append(Entry(cookie: cookie, sequence: state.nextSequence))
             state.nextSequence += 1
             state.count += 1
             if cookie.secure { state.secureNames[cookie.name, default: 0] += 1 }
             events.append(.added(cookie))
         }
-        state.buckets[key.domain] = bucket
         enforceLimits(domain: key.domain, now: now, state: &state, events: &events)
         return .success(cookie)
     }
@@ -202,7 +217,7 @@ public final class CookieStorage: Sendable {
 
     /// RFC 6265 section 5.3, after step 12: over a limit, evict expired cookies first, then the least recently
     /// accessed — within the domain for the per-domain limit, across the jar for the total.
-    private func enforceLimits(domain: String, now: Date, state: inout State, events: inout [CookieChange]) {
+    private func enforceLimits(domain: String, now: Date, state: inout State, events: inout EventLog) {
         if var bucket = state.buckets[domain], bucket.count > limits.maxCookiesPerDomain {
             while bucket.count > limits.maxCookiesPerDomain {
                 let victim = Self.evictionVictim(in: bucket, now: now)
@@ -257,58 +272,66 @@ public final class CookieStorage: Sendable {
     /// creation). This is the HTTP API: HttpOnly cookies are included. Their last-access time becomes now;
     /// expired cookies met on the way are dropped (and reported as `.expired`).
     public func cookies(for url: URL) -> [Cookie] {
-        guard let host = CookieRules.canonicalHost(of: url) else { return [] }
-        let path = CookieRules.requestPath(of: url)
-        let secureOrigin = CookieRules.isSecureOrigin(url)
+        guard let origin = RequestOrigin(url) else { return [] }
         let now = clock()
-        let isIP = CookieRules.isIPAddress(host)
         var expiredEvents: [CookieChange] = []
-        let found = state.withLock { state -> [Entry] in
-            var matches: [Entry] = []
+        var found: [Cookie] = []
+        var order: [(pathLength: Int, created: Date, sequence: UInt64, index: Int)] = []
+        state.withLock { state in
             // Each parent domain of the host is a bucket key; host-only cookies only match the host's own bucket.
-            var suffix = Substring(host)
+            var suffix = Substring(origin.host)
             var isHostItself = true
             while true {
                 let domain = String(suffix)
-                if var bucket = state.buckets[domain] {
-                    var changed = false
-                    var index = bucket.startIndex
-                    while index < bucket.endIndex {
-                        let cookie = bucket[index].cookie
-                        if cookie.isExpired(at: now) {
-                            Self.forget(cookie, state: &state)
-                            expiredEvents.append(.expired(cookie))
-                            bucket.remove(at: index)
-                            changed = true
-                            continue
-                        }
-                        if (isHostItself || !cookie.hostOnly), !cookie.secure || secureOrigin,
-                           CookieRules.pathMatches(requestPath: path, cookiePath: cookie.path) {
-                            bucket[index].cookie.lastAccess = now
-                            changed = true
-                            matches.append(bucket[index])
-                        }
-                        index += 1
+                // One hash per level; the bucket is then mutated in place through the dictionary's values.
+                if let position = state.buckets.index(forKey: domain) {
+                    let removedAny = Self.collect(
+                        from: &state.buckets.values[position], origin: origin, isHostItself: isHostItself, now: now,
+                        found: &found, order: &order, expired: &expiredEvents)
+                    if removedAny {
+                        for case .expired(let cookie) in expiredEvents where cookie.domain == domain { Self.forget(cookie, state: &state) }
+                        if state.buckets[domain]?.isEmpty == true { state.buckets[domain] = nil }
                     }
-                    if changed { state.buckets[domain] = bucket.isEmpty ? nil : bucket }
                 }
-                guard !isIP, let dot = suffix.firstIndex(of: ".") else { break }
+                guard !origin.isIP, let dot = suffix.firstIndex(of: ".") else { break }
                 suffix = suffix[suffix.index(after: dot)...]
                 isHostItself = false
                 if suffix.isEmpty { break }
             }
-            return matches
         }
         publish(expiredEvents)
-        return found.sorted(by: Self.retrievalOrder).map(\.cookie)
+        // RFC 6265 section 5.4 step 2: longer paths first; equal paths, earlier creation first (then storage order).
+        order.sort { a, b in
+            if a.pathLength != b.pathLength { return a.pathLength > b.pathLength }
+            if a.created != b.created { return a.created < b.created }
+            return a.sequence < b.sequence
+        }
+        return order.map { found[$0.index] }
     }
 
-    /// RFC 6265 section 5.4 step 2: longer paths first; equal paths, earlier creation first.
-    private static func retrievalOrder(_ a: Entry, _ b: Entry) -> Bool {
-        let aLength = a.cookie.path.utf8.count, bLength = b.cookie.path.utf8.count
-        if aLength != bLength { return aLength > bLength }
-        if a.cookie.created != b.cookie.created { return a.cookie.created < b.cookie.created }
-        return a.sequence < b.sequence
+    /// Scans one bucket in place: matching cookies get their last-access updated and are appended to
+    /// `found`; expired ones are removed. Returns true when it removed any.
+    private static func collect(
+        from bucket: inout [Entry], origin: RequestOrigin, isHostItself: Bool, now: Date, found: inout [Cookie],
+        order: inout [(pathLength: Int, created: Date, sequence: UInt64, index: Int)], expired: inout [CookieChange]
+    ) -> Bool {
+        var removedAny = false
+        var index = bucket.startIndex
+        while index < bucket.endIndex {
+            if bucket[index].cookie.isExpired(at: now) {
+                expired.append(.expired(bucket.remove(at: index).cookie))
+                removedAny = true
+                continue
+            }
+            if isHostItself || !bucket[index].cookie.hostOnly, !bucket[index].cookie.secure || origin.isSecure,
+               CookieRules.pathMatches(requestPath: origin.path, cookiePath: bucket[index].cookie.path) {
+                bucket[index].cookie.lastAccess = now
+                order.append((bucket[index].cookie.path.utf8.count, bucket[index].cookie.created, bucket[index].sequence, found.count))
+                found.append(bucket[index].cookie)
+            }
+            index += 1
+        }
+        return removedAny
     }
 
     /// The `Cookie` request header value for `url` (RFC 6265 section 5.4 step 4: `name=value` pairs joined by
@@ -370,8 +393,8 @@ public final class CookieStorage: Sendable {
 
     private func removeWhere(domains: [String]?, event: (Cookie) -> CookieChange = CookieChange.removed,
                              _ shouldRemove: (Cookie) -> Bool) {
-        let events = state.withLock { state -> [CookieChange] in
-            var events: [CookieChange] = []
+        let events = state.withLock { state -> EventLog in
+            var events = EventLog(enabled: !state.subscribers.isEmpty)
             for domain in domains ?? Array(state.buckets.keys) {
                 guard let bucket = state.buckets[domain] else { continue }
                 var kept: [Entry] = []
@@ -410,6 +433,10 @@ public final class CookieStorage: Sendable {
     }
 
     /// Yields outside the lock so a subscriber's termination handler can never deadlock against it.
+    private func publish(_ log: EventLog) {
+        publish(log.items)
+    }
+
     private func publish(_ events: [CookieChange]) {
         guard !events.isEmpty else { return }
         let subscribers = state.withLock { Array($0.subscribers.values) }

@@ -84,49 +84,66 @@ public enum SetCookieParser {
                 attributeValue = []
             }
             guard attributeValue.count <= maxAttributeValueBytes else { continue }
-            apply(name: lowercased(attributeName), value: attributeValue, to: &cookie)
+            guard let kind = Attribute(attributeName) else { continue }  // 5.2 step 6: unknown attributes are ignored.
+            apply(kind, value: attributeValue, to: &cookie)
         }
         return .success(cookie)
     }
 
-    private static func apply(name: String, value: ArraySlice<UInt8>, to cookie: inout ParsedSetCookie) {
-        switch name {
-        case "expires":
+    /// The attributes the jar understands, matched case-insensitively without allocating.
+    enum Attribute: String, CaseIterable {
+        case expires, maxAge = "max-age", domain, path, secure, httpOnly = "httponly", sameSite = "samesite"
+        case version, comment, commentURL = "commenturl", port
+
+        static let spellings: [(Attribute, [UInt8])] = allCases.map { ($0, Array($0.rawValue.utf8)) }
+
+        init?(_ name: ArraySlice<UInt8>) {
+            for (attribute, spelling) in Self.spellings where spelling.count == name.count {
+                if zip(spelling, name).allSatisfy({ $0 == (($1 >= 0x41 && $1 <= 0x5A) ? $1 | 0x20 : $1) }) {
+                    self = attribute
+                    return
+                }
+            }
+            return nil
+        }
+    }
+
+    private static func apply(_ attribute: Attribute, value: ArraySlice<UInt8>, to cookie: inout ParsedSetCookie) {
+        switch attribute {
+        case .expires:
             // 5.2.1: an unparsable date is ignored.
-            if let date = CookieDateParser.parse(Array(value)) { cookie.expires = date }
-        case "max-age":
+            if let date = CookieDateParser.parse(value) { cookie.expires = date }
+        case .maxAge:
             if let seconds = parseMaxAge(value) { cookie.maxAge = seconds }
-        case "domain":
+        case .domain:
             // 5.2.3: an empty value is ignored; a leading dot is dropped; the domain is lower-cased.
             guard !value.isEmpty else { return }
             var domain = value
             if domain.first == 0x2E { domain = domain.dropFirst() }
             guard !domain.contains(0x09) else { return }
             cookie.domain = lowercased(domain)
-        case "path":
+        case .path:
             // 5.2.4: an empty or relative path means the default-path (so does one holding a tab, which
             // could not be written to cookies.txt).
             cookie.path = value.first == 0x2F && !value.contains(0x09) ? string(value) : nil
-        case "secure":
+        case .secure:
             cookie.secure = true
-        case "httponly":
+        case .httpOnly:
             cookie.httpOnly = true
-        case "samesite":
+        case .sameSite:
             // RFC 6265bis 5.6.7: an unknown value leaves the attribute unset.
             cookie.sameSite = SameSite(rawValue: lowercased(value))
-        case "version":
+        case .version:
             if let number = Int(string(unquoted(value))) { cookie.version = number }
-        case "comment":
+        case .comment:
             cookie.comment = string(value)
-        case "commenturl":
+        case .commentURL:
             cookie.commentURL = string(unquoted(value))
-        case "port":
+        case .port:
             let ports = string(unquoted(value)).split(separator: ",").compactMap {
                 Int($0.trimmingCharacters(in: .whitespaces))
             }.filter { (1...65535).contains($0) }
             cookie.portList = ports
-        default:
-            break  // 5.2 step 6: unknown attributes are ignored.
         }
     }
 
@@ -160,7 +177,8 @@ public enum SetCookieParser {
     }
 
     static func string(_ slice: ArraySlice<UInt8>) -> String {
-        String(decoding: slice, as: UTF8.self)
+        // Through the buffer: String's fast validating path, not the generic collection one.
+        slice.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }
     }
 
     /// ASCII lower-casing (attribute names and domains are compared case-insensitively only for ASCII).

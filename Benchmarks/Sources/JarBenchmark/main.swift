@@ -1,0 +1,165 @@
+// JarBenchmark: (a) Set-Cookie parsing throughput of CookieJar next to libcurl's own cookie parser fed the
+// same headers through CURLOPT_COOKIELIST, in the same run; (b) CookieStorage.cookies(for:) latency with
+// 100,000 cookies over 10,000 domains. Build with `-c release`; prints a table.
+import CCurl
+import CookieJar
+import Foundation
+
+/// The same synthetic headers for both parsers: realistic attribute mixes, every one with a Domain attribute
+/// (libcurl's COOKIELIST has no request host to default to).
+func makeHeaders(count: Int) -> [(header: String, host: String)] {
+    let shapes = [
+        "sid%d=%@; Domain=%@; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=86400",
+        "pref%d=%@; Domain=.%@; Path=/app; Expires=Fri, 01 Jan 2049 00:00:00 GMT",
+        "track%d=%@; domain=%@; path=/; max-age=3600; samesite=none; secure",
+        "t%d=%@; Domain=%@",
+    ]
+    return (0..<count).map { index in
+        let domain = "d\(index % 1000).example.com"
+        let value = String(repeating: "v", count: 16 + index % 48)
+        let parts = shapes[index % shapes.count].components(separatedBy: "%@")
+        let header = parts[0].replacingOccurrences(of: "%d", with: String(index % 200)) + value + parts[1] + domain + parts[2]
+        return (header, "www." + domain)
+    }
+}
+
+struct Row {
+    var name: String
+    var detail: String
+}
+
+var rows: [Row] = []
+
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+/// `--only parse` or `--only lookup` runs one half (for profiling).
+let only: String? = CommandLine.arguments.firstIndex(of: "--only").flatMap {
+    CommandLine.arguments.indices.contains($0 + 1) ? CommandLine.arguments[$0 + 1] : nil
+}
+
+let clock = ContinuousClock()
+
+// MARK: (a) parsing throughput
+
+if only != "lookup" {
+let headerCount = 100_000
+    // Both jars start empty every `batch` headers, as one response's worth: libcurl 7.88+ ignores a response's
+    // Set-Cookie headers after the 50th (MAX_SET_COOKIE_AMOUNT), and COOKIELIST counts toward that per handle,
+    // so libcurl gets a fresh handle per batch and the jar a fresh CookieStorage.
+    let batch = 50
+    let headers = makeHeaders(count: headerCount)
+    if CommandLine.arguments.contains("--show-headers") { headers.prefix(4).forEach { print($0.header) } }
+        let urls = headers.map { URL(string: "https://\($0.host)/")! }
+    
+    // Parse only (RFC 6265 section 5.2).
+    var parsedCount = 0
+    let parseOnly = clock.measure {
+        for entry in headers {
+            if case .success = SetCookieParser.parse(entry.header) { parsedCount += 1 }
+        }
+    }
+    
+    // Parse and store, as a response would (5.2 + 5.3 rules, PSL, storage).
+    var storedCount = 0
+    let jarStore = clock.measure {
+        var start = 0
+        while start < headerCount {
+            let storage = CookieStorage()
+            for index in start..<min(start + batch, headerCount) {
+                let decisions = storage.setCookies(fromHeaders: [headers[index].header], for: urls[index], mainDocumentURL: nil)
+                if case .stored = decisions[0] { storedCount += 1 }
+            }
+            start += batch
+        }
+    }
+    
+    // libcurl: the same headers as "Set-Cookie:" lines through CURLOPT_COOKIELIST.
+    _ = ccurl_global_init_default()
+    let curlLines = headers.map { "Set-Cookie: " + $0.header }
+    var curlKept = 0
+    let curlStore = clock.measure {
+        var start = 0
+        while start < headerCount {
+            guard let handle = curl_easy_init() else { fatalError("curl_easy_init failed") }
+            _ = ccurl_easy_setopt_string(handle, CURLOPT_COOKIEFILE, "")  // starts the cookie engine, no file
+            for index in start..<min(start + batch, headerCount) {
+                _ = ccurl_easy_setopt_string(handle, CURLOPT_COOKIELIST, curlLines[index])
+            }
+            if start == 0 { curlKept = countCookies(handle) }
+            curl_easy_cleanup(handle)
+            start += batch
+        }
+    }
+    
+    /// The cookies a handle holds (CURLINFO_COOKIELIST), to check that libcurl really kept what it was fed.
+    func countCookies(_ handle: UnsafeMutableRawPointer) -> Int {
+        var list: UnsafeMutablePointer<curl_slist>?
+        // CURLINFO_COOKIELIST fills a `struct curl_slist *`; the shim's pointer-sized getinfo wrapper carries it.
+        let result = withUnsafeMutablePointer(to: &list) { slot in
+            slot.withMemoryRebound(to: UnsafeMutablePointer<CChar>?.self, capacity: 1) {
+                ccurl_easy_getinfo_string(handle, CURLINFO_COOKIELIST, $0)
+            }
+        }
+        guard result == CURLE_OK else { return -1 }
+        var count = 0
+        var node = list
+        while let current = node { count += 1; node = current.pointee.next }
+        curl_slist_free_all(list)
+        return count
+    }
+    
+    func rate(_ count: Int, _ duration: Duration) -> String {
+        let perSecond = Double(count) / seconds(duration)
+        return String(format: "%10.0f headers/s  %7.2f µs/header", perSecond, 1e6 / perSecond)
+    }
+    
+    let curlVersion = String(cString: ccurl_version_info().pointee.version)
+    rows.append(Row(name: "CookieJar parse only (5.2)", detail: rate(headerCount, parseOnly) + "  (\(parsedCount) parsed)"))
+    rows.append(Row(name: "CookieJar parse + store", detail: rate(headerCount, jarStore) + "  (\(storedCount) stored)"))
+    rows.append(Row(name: "libcurl \(curlVersion) COOKIELIST", detail: rate(headerCount, curlStore) + "  (\(curlKept) of the first \(batch) kept)"))
+}
+
+// MARK: (b) cookies(for:) with 100,000 cookies over 10,000 domains
+
+if only != "parse" {
+let domainCount = 10_000
+    let perDomain = 10
+    let base = Date(timeIntervalSince1970: 1_700_000_000)
+    let storage = CookieStorage(limits: CookieLimits(maxCookiesPerDomain: 50, maxCookies: domainCount * perDomain * 2),
+                                clock: { base })
+    for domain in 0..<domainCount {
+        for index in 0..<perDomain {
+            // Half host-only on www.dN.example.org, half domain cookies on dN.example.org; two paths.
+            let hostOnly = index % 2 == 0
+            storage.setCookie(Cookie(
+                name: "c\(index)", value: "value\(index)", domain: hostOnly ? "www.d\(domain).example.org" : "d\(domain).example.org",
+                hostOnly: hostOnly, path: index % 3 == 0 ? "/app" : "/", expires: base.addingTimeInterval(86_400),
+                secure: index % 4 == 0, created: base.addingTimeInterval(Double(index))))
+        }
+    }
+    let stored = storage.allCookies.count
+    let queryURLs = (0..<domainCount).map { URL(string: "https://www.d\($0).example.org/app/page?x=1")! }
+    var samples: [Double] = []
+    samples.reserveCapacity(100_000)
+    var returned = 0
+    for round in 0..<100_000 {
+        let target = queryURLs[(round &* 7919) % domainCount]
+        let started = clock.now
+        let found = storage.cookies(for: target)
+        samples.append(seconds(clock.now - started) * 1e6)
+        returned += found.count
+    }
+    samples.sort()
+    @MainActor func percentile(_ p: Double) -> Double { samples[min(samples.count - 1, Int(Double(samples.count) * p))] }
+    rows.append(Row(name: "cookies(for:) \(stored) cookies / \(domainCount) domains",
+                    detail: String(format: "median %.2f µs  p90 %.2f µs  p99 %.2f µs  (%.1f cookies per answer)",
+                                   percentile(0.5), percentile(0.9), percentile(0.99), Double(returned) / Double(samples.count))))
+}
+
+let width = rows.map(\.name.count).max() ?? 0
+print("JarBenchmark (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
+for row in rows {
+    print(row.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + row.detail)
+}
