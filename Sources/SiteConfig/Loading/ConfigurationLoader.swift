@@ -242,7 +242,15 @@ public struct ConfigurationLoader: Sendable {
     }
 
     static func error(_ diagnostics: [ConfigDiagnostic], sensitiveLines: Set<Int>) -> ConfigError {
-        var error = ConfigError(diagnostics.sorted { ($0.mark.line, $0.mark.column) < ($1.mark.line, $1.mark.column) })
+        // "unknown key 'base_ulr'; did you mean 'base_url'?" already explains the missing base_url.
+        let suggested = Set(diagnostics.compactMap { diagnostic -> String? in
+            guard let range = diagnostic.message.range(of: "; did you mean '") else { return nil }
+            return String(diagnostic.message[range.upperBound...].prefix { $0 != "'" })
+        })
+        let kept = diagnostics.filter { diagnostic in
+            !suggested.contains { diagnostic.message.hasPrefix("missing key '\($0)'") }
+        }
+        var error = ConfigError(kept.sorted { ($0.mark.line, $0.mark.column) < ($1.mark.line, $1.mark.column) })
         error.sensitiveLines = sensitiveLines
         return error
     }
