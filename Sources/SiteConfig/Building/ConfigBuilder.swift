@@ -117,7 +117,7 @@ struct ConfigBuilder {
         }
         if let path = checker.nonEmptyPath(key.passphraseFile, key: "vault.key.passphrase_file") { return .passphraseFile(path: path) }
         if let command = key.passphraseCommand {
-            guard let program = command.value.first, !program.isEmpty else {
+            guard command.value.first?.isEmpty == false else {
                 checker.error(command.mark, "vault.key.passphrase_command: give the program and its arguments as a list")
                 return nil
             }

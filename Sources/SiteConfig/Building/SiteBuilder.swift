@@ -177,7 +177,6 @@ struct SiteBuilder {
                 checker.error(command.mark, "\(key).command: give the program and its arguments as a list, such as [pass, show, wiki]")
                 return nil
             }
-            _ = program
             return .command(command.value)
         }
         if let totp = file.totp {
@@ -291,14 +290,13 @@ struct SiteBuilder {
         if let every = file.every {
             checker.error(every.mark, "\(key): 'every' applies only to check and keepalive")
         }
-        if let plugin = file.plugin {
+        if file.plugin != nil {
             for method in methods(of: file) {
                 checker.error(method.mark, "\(key): a step is an HTTP request or a plugin, not both ('\(method.name)' and 'plugin')")
             }
             for keyName in Self.requestKeys(of: file) {
                 checker.error(marked.mark, "\(key): '\(keyName)' does not apply to a plugin step")
             }
-            _ = plugin
             guard let step = buildPlugin(file, key: key, scope: scope) else { return nil }
             if let provides = file.provides {
                 for variable in provides {

@@ -98,7 +98,7 @@ public struct ConfigurationLoader: Sendable {
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: folder)
         } catch {
-            throw ConfigError(ConfigDiagnostic(SourceMark(file: folder, line: 1, column: 1), "cannot list the sites folder: \(Self.reason(error))"))
+            throw ConfigError(ConfigDiagnostic(SourceMark(file: folder, line: 1, column: 1), "cannot list the sites folder (sites_dir): \(Self.reason(error))"))
         }
         return names.filter { name in
             !name.hasPrefix(".") && Self.siteFileExtensions.contains((name as NSString).pathExtension)
