@@ -195,7 +195,7 @@ import Testing
         #expect(problems(text).isEmpty)
         let closed = text.replacingOccurrences(of: "- plugin: ok.sh", with: "- plugin: ok.sh\n      provides: [other]")
         #expect(problems(closed).map(\.message) == [
-            "step 'step 2': '{{ from_plugin }}': no earlier step extracts 'from_plugin'",
+            "step 2: '{{ from_plugin }}': no earlier step extracts 'from_plugin'",
         ])
     }
 

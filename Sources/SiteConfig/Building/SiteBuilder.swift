@@ -286,7 +286,7 @@ struct SiteBuilder {
     private mutating func buildStep(_ marked: Marked<StepFile>, index: Int, scope: inout VariableScope, baseURL: URL?) -> Step? {
         let file = marked.value
         let name = file.name?.value ?? "step \(index + 1)"
-        let key = "step '\(name)'"
+        let key = file.name == nil ? name : "step '\(name)'"
         if let every = file.every {
             checker.error(every.mark, "\(key): 'every' applies only to check and keepalive")
         }
