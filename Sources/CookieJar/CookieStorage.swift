@@ -33,9 +33,9 @@ public final class CookieStorage: Sendable {
         var buckets: [String: [Entry]] = [:]
         var count = 0
         var nextSequence: UInt64 = 0
-        /// How many stored Secure cookies carry each name, so the 6265bis overlay check only searches
-        /// when a Secure cookie of that name exists at all.
-        var secureNames: [String: Int] = [:]
+        /// For each name, the domains holding Secure cookies of that name (and how many), so the 6265bis
+        /// overlay check looks at those few domains only.
+        var secureNames: [String: [String: Int]] = [:]
         var subscribers: [Int: AsyncStream<CookieChange>.Continuation] = [:]
         var nextSubscriber = 0
     }
@@ -160,8 +160,8 @@ public final class CookieStorage: Sendable {
         var cookie = incoming
         guard cookie.nameValueByteCount <= limits.maxCookieBytes else { return .failure(.tooLarge(limit: limits.maxCookieBytes)) }
         // RFC 6265bis 5.7 step 16: an insecure origin cannot overlay a Secure cookie with a non-secure one.
-        if !cookie.secure, !secureOrigin, state.secureNames[cookie.name, default: 0] > 0,
-           Self.hasSecureCookieOverlaid(by: cookie, in: state) {
+        if !cookie.secure, !secureOrigin, let domains = state.secureNames[cookie.name],
+           Self.hasSecureCookieOverlaid(by: cookie, domains: domains.keys, in: state) {
             return .failure(.overlaysSecureCookie)
         }
         let key = cookie.key
@@ -179,15 +179,15 @@ public final class CookieStorage: Sendable {
             // Step 11.3: the replacement keeps the old creation time (and so its place in the order).
             cookie.created = old.cookie.created
             state.buckets[key.domain]![existingIndex].cookie = cookie
-            if old.cookie.secure { state.secureNames[old.cookie.name, default: 1] -= 1 }
-            if cookie.secure { state.secureNames[cookie.name, default: 0] += 1 }
+            if old.cookie.secure { Self.forgetSecure(old.cookie, state: &state) }
+            if cookie.secure { state.secureNames[cookie.name, default: [:]][cookie.domain, default: 0] += 1 }
             events.append(.updated(old: old.cookie, new: cookie))
         } else {
             // Appending through the dictionary's accessor mutates the bucket in place (no copy).
             state.buckets[key.domain, default: []].append(Entry(cookie: cookie, sequence: state.nextSequence))
             state.nextSequence += 1
             state.count += 1
-            if cookie.secure { state.secureNames[cookie.name, default: 0] += 1 }
+            if cookie.secure { state.secureNames[cookie.name, default: [:]][cookie.domain, default: 0] += 1 }
             events.append(.added(cookie))
         }
         enforceLimits(domain: key.domain, now: now, state: &state, events: &events)
@@ -196,10 +196,10 @@ public final class CookieStorage: Sendable {
 
     /// RFC 6265bis 5.7 step 16 criteria: same name, Secure, domains domain-matching either way, and the new
     /// path path-matching the existing one.
-    private static func hasSecureCookieOverlaid(by cookie: Cookie, in state: State) -> Bool {
-        for (domain, bucket) in state.buckets
+    private static func hasSecureCookieOverlaid(by cookie: Cookie, domains: some Sequence<String>, in state: State) -> Bool {
+        for domain in domains
         where CookieRules.domainMatches(host: domain, domain: cookie.domain) || CookieRules.domainMatches(host: cookie.domain, domain: domain) {
-            for entry in bucket where entry.cookie.secure && entry.cookie.name == cookie.name
+            for entry in state.buckets[domain] ?? [] where entry.cookie.secure && entry.cookie.name == cookie.name
                 && CookieRules.pathMatches(requestPath: cookie.path, cookiePath: entry.cookie.path) {
                 return true
             }
@@ -209,10 +209,14 @@ public final class CookieStorage: Sendable {
 
     private static func forget(_ cookie: Cookie, state: inout State) {
         state.count -= 1
-        if cookie.secure {
-            let remaining = state.secureNames[cookie.name, default: 1] - 1
-            state.secureNames[cookie.name] = remaining > 0 ? remaining : nil
-        }
+        if cookie.secure { forgetSecure(cookie, state: &state) }
+    }
+
+    private static func forgetSecure(_ cookie: Cookie, state: inout State) {
+        guard var domains = state.secureNames[cookie.name] else { return }
+        let remaining = domains[cookie.domain, default: 1] - 1
+        domains[cookie.domain] = remaining > 0 ? remaining : nil
+        state.secureNames[cookie.name] = domains.isEmpty ? nil : domains
     }
 
     /// RFC 6265 section 5.3, after step 12: over a limit, evict expired cookies first, then the least recently

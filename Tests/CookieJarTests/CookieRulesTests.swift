@@ -147,6 +147,16 @@ struct StorageRuleTests {
         #expect(storage.receive("sid=3", from: "https://example.com/")[0].isStored)
     }
 
+    @Test("the overlay rule looks both ways along the domain tree and forgets deleted Secure cookies")
+    func secureOverlaySubdomain() {
+        let storage = CookieStorage(clock: clock.function)
+        storage.receive("sid=1; Secure", from: "https://www.example.com/")
+        #expect(storage.receive("sid=2; Domain=example.com", from: "http://www.example.com/")[0].reason?.contains("overlay") == true)
+        #expect(storage.receive("sid=2", from: "http://other.example.com/")[0].isStored, "sibling domains do not match")
+        storage.deleteCookies(named: "sid", for: url("https://www.example.com/"))
+        #expect(storage.receive("sid=3; Domain=example.com", from: "http://www.example.com/")[0].isStored)
+    }
+
     @Test("__Secure- and __Host- prefixes (6265bis 4.1.3)")
     func prefixes() {
         let storage = CookieStorage(clock: clock.function)
