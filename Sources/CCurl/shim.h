@@ -36,4 +36,10 @@ static inline CURLcode ccurl_easy_getinfo_off_t(CURL *handle, CURLINFO info, cur
 static inline CURLMcode ccurl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
 }
+
+// Macros that expand to expressions Swift does not import.
+static inline CURLcode ccurl_global_init_default(void) { return curl_global_init(CURL_GLOBAL_DEFAULT); }
+static inline const curl_version_info_data *ccurl_version_info(void) { return curl_version_info(CURLVERSION_NOW); }
+static inline int ccurl_version_has_http2(void) { return (ccurl_version_info()->features & CURL_VERSION_HTTP2) != 0; }
+static inline int ccurl_version_has_http3(void) { return (ccurl_version_info()->features & CURL_VERSION_HTTP3) != 0; }
 #endif

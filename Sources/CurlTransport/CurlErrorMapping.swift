@@ -1,0 +1,103 @@
+internal import CCurl
+import Foundation
+import HTTPTransport
+
+/// Translates a failed transfer's `CURLcode` into a ``TransportError`` (the layer boundary: nothing of
+/// libcurl leaves this module).
+struct CurlFailure {
+    var code: CURLcode
+    /// libcurl's `CURLOPT_ERRORBUFFER` text, already scrubbed by ``LogScrubber``.
+    var detail: String
+    var usedProxy: Bool
+    /// `CURLINFO_HTTP_CONNECTCODE`: the proxy's answer to CONNECT, 0 when there was none.
+    var proxyConnectStatus: Int
+    /// The write callback refused data because of `maxBodySize`.
+    var bodyCapExceeded: Bool
+    var maxBodySize: Int
+
+    func transportError(url: URL) -> TransportError {
+        let kind = self.kind
+        return TransportError(kind: kind, url: url, message: message(for: kind))
+    }
+
+    var kind: TransportError.Kind {
+        if bodyCapExceeded || code == CURLE_FILESIZE_EXCEEDED { return .bodyTooLarge }
+        if proxyConnectStatus != 0 && proxyConnectStatus / 100 != 2 { return .proxy }
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST:
+            return .dns
+        case CURLE_COULDNT_RESOLVE_PROXY, CURLE_PROXY:
+            return .proxy
+        case CURLE_COULDNT_CONNECT:
+            // With a proxy the only peer we connect to is the proxy.
+            return usedProxy ? .proxy : .connect
+        case CURLE_INTERFACE_FAILED, CURLE_SEND_ERROR:
+            return .connect
+        case CURLE_RECV_ERROR:
+            // TLS 1.3 servers reject a missing or unknown client certificate with an alert that arrives on
+            // the first read after the handshake; libcurl reports it as a receive error.
+            return detail.contains("SSL") || detail.contains("alert") ? .tls : .connect
+        case CURLE_OPERATION_TIMEDOUT:
+            return .timeout
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_ENGINE_NOTFOUND,
+            CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_CIPHER, CURLE_USE_SSL_FAILED, CURLE_SSL_ENGINE_INITFAILED,
+            CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
+            CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CLIENTCERT:
+            return .tls
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_NOT_BUILT_IN, CURLE_BAD_FUNCTION_ARGUMENT,
+            CURLE_UNKNOWN_OPTION, CURLE_SETOPT_OPTION_SYNTAX, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM,
+            CURLE_SSL_CRL_BADFILE, CURLE_FAILED_INIT:
+            return .invalidRequest
+        case CURLE_WEIRD_SERVER_REPLY, CURLE_PARTIAL_FILE, CURLE_GOT_NOTHING, CURLE_HTTP2, CURLE_HTTP2_STREAM,
+            CURLE_BAD_CONTENT_ENCODING, CURLE_HTTP3, CURLE_RANGE_ERROR:
+            return .protocolError
+        default:
+            return .other
+        }
+    }
+
+    private func message(for kind: TransportError.Kind) -> String {
+        if kind == .bodyTooLarge {
+            return "the response body is larger than the \(maxBodySize)-byte limit (max_body_size); transfer aborted"
+        }
+        let summary = String(cString: curl_easy_strerror(code))
+        var text = detail.isEmpty || detail == summary ? summary : "\(detail) (\(summary))"
+        if kind == .proxy && proxyConnectStatus != 0 {
+            text += "; the proxy answered CONNECT with status \(proxyConnectStatus)"
+        }
+        return "\(text) [libcurl error \(code.rawValue)]"
+    }
+}
+
+/// Removes secrets from text libcurl wrote (its error buffer can quote the URL or the proxy string).
+/// Header and body values of the request are replaced too, so a message can never echo one.
+struct LogScrubber {
+    private var replacements: [(String, String)] = []
+
+    init(url: URL, proxy: String?, headerValues: [String]) {
+        // Longest first so a value containing another is replaced whole.
+        var pairs: [(String, String)] = [(url.absoluteString, url.redactedForLog)]
+        if let query = url.query, !query.isEmpty { pairs.append((query, "…")) }
+        if let user = url.user, !user.isEmpty { pairs.append((user, "<user>")) }
+        if let password = url.password, !password.isEmpty { pairs.append((password, "<password>")) }
+        if let proxy, !proxy.isEmpty {
+            let redacted = URL(string: proxy)?.redactedForLog ?? "<proxy>"
+            pairs.append((proxy, redacted))
+            if let proxyURL = URL(string: proxy) {
+                if let user = proxyURL.user, !user.isEmpty { pairs.append((user, "<user>")) }
+                if let password = proxyURL.password, !password.isEmpty { pairs.append((password, "<password>")) }
+            }
+        }
+        // Very short values ("1", "on") would mangle ordinary words and cannot carry a real secret.
+        for value in headerValues where value.count >= 4 { pairs.append((value, "<redacted>")) }
+        replacements = pairs.sorted { $0.0.count > $1.0.count }
+    }
+
+    func scrub(_ text: String) -> String {
+        var result = text
+        for (secret, replacement) in replacements where result.contains(secret) {
+            result = result.replacingOccurrences(of: secret, with: replacement)
+        }
+        return result
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import HTTPTransport
+
+/// The libcurl implementation of ``HTTPClient``.
+///
+/// One libcurl multi handle, driven by one dedicated thread, carries every request of the client: requests
+/// are queued to that thread, run concurrently, and their continuations resume as transfers finish. There is
+/// no thread per request. Connections stay open in the multi handle's cache and are reused for later requests
+/// to the same host; the DNS cache is shared the same way.
+///
+/// The client sends exactly the request it is given plus `User-Agent` (when ``TransportOptions/userAgent`` is
+/// set) and `Accept-Encoding` (bodies are decoded transparently; the response keeps the server's
+/// `Content-Encoding` header). It never follows redirects, never sends or stores cookies (libcurl's cookie
+/// engine is off) and ignores proxy environment variables.
+///
+/// Note on ``TransportOptions/resolve``: like curl's `--resolve` with one multi handle, pinned addresses go
+/// into the client's shared DNS cache and apply to every later request of this client to that `HOST:PORT`.
+/// Sites that pin the same name to different addresses need a client each.
+///
+/// Call ``shutdown()`` to stop the thread; dropping the last reference does the same.
+public final class CurlHTTPClient: HTTPClient, Sendable {
+    /// Limits of the shared connection pool.
+    public struct Configuration: Sendable, Hashable {
+        /// Simultaneous connections to one host; further transfers wait in libcurl's queue. 0 = no limit.
+        public var maxConnectionsPerHost: Int
+        /// Simultaneous connections overall. 0 = no limit.
+        public var maxTotalConnections: Int
+        /// Idle connections kept open for reuse.
+        public var idleConnectionCacheSize: Int
+
+        public init(maxConnectionsPerHost: Int = 0, maxTotalConnections: Int = 0, idleConnectionCacheSize: Int = 64) {
+            self.maxConnectionsPerHost = maxConnectionsPerHost
+            self.maxTotalConnections = maxTotalConnections
+            self.idleConnectionCacheSize = idleConnectionCacheSize
+        }
+    }
+
+    private let engine: CurlMultiEngine
+
+    /// Creates the multi handle and starts its thread.
+    /// - Throws: ``TransportError`` of kind `.other` when libcurl cannot initialise or the thread cannot start.
+    public init(configuration: Configuration = Configuration()) throws(TransportError) {
+        engine = try CurlMultiEngine(configuration: configuration)
+        try engine.start()
+    }
+
+    deinit { engine.shutdown() }
+
+    /// Sends `request` and returns the complete response (final header block, body decoded and capped).
+    ///
+    /// A request `Content-Length` header is ignored: libcurl derives it from the body. Cancelling the calling
+    /// task aborts the transfer and throws an error of kind `.other`.
+    public func send(_ request: HTTPRequest, options: TransportOptions) async throws(TransportError) -> HTTPResponse {
+        let transfer = try CurlTransfer(id: engine.makeID(), request: request, options: options)
+        let engine = self.engine
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CurlTransfer.Completion) in
+                transfer.continuation = continuation
+                switch engine.submit(transfer) {
+                case nil:
+                    break
+                case .cancelled?:
+                    transfer.continuation = nil
+                    continuation.resume(returning: .failure(CurlMultiEngine.cancelledError(request.url)))
+                case .shutDown?:
+                    transfer.continuation = nil
+                    continuation.resume(returning: .failure(CurlMultiEngine.shutDownError(request.url)))
+                }
+            }
+        } onCancel: {
+            engine.cancel(id: transfer.id)
+        }
+        return try result.get()
+    }
+
+    /// Stops the transport thread. Requests queued or running fail with an error of kind `.other`; later
+    /// `send` calls fail at once. Returns after the thread exited. Idempotent.
+    public func shutdown() { engine.shutdown() }
+
+    /// The linked libcurl's version, such as "7.88.1".
+    public static var libcurlVersion: String { CurlLibrary.version }
+
+    /// The TLS library libcurl uses, such as "OpenSSL/3.0.19".
+    public static var tlsLibraryVersion: String? { CurlLibrary.sslVersion }
+
+    /// The values of ``TransportOptions/httpVersion`` this libcurl can honour.
+    public static var supportedHTTPVersions: Set<TransportOptions.HTTPVersion> {
+        var versions: Set<TransportOptions.HTTPVersion> = [.http1_1]
+        if CurlLibrary.supportsHTTP2 { versions.insert(.http2) }
+        if CurlLibrary.supportsHTTP3 { versions.insert(.http3) }
+        return versions
+    }
+}

@@ -1,0 +1,73 @@
+internal import CCurl
+import HTTPTransport
+
+/// libcurl's global state, initialised exactly once per process before the first handle exists
+/// (`curl_global_init` is not thread-safe in libcurl 7.88, so a Swift global — lazily and atomically
+/// initialised — serialises it).
+let curlGlobalInitResult: CURLcode = ccurl_global_init_default()
+
+/// Owns one easy handle (one transfer's settings and state); `curl_easy_cleanup` in deinit.
+final class CurlEasyHandle {
+    let raw: UnsafeMutableRawPointer
+
+    init?() {
+        guard let raw = curl_easy_init() else { return nil }
+        self.raw = raw
+    }
+
+    deinit { curl_easy_cleanup(raw) }
+}
+
+/// Owns one multi handle, which holds the connection cache and the DNS cache shared by every transfer;
+/// `curl_multi_cleanup` in deinit (after every easy handle was removed from it).
+///
+/// `@unchecked Sendable`: only the engine thread drives the handle; other threads call nothing but
+/// `curl_multi_wakeup`, which libcurl documents as callable from any thread.
+final class CurlMultiHandle: @unchecked Sendable {
+    let raw: UnsafeMutableRawPointer
+
+    init?() {
+        guard let raw = curl_multi_init() else { return nil }
+        self.raw = raw
+    }
+
+    /// Interrupts a `curl_multi_poll` in progress, or makes the next one return at once.
+    func wakeUp() { _ = curl_multi_wakeup(raw) }
+
+    deinit { curl_multi_cleanup(raw) }
+}
+
+/// Owns a `curl_slist` (request headers, `CURLOPT_RESOLVE` entries); `curl_slist_free_all` in deinit.
+/// libcurl reads the list during the transfer without copying it, so it lives as long as the transfer.
+final class CurlStringList {
+    private(set) var raw: UnsafeMutablePointer<curl_slist>?
+
+    init() {}
+
+    /// Appends a copy of `string`; returns false when libcurl could not allocate.
+    func append(_ string: String) -> Bool {
+        guard let appended = curl_slist_append(raw, string) else { return false }
+        raw = appended
+        return true
+    }
+
+    var isEmpty: Bool { raw == nil }
+
+    deinit { curl_slist_free_all(raw) }
+}
+
+/// What the linked libcurl is and can do.
+enum CurlLibrary {
+    static var version: String {
+        guard let info = ccurl_version_info(), let version = info.pointee.version else { return "unknown" }
+        return String(cString: version)
+    }
+
+    static var supportsHTTP2: Bool { ccurl_version_has_http2() != 0 }
+    static var supportsHTTP3: Bool { ccurl_version_has_http3() != 0 }
+
+    static var sslVersion: String? {
+        guard let info = ccurl_version_info(), let ssl = info.pointee.ssl_version else { return nil }
+        return String(cString: ssl)
+    }
+}

@@ -1,0 +1,219 @@
+internal import CCurl
+import Foundation
+import HTTPTransport
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One libcurl multi handle and the one thread that drives it.
+///
+/// Tasks hand transfers in through a lock-protected queue and wake the thread with `curl_multi_wakeup`; the
+/// thread adds them to the multi handle, runs `curl_multi_perform`, collects finished transfers with
+/// `curl_multi_info_read` and resumes their continuations, then sleeps in `curl_multi_poll`. The multi
+/// handle's connection cache keeps connections open between requests, so requests to one host reuse them.
+final class CurlMultiEngine: Sendable {
+    /// What submitters and the thread share, always under `state`'s lock.
+    private struct SharedState {
+        var incoming: [CurlTransfer] = []
+        /// Transfers submitted and not yet known to be finished (ids), to tell a late cancel from an early one.
+        var live: Set<UInt64> = []
+        var cancelRequests: [UInt64] = []
+        var finishedSinceLastSwap: [UInt64] = []
+        var stopping = false
+        var thread: pthread_t?
+        var nextID: UInt64 = 1
+    }
+
+    private let multi: CurlMultiHandle
+    private let state = Mutex(SharedState())
+    let configuration: CurlHTTPClient.Configuration
+
+    /// How long `curl_multi_poll` may sleep when nothing is due; a wakeup or socket activity ends it sooner.
+    private static let idlePollMilliseconds: Int32 = 5_000
+
+    init(configuration: CurlHTTPClient.Configuration) throws(TransportError) {
+        guard curlGlobalInitResult == CURLE_OK else {
+            throw TransportError(kind: .other, url: nil, message: "curl_global_init failed with \(curlGlobalInitResult.rawValue)")
+        }
+        guard let multi = CurlMultiHandle() else {
+            throw TransportError(kind: .other, url: nil, message: "curl_multi_init failed (out of memory)")
+        }
+        self.multi = multi
+        self.configuration = configuration
+        _ = ccurl_multi_setopt_long(multi.raw, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
+        _ = ccurl_multi_setopt_long(multi.raw, CURLMOPT_MAX_TOTAL_CONNECTIONS, configuration.maxTotalConnections)
+        _ = ccurl_multi_setopt_long(multi.raw, CURLMOPT_MAXCONNECTS, configuration.idleConnectionCacheSize)
+        _ = ccurl_multi_setopt_long(multi.raw, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX)
+    }
+
+    /// Starts the engine thread. The thread holds a strong reference to the engine until it exits.
+    func start() throws(TransportError) {
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let result = pthread_create(&thread, nil, { context in
+            let engine = Unmanaged<CurlMultiEngine>.fromOpaque(context!).takeRetainedValue()
+            engine.runLoop()
+            return nil
+        }, context)
+        guard result == 0 else {
+            Unmanaged<CurlMultiEngine>.fromOpaque(context).release()
+            throw TransportError(kind: .other, url: nil, message: "could not start the transport thread: \(String(cString: strerror(result)))")
+        }
+        state.withLock { $0.thread = thread }
+    }
+
+    func makeID() -> UInt64 {
+        state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+    }
+
+    enum SubmitRefusal { case cancelled, shutDown }
+
+    /// Queues a transfer for the engine thread; nil when queued, else why not (the caller resumes itself).
+    func submit(_ transfer: CurlTransfer) -> SubmitRefusal? {
+        let refusal: SubmitRefusal? = state.withLock { state in
+            if state.stopping { return .shutDown }
+            // Checked under the lock that `cancel` takes: a cancel either sees the transfer live, or
+            // happened before this check and is seen here.
+            if Task.isCancelled { return .cancelled }
+            state.incoming.append(transfer)
+            state.live.insert(transfer.id)
+            return nil
+        }
+        if refusal == nil { multi.wakeUp() }
+        return refusal
+    }
+
+    /// Asks the engine thread to abort a transfer; a no-op when it already finished.
+    func cancel(id: UInt64) {
+        let removed: CurlTransfer? = state.withLock { state in
+            if let index = state.incoming.firstIndex(where: { $0.id == id }) {
+                state.live.remove(id)
+                return state.incoming.remove(at: index)
+            }
+            if state.live.contains(id) { state.cancelRequests.append(id) }
+            return nil
+        }
+        if let removed {
+            removed.continuation?.resume(returning: .failure(Self.cancelledError(removed.request.url)))
+            removed.continuation = nil
+        } else {
+            multi.wakeUp()
+        }
+    }
+
+    /// Stops the thread: queued and running transfers fail with a "shut down" error. Waits for the thread to
+    /// exit unless called on it. Idempotent.
+    func shutdown() {
+        let thread: pthread_t? = state.withLock { state in
+            if state.stopping { return nil }
+            state.stopping = true
+            return state.thread
+        }
+        guard let thread else { return }
+        multi.wakeUp()
+        if pthread_equal(thread, pthread_self()) == 0 {
+            pthread_join(thread, nil)
+        } else {
+            pthread_detach(thread)
+        }
+    }
+
+    // MARK: The engine thread
+
+    private func runLoop() {
+        var active: [UInt64: CurlTransfer] = [:]
+        var byHandle: [UnsafeMutableRawPointer: UInt64] = [:]
+        var finished: [UInt64] = []
+
+        func finish(_ id: UInt64, _ outcome: (CurlTransfer) -> Result<HTTPResponse, TransportError>) {
+            guard let transfer = active.removeValue(forKey: id) else { return }
+            byHandle.removeValue(forKey: transfer.easy.raw)
+            // The outcome reads CURLINFO before the handle leaves the multi handle.
+            let result = outcome(transfer)
+            curl_multi_remove_handle(multi.raw, transfer.easy.raw)
+            finished.append(id)
+            transfer.continuation?.resume(returning: result)
+            transfer.continuation = nil
+        }
+
+        while true {
+            let (incoming, cancels, stopping) = state.withLock { state in
+                let batch = (state.incoming, state.cancelRequests, state.stopping)
+                state.incoming.removeAll(keepingCapacity: true)
+                state.cancelRequests.removeAll(keepingCapacity: true)
+                for id in finished { state.live.remove(id) }
+                return batch
+            }
+            finished.removeAll(keepingCapacity: true)
+
+            for transfer in incoming {
+                let added = curl_multi_add_handle(multi.raw, transfer.easy.raw)
+                if added == CURLM_OK {
+                    active[transfer.id] = transfer
+                    byHandle[transfer.easy.raw] = transfer.id
+                } else {
+                    finished.append(transfer.id)
+                    let message = "curl_multi_add_handle failed: \(String(cString: curl_multi_strerror(added)))"
+                    transfer.continuation?.resume(returning: .failure(
+                        TransportError(kind: .other, url: transfer.request.url, message: message)))
+                    transfer.continuation = nil
+                }
+            }
+            for id in cancels {
+                finish(id) { .failure(Self.cancelledError($0.request.url)) }
+            }
+            if stopping {
+                for id in Array(active.keys) {
+                    finish(id) { .failure(Self.shutDownError($0.request.url)) }
+                }
+                break
+            }
+
+            var running: Int32 = 0
+            let performed = curl_multi_perform(multi.raw, &running)
+            if performed != CURLM_OK {
+                let message = "curl_multi_perform failed: \(String(cString: curl_multi_strerror(performed)))"
+                for id in Array(active.keys) {
+                    finish(id) { .failure(TransportError(kind: .other, url: $0.request.url, message: message)) }
+                }
+            }
+            var remaining: Int32 = 0
+            while let message = curl_multi_info_read(multi.raw, &remaining) {
+                guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
+                    let id = byHandle[handle]
+                else { continue }
+                let code = message.pointee.data.result
+                finish(id) { $0.outcome(code) }
+            }
+
+            let timeout = active.isEmpty ? Self.idlePollMilliseconds : 1_000
+            _ = curl_multi_poll(multi.raw, nil, 0, timeout, nil)
+        }
+
+        // Anything submitted between the last swap and `stopping` was refused by `submit`; anything still
+        // queued was queued before `stopping` and is failed here.
+        let leftovers = state.withLock { state in
+            defer { state.incoming.removeAll() }
+            return state.incoming
+        }
+        for transfer in leftovers {
+            transfer.continuation?.resume(returning: .failure(Self.shutDownError(transfer.request.url)))
+            transfer.continuation = nil
+        }
+    }
+
+    static func cancelledError(_ url: URL) -> TransportError {
+        TransportError(kind: .other, url: url, message: "the request was cancelled")
+    }
+
+    static func shutDownError(_ url: URL) -> TransportError {
+        TransportError(kind: .other, url: url, message: "the HTTP client was shut down")
+    }
+}

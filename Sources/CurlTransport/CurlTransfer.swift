@@ -1,0 +1,257 @@
+internal import CCurl
+import Foundation
+import HTTPTransport
+
+/// One request on its way through libcurl: the configured easy handle, the C buffers it points at, and the
+/// response as it arrives.
+///
+/// `@unchecked Sendable`: the submitting task builds it, then hands it to the engine thread through the
+/// engine's lock-protected queue; from then on only the engine thread touches it (libcurl's callbacks run on
+/// that thread inside `curl_multi_perform`).
+final class CurlTransfer: @unchecked Sendable {
+    typealias Completion = CheckedContinuation<Result<HTTPResponse, TransportError>, Never>
+
+    let id: UInt64
+    let request: HTTPRequest
+    let easy: CurlEasyHandle
+    var continuation: Completion?
+
+    private let headerList = CurlStringList()
+    private let resolveList = CurlStringList()
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+    private let maxBodySize: Int
+    private let usedProxy: Bool
+    private let scrubber: LogScrubber
+    private var body = Data()
+    private var headerParser = ResponseHeaderParser()
+    private var bodyCapExceeded = false
+
+    init(id: UInt64, request: HTTPRequest, options: TransportOptions) throws(TransportError) {
+        try RequestValidation.validate(request, options)
+        guard curlGlobalInitResult == CURLE_OK else {
+            throw TransportError(kind: .other, url: request.url, message: "curl_global_init failed")
+        }
+        guard let easy = CurlEasyHandle() else {
+            throw TransportError(kind: .other, url: request.url, message: "curl_easy_init failed (out of memory)")
+        }
+        self.id = id
+        self.request = request
+        self.easy = easy
+        self.maxBodySize = options.maxBodySize
+        self.usedProxy = !(options.proxy ?? "").isEmpty
+        self.scrubber = LogScrubber(url: request.url, proxy: options.proxy, headerValues: request.headers.map(\.value))
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        try configure(options)
+    }
+
+    deinit { errorBuffer.deallocate() }
+
+    // MARK: Configuration
+
+    private func configure(_ options: TransportOptions) throws(TransportError) {
+        let handle = easy.raw
+        let me = Unmanaged.passUnretained(self).toOpaque()
+
+        // Plumbing: callbacks, error text, threads. NOSIGNAL because libcurl must not use SIGALRM off the main thread.
+        try check(ccurl_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer), "CURLOPT_ERRORBUFFER")
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1), "CURLOPT_NOSIGNAL")
+        try check(ccurl_easy_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION, curlWriteCallback), "CURLOPT_WRITEFUNCTION")
+        try check(ccurl_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, me), "CURLOPT_WRITEDATA")
+        try check(ccurl_easy_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION, curlHeaderCallback), "CURLOPT_HEADERFUNCTION")
+        try check(ccurl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, me), "CURLOPT_HEADERDATA")
+
+        // What the transport never does: follow redirects (the flow engine does, hop by hop through the jar),
+        // run libcurl's cookie engine (COOKIEFILE/COOKIEJAR/COOKIELIST are never set), read .netrc, or
+        // speak anything but HTTP(S).
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0), "CURLOPT_FOLLOWLOCATION")
+        try check(ccurl_easy_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"), "CURLOPT_PROTOCOLS_STR")
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1), "CURLOPT_SUPPRESS_CONNECT_HEADERS")
+
+        try check(ccurl_easy_setopt_string(handle, CURLOPT_URL, request.url.absoluteString), "CURLOPT_URL")
+        try configureMethodAndBody()
+        try configureHeaders(options)
+        try configureConnection(options)
+        try configureTLS(options)
+    }
+
+    private func configureMethodAndBody() throws(TransportError) {
+        let handle = easy.raw
+        let method = request.method
+        let body = request.body
+        switch method {
+        case "GET" where body == nil:
+            try check(ccurl_easy_setopt_long(handle, CURLOPT_HTTPGET, 1), "CURLOPT_HTTPGET")
+        case "HEAD":
+            try check(ccurl_easy_setopt_long(handle, CURLOPT_NOBODY, 1), "CURLOPT_NOBODY")
+        default:
+            if method != "POST" {
+                try check(ccurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, method), "CURLOPT_CUSTOMREQUEST")
+            }
+            if let body {
+                try setBody(body)
+            } else if RequestValidation.methodsWithBodySemantics.contains(method) {
+                try setBody(Data())
+            }
+        }
+    }
+
+    private func setBody(_ body: Data) throws(TransportError) {
+        let handle = easy.raw
+        // The size first: COPYPOSTFIELDS copies that many bytes (the body may hold NULs).
+        try check(ccurl_easy_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)), "CURLOPT_POSTFIELDSIZE_LARGE")
+        let code = body.withUnsafeBytes { bytes -> CURLcode in
+            guard let base = bytes.baseAddress, !bytes.isEmpty else {
+                return ccurl_easy_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, "")
+            }
+            return ccurl_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: base))
+        }
+        try check(code, "CURLOPT_COPYPOSTFIELDS")
+    }
+
+    private func configureHeaders(_ options: TransportOptions) throws(TransportError) {
+        let handle = easy.raw
+        for field in request.headers {
+            // libcurl derives Content-Length from the body it sends; a second, possibly different one would
+            // make the request ambiguous (RFC 9112 section 6.3).
+            if field.name.caseInsensitiveEquals("Content-Length") { continue }
+            // "Name:" would tell libcurl to drop the header; "Name;" sends it with an empty value.
+            try append(field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)", to: headerList)
+        }
+        // Headers libcurl adds on its own unless told not to: none of them were asked for.
+        if !request.headers.contains("Accept") { try append("Accept:", to: headerList) }
+        if !request.headers.contains("Expect") { try append("Expect:", to: headerList) }
+        if request.body != nil || RequestValidation.methodsWithBodySemantics.contains(request.method),
+            !request.headers.contains("Content-Type")
+        {
+            try append("Content-Type:", to: headerList)
+        }
+        try check(ccurl_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList.raw), "CURLOPT_HTTPHEADER")
+        if let userAgent = options.userAgent {
+            try check(ccurl_easy_setopt_string(handle, CURLOPT_USERAGENT, userAgent), "CURLOPT_USERAGENT")
+        }
+        // "" = offer every encoding this libcurl decodes (gzip, deflate, br, zstd) and decode the body.
+        try check(ccurl_easy_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""), "CURLOPT_ACCEPT_ENCODING")
+    }
+
+    private func configureConnection(_ options: TransportOptions) throws(TransportError) {
+        let handle = easy.raw
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, options.timeout.roundedUpMilliseconds), "CURLOPT_TIMEOUT_MS")
+        try check(
+            ccurl_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeout.roundedUpMilliseconds),
+            "CURLOPT_CONNECTTIMEOUT_MS")
+        // An empty proxy string disables the http_proxy/https_proxy/all_proxy environment variables too.
+        try check(ccurl_easy_setopt_string(handle, CURLOPT_PROXY, options.proxy ?? ""), "CURLOPT_PROXY")
+        if !options.resolve.isEmpty {
+            for entry in options.resolve { try append(entry, to: resolveList) }
+            try check(ccurl_easy_setopt_slist(handle, CURLOPT_RESOLVE, resolveList.raw), "CURLOPT_RESOLVE")
+        }
+        let version: Int
+        switch options.httpVersion {
+        case nil: version = CURL_HTTP_VERSION_NONE
+        case .http1_1?: version = CURL_HTTP_VERSION_1_1
+        // HTTP/2 through TLS ALPN; cleartext stays on 1.1 because the h2c upgrade would add
+        // Upgrade/HTTP2-Settings headers nobody asked for.
+        case .http2?: version = CURL_HTTP_VERSION_2TLS
+        case .http3?: version = CURL_HTTP_VERSION_3
+        }
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, version), "CURLOPT_HTTP_VERSION")
+    }
+
+    private func configureTLS(_ options: TransportOptions) throws(TransportError) {
+        let handle = easy.raw
+        if let caFile = options.caFile {
+            try check(ccurl_easy_setopt_string(handle, CURLOPT_CAINFO, caFile), "CURLOPT_CAINFO")
+        }
+        if let certificate = options.clientCertificate {
+            try check(ccurl_easy_setopt_string(handle, CURLOPT_SSLCERT, certificate.certificatePath), "CURLOPT_SSLCERT")
+            try check(ccurl_easy_setopt_string(handle, CURLOPT_SSLCERTTYPE, "PEM"), "CURLOPT_SSLCERTTYPE")
+            try check(ccurl_easy_setopt_string(handle, CURLOPT_SSLKEY, certificate.keyPath), "CURLOPT_SSLKEY")
+            try check(ccurl_easy_setopt_string(handle, CURLOPT_SSLKEYTYPE, "PEM"), "CURLOPT_SSLKEYTYPE")
+        }
+        if options.insecure {
+            try check(ccurl_easy_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 0), "CURLOPT_SSL_VERIFYPEER")
+            try check(ccurl_easy_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 0), "CURLOPT_SSL_VERIFYHOST")
+        }
+    }
+
+    private func append(_ line: String, to list: CurlStringList) throws(TransportError) {
+        guard list.append(line) else {
+            throw TransportError(kind: .other, url: request.url, message: "curl_slist_append failed (out of memory)")
+        }
+    }
+
+    private func check(_ code: CURLcode, _ option: String) throws(TransportError) {
+        guard code != CURLE_OK else { return }
+        let kind: TransportError.Kind = code == CURLE_OUT_OF_MEMORY ? .other : .invalidRequest
+        throw TransportError(
+            kind: kind, url: request.url,
+            message: "libcurl \(CurlLibrary.version) refused \(option): \(String(cString: curl_easy_strerror(code)))")
+    }
+
+    // MARK: Callbacks (engine thread)
+
+    fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        guard body.count + bytes.count <= maxBodySize else {
+            bodyCapExceeded = true
+            return 0  // anything but the length given aborts the transfer with CURLE_WRITE_ERROR
+        }
+        body.append(contentsOf: bytes)
+        return bytes.count
+    }
+
+    fileprivate func receiveHeaderLine(_ bytes: UnsafeRawBufferPointer) -> Int {
+        headerParser.consume(line: bytes)
+        return bytes.count
+    }
+
+    // MARK: Completion (engine thread)
+
+    /// The outcome once libcurl reported the transfer done with `code`.
+    func outcome(_ code: CURLcode) -> Result<HTTPResponse, TransportError> {
+        let handle = easy.raw
+        guard code == CURLE_OK else {
+            var connectCode = 0
+            _ = ccurl_easy_getinfo_long(handle, CURLINFO_HTTP_CONNECTCODE, &connectCode)
+            let failure = CurlFailure(
+                code: code, detail: scrubber.scrub(String(cString: errorBuffer)), usedProxy: usedProxy,
+                proxyConnectStatus: connectCode, bodyCapExceeded: bodyCapExceeded, maxBodySize: maxBodySize)
+            return .failure(failure.transportError(url: request.url))
+        }
+        var status = 0
+        _ = ccurl_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        var versionCode = 0
+        _ = ccurl_easy_getinfo_long(handle, CURLINFO_HTTP_VERSION, &versionCode)
+        var totalMicroseconds: curl_off_t = 0
+        _ = ccurl_easy_getinfo_off_t(handle, CURLINFO_TOTAL_TIME_T, &totalMicroseconds)
+        let response = HTTPResponse(
+            status: status, url: request.url, headers: headerParser.headers, body: body,
+            httpVersion: Self.versionName(versionCode),
+            duration: .microseconds(totalMicroseconds))
+        return .success(response)
+    }
+
+    private static func versionName(_ code: Int) -> String {
+        switch code {
+        case CURL_HTTP_VERSION_1_0: "1.0"
+        case CURL_HTTP_VERSION_1_1: "1.1"
+        case CURL_HTTP_VERSION_2_0: "2"
+        case CURL_HTTP_VERSION_3: "3"
+        default: "1.1"
+        }
+    }
+}
+
+/// `CURLOPT_WRITEFUNCTION`: the userdata is the transfer, kept alive by the engine while libcurl runs it.
+private let curlWriteCallback: ccurl_data_callback = { buffer, size, count, userdata in
+    guard let userdata, let buffer else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
+    return transfer.receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
+}
+
+/// `CURLOPT_HEADERFUNCTION`: one complete header line per call (status lines and the empty line included).
+private let curlHeaderCallback: ccurl_data_callback = { buffer, size, count, userdata in
+    guard let userdata, let buffer else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
+    return transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: size * count))
+}

@@ -1,0 +1,151 @@
+import Foundation
+import CurlTransport
+import HTTPTransport
+import Testing
+
+/// A running `Fixtures/server.py`: started on 127.0.0.1 port 0, the port read from its first stdout line.
+final class FixtureServer: @unchecked Sendable {
+    let port: Int
+    private let process: Process
+    private let input: Pipe
+
+    struct StartFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private init(port: Int, process: Process, input: Pipe) {
+        self.port = port
+        self.process = process
+        self.input = input
+    }
+
+    static func start(arguments: [String] = []) throws -> FixtureServer {
+        guard let script = Bundle.module.url(forResource: "server", withExtension: "py", subdirectory: "Fixtures") else {
+            throw StartFailure(description: "Fixtures/server.py is missing from the test bundle")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script.path, "--port", "0"] + arguments
+        let output = Pipe()
+        let input = Pipe()  // the server exits when this closes, so it never outlives the test process
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var line = Data()
+        while !line.contains(0x0A) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        guard let text = String(data: line, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines),
+            let port = Int(text)
+        else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw StartFailure(description: "server.py did not print its port")
+        }
+        return FixtureServer(port: port, process: process, input: input)
+    }
+
+    func url(_ path: String, scheme: String = "http", host: String = "127.0.0.1") -> URL {
+        URL(string: "\(scheme)://\(host):\(port)\(path)")!
+    }
+
+    func stop() {
+        // SIGKILL: Foundation may start children with SIGTERM blocked, and the server holds nothing to flush.
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+}
+
+/// Runs `body` with a fresh server and client; both are stopped afterwards, whatever `body` did.
+func withServer<T>(
+    arguments: [String] = [], _ body: (FixtureServer, CurlHTTPClient) async throws -> T
+) async throws -> T {
+    let server = try FixtureServer.start(arguments: arguments)
+    defer { server.stop() }
+    let client = try CurlHTTPClient()
+    defer { client.shutdown() }
+    return try await body(server, client)
+}
+
+/// The server's view of a request, as `/echo` reports it.
+struct Echo: Decodable {
+    var method: String
+    var path: String
+    var headers: [[String]]
+    var body_length: Int
+    var body: String
+    var proxied: Bool
+    var client_cn: String?
+
+    var headerNames: [String] { headers.map { $0[0].lowercased() } }
+    func header(_ name: String) -> String? { headers.first { $0[0].lowercased() == name.lowercased() }?[1] }
+
+    init(_ response: HTTPResponse) throws { self = try JSONDecoder().decode(Echo.self, from: response.body) }
+}
+
+struct Stats: Decodable {
+    var connections: Int
+    var requests: Int
+}
+
+/// Throws unless `operation` fails with a TransportError; returns that error.
+func expectTransportError(
+    _ operation: () async throws(TransportError) -> HTTPResponse, sourceLocation: SourceLocation = #_sourceLocation
+) async -> TransportError? {
+    do {
+        let response = try await operation()
+        Issue.record("expected a TransportError, got status \(response.status)", sourceLocation: sourceLocation)
+        return nil
+    } catch {
+        return error
+    }
+}
+
+/// Self-signed server certificate and a client CA with one client certificate, made with the openssl CLI.
+struct TLSMaterial {
+    let directory: URL
+    var serverCertificate: String { directory.appendingPathComponent("server.pem").path }
+    var serverKey: String { directory.appendingPathComponent("server.key").path }
+    var clientCA: String { directory.appendingPathComponent("client-ca.pem").path }
+    var clientCertificate: String { directory.appendingPathComponent("client.pem").path }
+    var clientKey: String { directory.appendingPathComponent("client.key").path }
+
+    static func generate() throws -> TLSMaterial {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("curl-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let material = TLSMaterial(directory: directory)
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"]
+        try openssl(["req", "-x509"] + ec + [
+            "-keyout", material.serverKey, "-out", material.serverCertificate, "-subj", "/CN=secure.test",
+            "-addext", "subjectAltName=DNS:secure.test,IP:127.0.0.1",
+        ])
+        let caKey = directory.appendingPathComponent("client-ca.key").path
+        try openssl(["req", "-x509"] + ec + ["-keyout", caKey, "-out", material.clientCA, "-subj", "/CN=Fixture Client CA"])
+        let request = directory.appendingPathComponent("client.csr").path
+        try openssl(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                     "-keyout", material.clientKey, "-out", request, "-subj", "/CN=fixture-client"])
+        try openssl(["x509", "-req", "-in", request, "-CA", material.clientCA, "-CAkey", caKey, "-CAcreateserial",
+                     "-out", material.clientCertificate, "-days", "2"])
+        return material
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: directory) }
+
+    private static func openssl(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl"] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw FixtureServer.StartFailure(description: "openssl \(arguments[0]) failed with \(process.terminationStatus)")
+        }
+    }
+}
