@@ -211,6 +211,6 @@ import Testing
                   expect: {status: 42}
             cookies: {accept: sometimes, essentail: [x]}
             """)
-        #expect(found.map { "\($0.mark.line):\($0.mark.column)" } == ["2:10", "6:13", "7:12", "8:24", "9:19", "9:30"])
+        #expect(found.map { "\($0.mark.line):\($0.mark.column)" } == ["2:10", "6:7", "7:12", "8:24", "9:19", "9:30"])
     }
 }

@@ -232,7 +232,7 @@ struct SiteBuilder {
         case .mapping(let mapping, let node):
             if let steps = mapping.steps {
                 if let plugin = mapping.plugin {
-                    checker.error(plugin.mark, "login has both 'steps' and 'plugin'; a plugin login has no steps")
+                    checker.error(plugin.keyMark, "login has both 'steps' and 'plugin'; a plugin login has no steps")
                 }
                 for (key, present) in [("with", mapping.with != nil), ("env", mapping.env != nil),
                     ("timeout", mapping.timeout != nil), ("pass_credentials", mapping.passCredentials != nil)] where present {
@@ -288,7 +288,7 @@ struct SiteBuilder {
         let name = file.name?.value ?? "step \(index + 1)"
         let key = file.name == nil ? name : "step '\(name)'"
         if let every = file.every {
-            checker.error(every.mark, "\(key): 'every' applies only to check and keepalive")
+            checker.error(every.keyMark, "\(key): 'every' applies only to check and keepalive")
         }
         if file.plugin != nil {
             for method in methods(of: file) {
@@ -323,13 +323,13 @@ struct SiteBuilder {
 
     private mutating func buildProbe(_ marked: Marked<StepFile>, key: String, scope: VariableScope, baseURL: URL?) -> Probe? {
         let file = marked.value
-        if let name = file.name { checker.error(name.mark, "\(key): 'name' applies only to login steps") }
-        if let plugin = file.plugin { checker.error(plugin.mark, "\(key) is one HTTP request; plugins run only in login") }
+        if let name = file.name { checker.error(name.keyMark, "\(key): 'name' applies only to login steps") }
+        if let plugin = file.plugin { checker.error(plugin.keyMark, "\(key) is one HTTP request; plugins run only in login") }
         for keyName in Self.pluginKeys(of: file) where keyName != "timeout" {
             checker.error(marked.mark, "\(key): '\(keyName)' applies only to plugin steps")
         }
-        if let timeout = file.timeout { checker.error(timeout.mark, "\(key): set timeouts under http:, not on \(key)") }
-        if let formFrom = file.formFrom { checker.error(formFrom.mark, "\(key): form_from needs a previous response; use it in login steps") }
+        if let timeout = file.timeout { checker.error(timeout.keyMark, "\(key): set timeouts under http:, not on \(key)") }
+        if let formFrom = file.formFrom { checker.error(formFrom.keyMark, "\(key): form_from needs a previous response; use it in login steps") }
         if file.extract != nil { checker.error(marked.mark, "\(key): 'extract' applies only to login steps") }
         let defaultEvery = key == "check" ? Probe.defaultCheckInterval : Probe.defaultKeepaliveInterval
         let every = checker.positiveDuration(file.every, key: "\(key).every") ?? defaultEvery
@@ -345,9 +345,9 @@ struct SiteBuilder {
     private func methods(of file: StepFile) -> [(name: String, mark: SourceMark)] {
         var found: [(String, SourceMark)] = []
         for (name, value) in [("get", file.get), ("post", file.post), ("put", file.put), ("patch", file.patch), ("delete", file.delete)] {
-            if let value { found.append((name, value.mark)) }
+            if let value { found.append((name, value.keyMark)) }
         }
-        if let request = file.request { found.append(("request", request.mark)) }
+        if let request = file.request { found.append(("request", request.keyMark)) }
         return found
     }
 
@@ -429,17 +429,17 @@ struct SiteBuilder {
 
     private mutating func buildBody(_ file: StepFile, mark: SourceMark, key: String) -> RequestBody? {
         var bodies: [(String, SourceMark)] = []
-        if let form = file.form, file.formFrom == nil { bodies.append(("form", form.mark)) }
-        if let json = file.json { bodies.append(("json", json.node.mark)) }
-        if let body = file.body { bodies.append(("body", body.mark)) }
-        if let formFrom = file.formFrom { bodies.append(("form_from", formFrom.mark)) }
+        if let form = file.form, file.formFrom == nil { bodies.append(("form", form.keyMark)) }
+        if let json = file.json { bodies.append(("json", json.keyMark)) }
+        if let body = file.body { bodies.append(("body", body.keyMark)) }
+        if let formFrom = file.formFrom { bodies.append(("form_from", formFrom.keyMark)) }
         if bodies.count > 1 {
             let names = bodies.map { "'\($0.0)'" }.joined(separator: " and ")
             checker.error(bodies[1].1, "\(key) has two bodies, \(names); give one")
             return nil
         }
         if let contentType = file.contentType, file.body == nil {
-            checker.error(contentType.mark, "\(key): content_type applies only with 'body'")
+            checker.error(contentType.keyMark, "\(key): content_type applies only with 'body'")
         }
         if let formFrom = file.formFrom {
             guard let xpath = formFrom.value.xpath else {
@@ -798,5 +798,6 @@ extension Marked {
     init(value: Value, mark: SourceMark) {
         self.value = value
         self.mark = mark
+        keyMark = mark
     }
 }

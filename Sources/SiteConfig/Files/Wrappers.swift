@@ -1,13 +1,17 @@
 /// A decoded value and where it was written.
 struct Marked<Value: Decodable>: Decodable {
     var value: Value
+    /// Where the value starts.
     var mark: SourceMark
+    /// Where the key naming the value is written (the value's mark for list items).
+    var keyMark: SourceMark
 
     init(from decoder: any Decoder) throws {
         guard let decoder = decoder as? NodeDecoder else {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a YAML decoder"))
         }
         mark = decoder.node.mark
+        keyMark = decoder.keyMark ?? decoder.node.mark
         value = try decoder.decode(Value.self)
     }
 }
@@ -15,12 +19,15 @@ struct Marked<Value: Decodable>: Decodable {
 /// The node itself, for values whose shape is free (JSON bodies, `with:`) or decided by hand.
 struct RawNode: Decodable, DecodesNull {
     var node: YAMLNode
+    /// Where the key naming the node is written (the node's mark for list items).
+    var keyMark: SourceMark
 
     init(from decoder: any Decoder) throws {
         guard let decoder = decoder as? NodeDecoder else {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a YAML decoder"))
         }
         node = decoder.node
+        keyMark = decoder.keyMark ?? decoder.node.mark
     }
 }
 

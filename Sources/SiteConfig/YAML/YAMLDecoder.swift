@@ -49,14 +49,17 @@ struct NodeDecoder: Decoder {
     static let extensionKeyPrefix = "x-"
 
     let node: YAMLNode
+    /// Where the mapping key naming this node is written (nil for list items and the root).
+    let keyMark: SourceMark?
     let context: DecodingContext
     var codingPath: [any CodingKey]
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(node: YAMLNode, context: DecodingContext, codingPath: [any CodingKey] = []) {
+    init(node: YAMLNode, context: DecodingContext, codingPath: [any CodingKey] = [], keyMark: SourceMark? = nil) {
         self.node = node
         self.context = context
         self.codingPath = codingPath
+        self.keyMark = keyMark
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
@@ -111,8 +114,8 @@ struct NodeDecoder: Decoder {
         NodeError(node.mark, path.isEmpty ? message : "\(path): \(message)")
     }
 
-    func child(_ node: YAMLNode, key: any CodingKey) -> NodeDecoder {
-        NodeDecoder(node: node, context: context, codingPath: codingPath + [key])
+    func child(_ node: YAMLNode, key: any CodingKey, keyMark: SourceMark? = nil) -> NodeDecoder {
+        NodeDecoder(node: node, context: context, codingPath: codingPath + [key], keyMark: keyMark)
     }
 
     /// Decodes `T` from `node`: scalars through the single-value container, others by `init(from:)`.
@@ -155,9 +158,13 @@ private struct KeyedNodeContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
     func contains(_ key: Key) -> Bool { names.contains(key.stringValue) }
 
     private func value(_ key: Key) -> YAMLNode? {
-        let name = key.stringValue
-        guard let index = names.firstIndex(of: name) else { return nil }
+        guard let index = names.firstIndex(of: key.stringValue) else { return nil }
         return pairs[index].value
+    }
+
+    private func child(_ node: YAMLNode, _ key: Key) -> NodeDecoder {
+        let keyMark = names.firstIndex(of: key.stringValue).map { pairs[$0].key.mark }
+        return decoder.child(node, key: key, keyMark: keyMark)
     }
 
     func decodeNil(forKey key: Key) throws -> Bool { value(key)?.isNull ?? true }
@@ -166,14 +173,14 @@ private struct KeyedNodeContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
         guard let node = value(key) else {
             throw NodeError(decoder.node.mark, "missing key '\(key.stringValue)'")
         }
-        return try decoder.child(node, key: key).decode(T.self)
+        return try child(node, key).decode(T.self)
     }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
         guard let node = value(key) else { return nil }
         if node.isNull && !(T.self is any DecodesNull.Type) { return nil }
         do {
-            return try decoder.child(node, key: key).decode(T.self)
+            return try child(node, key).decode(T.self)
         } catch {
             decoder.context.record(error, at: node.mark)
             return nil
