@@ -14,6 +14,10 @@ struct CurlFailure {
     /// The write callback refused data because of `maxBodySize`.
     var bodyCapExceeded: Bool
     var maxBodySize: Int
+    /// The TLS handshake completed on a new connection and the server then closed it before answering.
+    /// With TLS 1.3 the client finishes its handshake before the server has checked the client's
+    /// certificate, so this is how a server refuses a missing or unaccepted client certificate.
+    var closedRightAfterTLSHandshake: Bool
 
     func transportError(url: URL) -> TransportError {
         let kind = self.kind
@@ -31,12 +35,12 @@ struct CurlFailure {
         case CURLE_COULDNT_CONNECT:
             // With a proxy the only peer we connect to is the proxy.
             return usedProxy ? .proxy : .connect
-        case CURLE_INTERFACE_FAILED, CURLE_SEND_ERROR:
+        case CURLE_INTERFACE_FAILED:
             return .connect
-        case CURLE_RECV_ERROR:
-            // TLS 1.3 servers reject a missing or unknown client certificate with an alert that arrives on
-            // the first read after the handshake; libcurl reports it as a receive error.
-            return detail.contains("SSL") || detail.contains("alert") ? .tls : .connect
+        case CURLE_SEND_ERROR, CURLE_RECV_ERROR:
+            // A TLS alert read after the handshake (libcurl reports it as a receive error) or a reset right
+            // after it is the server refusing the TLS session, not a network failure.
+            return closedRightAfterTLSHandshake || detail.contains("SSL") ? .tls : .connect
         case CURLE_OPERATION_TIMEDOUT:
             return .timeout
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_ENGINE_NOTFOUND,
@@ -62,6 +66,10 @@ struct CurlFailure {
         }
         let summary = String(cString: curl_easy_strerror(code))
         var text = detail.isEmpty || detail == summary ? summary : "\(detail) (\(summary))"
+        if kind == .tls && closedRightAfterTLSHandshake {
+            text += "; the server closed the connection right after the TLS handshake, which is how TLS 1.3 servers "
+                + "refuse a missing or untrusted client certificate"
+        }
         if kind == .proxy && proxyConnectStatus != 0 {
             text += "; the proxy answered CONNECT with status \(proxyConnectStatus)"
         }

@@ -213,9 +213,17 @@ final class CurlTransfer: @unchecked Sendable {
         guard code == CURLE_OK else {
             var connectCode = 0
             _ = ccurl_easy_getinfo_long(handle, CURLINFO_HTTP_CONNECTCODE, &connectCode)
+            var newConnections = 0
+            _ = ccurl_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &newConnections)
+            var headerBytes = 0
+            _ = ccurl_easy_getinfo_long(handle, CURLINFO_HEADER_SIZE, &headerBytes)
+            var tlsDoneMicroseconds: curl_off_t = 0
+            _ = ccurl_easy_getinfo_off_t(handle, CURLINFO_APPCONNECT_TIME_T, &tlsDoneMicroseconds)
             let failure = CurlFailure(
                 code: code, detail: scrubber.scrub(String(cString: errorBuffer)), usedProxy: usedProxy,
-                proxyConnectStatus: connectCode, bodyCapExceeded: bodyCapExceeded, maxBodySize: maxBodySize)
+                proxyConnectStatus: connectCode, bodyCapExceeded: bodyCapExceeded, maxBodySize: maxBodySize,
+                closedRightAfterTLSHandshake: request.url.scheme?.lowercased() == "https" && newConnections > 0
+                    && headerBytes == 0 && tlsDoneMicroseconds > 0)
             return .failure(failure.transportError(url: request.url))
         }
         var status = 0

@@ -215,7 +215,7 @@ struct CurlHTTPClientTests {
 
     @Test("a closed port is a connect error")
     func connectionRefused() async throws {
-        let server = try FixtureServer.start()
+        let server = try await FixtureServer.start()
         let url = server.url("/echo")
         server.stop()
         let client = try CurlHTTPClient()
@@ -270,7 +270,7 @@ struct CurlHTTPClientTests {
             #expect(echo.proxied)
             #expect(echo.path == "http://origin.invalid/echo")
 
-            let closed = try FixtureServer.start()
+            let closed = try await FixtureServer.start()
             let closedPort = closed.port
             closed.stop()
             options.proxy = "http://user:proxysecret@127.0.0.1:\(closedPort)"
@@ -380,7 +380,7 @@ struct CurlHTTPClientTests {
 
     @Test("shutdown fails running and later requests")
     func shutdown() async throws {
-        let server = try FixtureServer.start()
+        let server = try await FixtureServer.start()
         defer { server.stop() }
         let client = try CurlHTTPClient()
         let url = server.url("/slow?delay=10")

@@ -19,7 +19,7 @@ final class FixtureServer: @unchecked Sendable {
         self.input = input
     }
 
-    static func start(arguments: [String] = []) throws -> FixtureServer {
+    static func start(arguments: [String] = []) async throws -> FixtureServer {
         guard let script = Bundle.module.url(forResource: "server", withExtension: "py", subdirectory: "Fixtures") else {
             throw StartFailure(description: "Fixtures/server.py is missing from the test bundle")
         }
@@ -32,11 +32,19 @@ final class FixtureServer: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
+        // Read the port line on a plain thread: a blocking read must not hold a cooperative-pool thread
+        // while dozens of tests start their servers at once.
+        let reader = output.fileHandleForReading
+        let line = await withCheckedContinuation { (continuation: CheckedContinuation<Data, Never>) in
+            Thread {
+                var line = Data()
+                while !line.contains(0x0A) {
+                    let chunk = reader.availableData
+                    if chunk.isEmpty { break }
+                    line.append(chunk)
+                }
+                continuation.resume(returning: line)
+            }.start()
         }
         guard let text = String(data: line, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines),
             let port = Int(text)
@@ -65,7 +73,7 @@ final class FixtureServer: @unchecked Sendable {
 func withServer<T>(
     arguments: [String] = [], _ body: (FixtureServer, CurlHTTPClient) async throws -> T
 ) async throws -> T {
-    let server = try FixtureServer.start(arguments: arguments)
+    let server = try await FixtureServer.start(arguments: arguments)
     defer { server.stop() }
     let client = try CurlHTTPClient()
     defer { client.shutdown() }

@@ -1,0 +1,96 @@
+@testable import CurlTransport
+import HTTPTransport
+import Testing
+
+/// The pure parts, without I/O: the header-block state machine and option validation.
+@Suite("Response header blocks and option validation")
+struct ParsingTests {
+    private func parse(_ lines: [String]) -> ResponseHeaderParser {
+        var parser = ResponseHeaderParser()
+        for line in lines { parser.consume(line: line) }
+        return parser
+    }
+
+    @Test("interim 100 and 103 blocks are dropped; the final block's fields stay in order")
+    func interimBlocks() {
+        let parser = parse([
+            "HTTP/1.1 100 Continue\r\n", "\r\n",
+            "HTTP/1.1 103 Early Hints\r\n", "Link: </a.css>; rel=preload\r\n", "\r\n",
+            "HTTP/1.1 200 OK\r\n", "Set-Cookie: a=1\r\n", "Content-Type: text/html\r\n", "Set-Cookie: b=2\r\n", "\r\n",
+        ])
+        #expect(parser.status == 200)
+        #expect(parser.blockCount == 3)
+        #expect(parser.headers.fields.map(\.name) == ["Set-Cookie", "Content-Type", "Set-Cookie"])
+        #expect(parser.headers.values(for: "set-cookie") == ["a=1", "b=2"])
+        #expect(parser.headers["Link"] == nil)
+    }
+
+    @Test("trailers after the final block are not response headers")
+    func trailersIgnored() {
+        let parser = parse(["HTTP/1.1 200 OK\r\n", "Transfer-Encoding: chunked\r\n", "\r\n", "X-Checksum: abc\r\n", "\r\n"])
+        #expect(parser.headers.count == 1)
+        #expect(parser.headers["X-Checksum"] == nil)
+    }
+
+    @Test("HTTP/2 status lines, optional whitespace, obs-fold and empty values")
+    func fieldSyntax() {
+        let parser = parse([
+            "HTTP/2 302\r\n", "location:   /next \t\r\n", "x-folded: first\r\n", " second\r\n", "x-empty:\r\n",
+            "no colon here\r\n", "\r\n",
+        ])
+        #expect(parser.status == 302)
+        #expect(parser.headers["Location"] == "/next")
+        #expect(parser.headers["X-Folded"] == "first second")
+        #expect(parser.headers["X-Empty"] == "")
+        #expect(parser.headers.count == 3)
+    }
+
+    @Test("a proxy's CONNECT answer is replaced by the origin's response")
+    func connectBlock() {
+        let parser = parse([
+            "HTTP/1.1 200 Connection established\r\n", "\r\n", "HTTP/1.1 404 Not Found\r\n", "Server: origin\r\n", "\r\n",
+        ])
+        #expect(parser.status == 404)
+        #expect(parser.headers["Server"] == "origin")
+    }
+
+    @Test("non-UTF-8 bytes are kept as ISO-8859-1")
+    func latin1() {
+        var parser = ResponseHeaderParser()
+        parser.consume(line: "HTTP/1.1 200 OK\r\n")
+        let bytes: [UInt8] = Array("X-Name: caf".utf8) + [0xE9] + [0x0D, 0x0A]
+        bytes.withUnsafeBytes { parser.consume(line: $0) }
+        #expect(parser.headers["X-Name"] == "café")
+    }
+
+    @Test("resolve entries follow curl's HOST:PORT:ADDRESS[,ADDRESS] syntax",
+          arguments: [
+            ("example.com:443:10.0.0.1", true), ("example.com:443:10.0.0.1,10.0.0.2", true),
+            ("example.com:443:[::1]", true), ("+example.com:443:10.0.0.1", true), ("-example.com:443", true),
+            ("example.com:443", false), ("example.com:0:10.0.0.1", false), ("example.com:http:10.0.0.1", false),
+            (":443:10.0.0.1", false), ("example.com:443:", false), ("example.com:443:not-an-ip", false),
+            ("example.com:443:::1", false),
+          ])
+    func resolveSyntax(entry: String, valid: Bool) {
+        #expect((RequestValidation.resolveEntryProblem(entry) == nil) == valid)
+    }
+
+    @Test("method and header names must be RFC 9110 tokens; values must not hold CR, LF or NUL")
+    func tokens() {
+        #expect(RequestValidation.isToken("PURGE"))
+        #expect(RequestValidation.isToken("X-Custom_1.2"))
+        #expect(!RequestValidation.isToken(""))
+        #expect(!RequestValidation.isToken("GET /"))
+        #expect(!RequestValidation.isToken("Na:me"))
+        #expect(RequestValidation.isFieldValue("a b\tc"))
+        #expect(!RequestValidation.isFieldValue("a\r\nb"))
+        #expect(!RequestValidation.isFieldValue("a\u{0}b"))
+    }
+
+    @Test("durations become whole milliseconds, rounded up")
+    func milliseconds() {
+        #expect(Duration.seconds(30).roundedUpMilliseconds == 30_000)
+        #expect(Duration.microseconds(1).roundedUpMilliseconds == 1)
+        #expect(Duration.milliseconds(1500).roundedUpMilliseconds == 1500)
+    }
+}
