@@ -8,7 +8,9 @@ public enum CookieRules {
 
     /// RFC 6265 section 5.1.2 canonical host: lower case, IPv6 brackets removed.
     public static func canonicalHost(of url: URL) -> String? {
-        guard var host = url.host(percentEncoded: false), !host.isEmpty else { return nil }
+        // The encoded form is cheaper to get; hosts rarely hold a percent escape, decoded only then.
+        guard var host = url.host(percentEncoded: true), !host.isEmpty else { return nil }
+        if host.utf8.contains(0x25), let decoded = url.host(percentEncoded: false) { host = decoded }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return canonicalDomain(host)
     }
@@ -34,10 +36,11 @@ public enum CookieRules {
     /// name (never of an IP address).
     public static func domainMatches(host: String, domain: String) -> Bool {
         if host == domain { return true }
-        guard host.utf8.count > domain.utf8.count, host.utf8.reversed().starts(with: domain.utf8.reversed()) else { return false }
-        let hostBytes = host.utf8
-        let dotIndex = hostBytes.index(hostBytes.endIndex, offsetBy: -(domain.utf8.count + 1))
-        return hostBytes[dotIndex] == 0x2E && !isIPAddress(host)
+        let hostBytes = host.utf8, domainBytes = domain.utf8
+        guard hostBytes.count > domainBytes.count else { return false }
+        let suffixStart = hostBytes.index(hostBytes.endIndex, offsetBy: -domainBytes.count)
+        guard hostBytes[suffixStart...].elementsEqual(domainBytes) else { return false }
+        return hostBytes[hostBytes.index(before: suffixStart)] == 0x2E && !isIPAddress(host)
     }
 
     /// RFC 6265 section 5.1.4 path-match.
