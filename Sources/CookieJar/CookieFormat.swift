@@ -54,7 +54,8 @@ public struct CookieFormatError: Error, Sendable, Hashable, CustomStringConverti
 
 /// Reading and writing cookies in each ``CookieFormat``. Every round trip keeps what the format can hold:
 /// `json` everything; `netscape` all but SameSite, the times and legacy attributes (expiry to the second);
-/// `playwright` all but the times and legacy attributes; `set-cookie` all but the times; `header` names and values.
+/// `playwright` all but the times and legacy attributes (an unset SameSite is written as Lax); `set-cookie`
+/// all but the times; `header` names and values.
 public enum CookieCodec {
     /// Writes cookies in `format`, in the order given.
     public static func encode(_ cookies: [Cookie], as format: CookieFormat) -> String {
@@ -298,9 +299,9 @@ enum PlaywrightFormat {
                 ("expires", cookie.expires.map { JSONWriter.number($0.timeIntervalSince1970) } ?? "-1"),
                 ("httpOnly", String(cookie.httpOnly)),
                 ("secure", String(cookie.secure)),
+                // Playwright always writes sameSite; an unset attribute is what browsers treat as Lax (6265bis 5.6.7).
+                ("sameSite", JSONWriter.string((cookie.sameSite ?? .lax).rawValue.capitalized)),
             ]
-            // Playwright's sameSite is optional on input; leaving it out keeps "unset" distinct from "Lax".
-            if let sameSite = cookie.sameSite { members.append(("sameSite", JSONWriter.string(sameSite.rawValue.capitalized))) }
             return "    {" + members.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}"
         }
         let list = objects.isEmpty ? "[]" : "[\n" + objects.joined(separator: ",\n") + "\n  ]"
