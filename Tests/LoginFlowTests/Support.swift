@@ -69,7 +69,9 @@ final class EventLog: Sendable {
 enum Fixture {
     static let base = URL(string: "https://app.example.com/")!
     static let mark = SourceMark(file: "/sites/test.yaml", line: 3, column: 5)
-    static var directory: URL { URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures") }
+    static var directory: URL {
+        URL(fileURLWithPath: #filePath).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("Fixtures")
+    }
 
     static func template(_ text: String) -> Template { try! Template(parsing: text) }
 
