@@ -18,6 +18,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     private let headerList = CurlStringList()
     private let resolveList = CurlStringList()
+    private let proxyHeaderList = CurlStringList()
     private let errorBuffer: UnsafeMutablePointer<CChar>
     private let maxBodySize: Int
     private let usedProxy: Bool
@@ -142,6 +143,12 @@ final class CurlTransfer: @unchecked Sendable {
             "CURLOPT_CONNECTTIMEOUT_MS")
         // An empty proxy string disables the http_proxy/https_proxy/all_proxy environment variables too.
         try check(ccurl_easy_setopt_string(handle, CURLOPT_PROXY, options.proxy ?? ""), "CURLOPT_PROXY")
+        if usedProxy {
+            // libcurl adds the legacy "Proxy-Connection: Keep-Alive" to requests it sends through an HTTP proxy
+            // without a tunnel; the proxy may pass it on to the site. Nobody asked for it.
+            try append("Proxy-Connection:", to: proxyHeaderList)
+            try check(ccurl_easy_setopt_slist(handle, CURLOPT_PROXYHEADER, proxyHeaderList.raw), "CURLOPT_PROXYHEADER")
+        }
         if !options.resolve.isEmpty {
             for entry in options.resolve { try append(entry, to: resolveList) }
             try check(ccurl_easy_setopt_slist(handle, CURLOPT_RESOLVE, resolveList.raw), "CURLOPT_RESOLVE")

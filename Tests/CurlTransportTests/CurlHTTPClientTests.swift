@@ -269,6 +269,7 @@ struct CurlHTTPClientTests {
             let echo = try Echo(response)
             #expect(echo.proxied)
             #expect(echo.path == "http://origin.invalid/echo")
+            #expect(Set(echo.headerNames) == ["host", "accept-encoding"], "no Proxy-Connection or other added header")
 
             let closed = try await FixtureServer.start()
             let closedPort = closed.port
