@@ -11,7 +11,10 @@ final class YAMLParser {
     /// Most nodes a document may expand to through aliases ("billion laughs" guard).
     static let maximumWeight = 1_000_000
 
-    private var parser = yaml_parser_t()
+    /// Heap-allocated: libyaml keeps pointers into the struct (its read handler's data is the
+    /// parser itself), so its address must never change, which a Swift property does not promise.
+    private let parser: UnsafeMutablePointer<yaml_parser_t>
+    private let initialized: Bool
     private let input: UnsafeMutableBufferPointer<UInt8>
     private let file: String
     /// Problems that do not stop the parse (duplicate keys, bad merge values).
@@ -19,16 +22,21 @@ final class YAMLParser {
 
     init(text: String, file: String) {
         self.file = file
-        var bytes = Array(text.utf8)
-        if bytes.isEmpty { bytes = [] }
+        let bytes = Array(text.utf8)
+        // libyaml reads the buffer during parsing, so it lives as long as the parser (capacity 1 at
+        // least: an empty allocation has no base address).
         input = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(bytes.count, 1))
         _ = input.initialize(from: bytes)
-        yaml_parser_initialize(&parser)
-        yaml_parser_set_input_string(&parser, input.baseAddress, bytes.count)
+        parser = UnsafeMutablePointer<yaml_parser_t>.allocate(capacity: 1)
+        parser.initialize(to: yaml_parser_t())
+        initialized = yaml_parser_initialize(parser) == 1
+        if initialized { yaml_parser_set_input_string(parser, input.baseAddress, bytes.count) }
     }
 
     deinit {
-        yaml_parser_delete(&parser)
+        if initialized { yaml_parser_delete(parser) }
+        parser.deinitialize(count: 1)
+        parser.deallocate()
         input.deallocate()
     }
 
@@ -39,13 +47,16 @@ final class YAMLParser {
 
     /// Parses the single document; nil for a file without any document (empty or only comments).
     func parseDocument() throws(ConfigError) -> YAMLNode? {
+        guard initialized else {
+            throw ConfigError(ConfigDiagnostic(SourceMark(file: file, line: 1, column: 1), "out of memory starting the YAML parser"))
+        }
         var anchors: [String: YAMLNode] = [:]
         var stack: [Frame] = []
         var document: YAMLNode?
         var documents = 0
         while true {
             var event = yaml_event_t()
-            guard yaml_parser_parse(&parser, &event) == 1 else { throw syntaxError() }
+            guard yaml_parser_parse(parser, &event) == 1 else { throw syntaxError() }
             defer { yaml_event_delete(&event) }
             let mark = self.mark(event.start_mark)
             switch event.type {
@@ -163,22 +174,23 @@ final class YAMLParser {
     }
 
     private func syntaxError() -> ConfigError {
-        let problem = parser.problem.map { String(cString: $0) } ?? "invalid YAML"
+        let state = parser.pointee
+        let problem = state.problem.map { String(cString: $0) } ?? "invalid YAML"
         var message = problem
-        if let context = parser.context {
+        if let context = state.context {
             message += " " + String(cString: context)
-            if parser.context_mark.line != parser.problem_mark.line || parser.context_mark.column != parser.problem_mark.column {
-                message += " at line \(parser.context_mark.line + 1), column \(parser.context_mark.column + 1)"
+            if state.context_mark.line != state.problem_mark.line || state.context_mark.column != state.problem_mark.column {
+                message += " at line \(state.context_mark.line + 1), column \(state.context_mark.column + 1)"
             }
         }
         let mark: SourceMark
-        switch parser.error {
+        switch state.error {
         case YAML_READER_ERROR:
             // Reader errors report a byte offset rather than a line.
-            message = "\(problem) at byte \(parser.problem_offset) (files must be UTF-8)"
+            message = "\(problem) at byte \(state.problem_offset) (files must be UTF-8)"
             mark = SourceMark(file: file, line: 1, column: 1)
         default:
-            mark = self.mark(parser.problem_mark)
+            mark = self.mark(state.problem_mark)
         }
         return ConfigError(ConfigDiagnostic(mark, "YAML syntax: \(message)"))
     }
