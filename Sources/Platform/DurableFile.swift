@@ -47,7 +47,8 @@ public enum DurableFile {
     public static func read(_ path: String) throws(SystemError) -> [UInt8] {
         let fd = try Syscall.open(path, O_RDONLY)
         defer { Syscall.close(fd) }
-        return try Syscall.readAll(fd, path: path)
+        let size = try Syscall.fstat(fd, path: path).size
+        return try Syscall.readAll(fd, path: path, expectedSize: Int(size))
     }
 
     /// fsync of a folder, which makes renames and unlinks inside it durable.

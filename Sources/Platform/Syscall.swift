@@ -43,10 +43,11 @@ public enum Syscall {
         }
     }
 
-    /// Reads the whole file into memory.
-    public static func readAll(_ fd: Int32, path: String?) throws(SystemError) -> [UInt8] {
+    /// Reads the whole file into memory. `expectedSize` (from fstat) sizes the read buffer so that a
+    /// small file costs one small read; the loop still reads to the end whatever the file holds.
+    public static func readAll(_ fd: Int32, path: String?, expectedSize: Int? = nil) throws(SystemError) -> [UInt8] {
         var result: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        var chunk = [UInt8](repeating: 0, count: expectedSize.map { min(max($0 + 1, 512), 64 * 1024) } ?? 64 * 1024)
         while true {
             let count = chunk.withUnsafeMutableBytes { buffer in Glibc.read(fd, buffer.baseAddress, buffer.count) }
             if count < 0 {

@@ -23,10 +23,11 @@ public enum Terminal {
         var quiet = saved
         quiet.c_lflag &= ~tcflag_t(ECHO)
         quiet.c_lflag |= tcflag_t(ECHONL)
-        let promptBytes = Array(prompt.utf8)
-        _ = promptBytes.withUnsafeBytes { buffer in Glibc.write(2, buffer.baseAddress, buffer.count) }
+        // Echo goes off before the prompt appears, so nothing typed after the prompt is ever echoed.
         try Syscall.retryingOnInterrupt("tcsetattr", path: "terminal") { tcsetattr(fd, TCSAFLUSH, &quiet) }
         defer { _ = tcsetattr(fd, TCSAFLUSH, &saved) }
+        let promptBytes = Array(prompt.utf8)
+        _ = promptBytes.withUnsafeBytes { buffer in Glibc.write(2, buffer.baseAddress, buffer.count) }
         var line: [UInt8] = []
         var byte: UInt8 = 0
         while line.count < limit {

@@ -138,6 +138,10 @@ struct VaultCrashWriterCommand: AsyncParsableCommand {
             Console.out("ready")
             var round = firstRound
             while true {
+                // Rotating first puts a rotation in progress right after `ready`, where most kills land.
+                if rotate {
+                    do { try vault.rotate() } catch { throw CLIFailure(vaultError: error) }
+                }
                 for item in 0..<items {
                     do {
                         try vault.set(CrashTestValue.bytes(item: item, round: round), for: ItemReference(.siteState, "item-\(item)"))
@@ -145,9 +149,6 @@ struct VaultCrashWriterCommand: AsyncParsableCommand {
                         throw CLIFailure(vaultError: error)
                     }
                     Console.out("\(item) \(round)")
-                }
-                if rotate {
-                    do { try vault.rotate() } catch { throw CLIFailure(vaultError: error) }
                 }
                 round += 1
             }
