@@ -291,7 +291,7 @@ enum JSONCookieFormat {
 enum PlaywrightFormat {
     static func encode(_ cookies: [Cookie]) -> String {
         let objects = cookies.map { cookie -> String in
-            var members: [(String, String)] = [
+            let members: [(String, String)] = [
                 ("name", JSONWriter.string(cookie.name)),
                 ("value", JSONWriter.string(cookie.value)),
                 ("domain", JSONWriter.string((cookie.hostOnly ? "" : ".") + cookie.domain)),
