@@ -51,7 +51,8 @@ public final class CurlHTTPClient: HTTPClient, Sendable {
     /// A request `Content-Length` header is ignored: libcurl derives it from the body. Cancelling the calling
     /// task aborts the transfer and throws an error of kind `.other`.
     public func send(_ request: HTTPRequest, options: TransportOptions) async throws(TransportError) -> HTTPResponse {
-        let transfer = try CurlTransfer(id: engine.makeID(), request: request, options: options)
+        let transfer = try CurlTransfer(
+            id: engine.makeID(), request: request, options: options, makeEasyHandle: engine.makeEasyHandle)
         let engine = self.engine
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CurlTransfer.Completion) in

@@ -7,7 +7,10 @@ import HTTPTransport
 let curlGlobalInitResult: CURLcode = ccurl_global_init_default()
 
 /// Owns one easy handle (one transfer's settings and state); `curl_easy_cleanup` in deinit.
-final class CurlEasyHandle {
+///
+/// `@unchecked Sendable`: libcurl allows an easy handle on any thread as long as one thread uses it at a
+/// time; it moves between the submitting task and the engine thread only through the engine's lock.
+final class CurlEasyHandle: @unchecked Sendable {
     let raw: UnsafeMutableRawPointer
 
     init?() {

@@ -24,6 +24,12 @@ final class CurlMultiEngine: Sendable {
         var cancelRequests: [UInt64] = []
         var finishedSinceLastSwap: [UInt64] = []
         var stopping = false
+        /// The thread may be (about to be) asleep in `curl_multi_poll`: the next submitter must wake it.
+        /// False while it is awake and will look at the queue anyway, which saves a wakeup per request
+        /// under load.
+        var threadMayBeSleeping = false
+        /// Reset easy handles kept for reuse (saves `curl_easy_init` and its allocations per request).
+        var idleEasyHandles: [CurlEasyHandle] = []
         var thread: pthread_t?
         var nextID: UInt64 = 1
     }
@@ -31,6 +37,9 @@ final class CurlMultiEngine: Sendable {
     private let multi: CurlMultiHandle
     private let state = Mutex(SharedState())
     let configuration: CurlHTTPClient.Configuration
+
+    /// Easy handles kept for reuse; more than this many idle ones are freed.
+    private static let maxIdleEasyHandles = 64
 
     /// How long `curl_multi_poll` may sleep when nothing is due; a wakeup or socket activity ends it sooner.
     private static let idlePollMilliseconds: Int32 = 5_000
@@ -73,20 +82,26 @@ final class CurlMultiEngine: Sendable {
         }
     }
 
+    /// A reset easy handle from the pool, or a new one (nil only when libcurl cannot allocate).
+    func makeEasyHandle() -> CurlEasyHandle? {
+        state.withLock { $0.idleEasyHandles.popLast() } ?? CurlEasyHandle()
+    }
+
     enum SubmitRefusal { case cancelled, shutDown }
 
     /// Queues a transfer for the engine thread; nil when queued, else why not (the caller resumes itself).
     func submit(_ transfer: CurlTransfer) -> SubmitRefusal? {
-        let refusal: SubmitRefusal? = state.withLock { state in
-            if state.stopping { return .shutDown }
+        let (refusal, wake): (SubmitRefusal?, Bool) = state.withLock { state in
+            if state.stopping { return (.shutDown, false) }
             // Checked under the lock that `cancel` takes: a cancel either sees the transfer live, or
             // happened before this check and is seen here.
-            if Task.isCancelled { return .cancelled }
+            if Task.isCancelled { return (.cancelled, false) }
             state.incoming.append(transfer)
             state.live.insert(transfer.id)
-            return nil
+            defer { state.threadMayBeSleeping = false }
+            return (nil, state.threadMayBeSleeping)
         }
-        if refusal == nil { multi.wakeUp() }
+        if wake { multi.wakeUp() }
         return refusal
     }
 
@@ -139,6 +154,7 @@ final class CurlMultiEngine: Sendable {
             let result = outcome(transfer)
             curl_multi_remove_handle(multi.raw, transfer.easy.raw)
             finished.append(id)
+            recycle(transfer.easy)
             transfer.continuation?.resume(returning: result)
             transfer.continuation = nil
         }
@@ -193,8 +209,15 @@ final class CurlMultiEngine: Sendable {
                 finish(id) { $0.outcome(code) }
             }
 
-            let timeout = active.isEmpty ? Self.idlePollMilliseconds : 1_000
-            _ = curl_multi_poll(multi.raw, nil, 0, timeout, nil)
+            let mayPoll = state.withLock { state in
+                guard state.incoming.isEmpty, state.cancelRequests.isEmpty, !state.stopping else { return false }
+                state.threadMayBeSleeping = true
+                return true
+            }
+            if mayPoll {
+                let timeout = active.isEmpty ? Self.idlePollMilliseconds : 1_000
+                _ = curl_multi_poll(multi.raw, nil, 0, timeout, nil)
+            }
         }
 
         // Anything submitted between the last swap and `stopping` was refused by `submit`; anything still
@@ -206,6 +229,16 @@ final class CurlMultiEngine: Sendable {
         for transfer in leftovers {
             transfer.continuation?.resume(returning: .failure(Self.shutDownError(transfer.request.url)))
             transfer.continuation = nil
+        }
+    }
+
+    /// Returns a finished transfer's easy handle to the pool. The transfer keeps its reference but never
+    /// touches the handle again; `curl_easy_reset` clears every option (and with it every pointer into the
+    /// transfer) while keeping nothing of the request.
+    private func recycle(_ easy: CurlEasyHandle) {
+        curl_easy_reset(easy.raw)
+        state.withLock { state in
+            if state.idleEasyHandles.count < Self.maxIdleEasyHandles { state.idleEasyHandles.append(easy) }
         }
     }
 

@@ -27,12 +27,12 @@ final class CurlTransfer: @unchecked Sendable {
     private var headerParser = ResponseHeaderParser()
     private var bodyCapExceeded = false
 
-    init(id: UInt64, request: HTTPRequest, options: TransportOptions) throws(TransportError) {
+    /// Validates the request, then configures an easy handle from `makeEasyHandle` for it.
+    init(
+        id: UInt64, request: HTTPRequest, options: TransportOptions, makeEasyHandle: () -> CurlEasyHandle?
+    ) throws(TransportError) {
         try RequestValidation.validate(request, options)
-        guard curlGlobalInitResult == CURLE_OK else {
-            throw TransportError(kind: .other, url: request.url, message: "curl_global_init failed")
-        }
-        guard let easy = CurlEasyHandle() else {
+        guard let easy = makeEasyHandle() else {
             throw TransportError(kind: .other, url: request.url, message: "curl_easy_init failed (out of memory)")
         }
         self.id = id
