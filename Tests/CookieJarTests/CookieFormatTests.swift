@@ -102,6 +102,23 @@ struct CookieFormatTests {
         #expect(cookies[2].value == "")
     }
 
+    @Test("netscape: a file libcurl 7.88 wrote (Fixtures/curl-7.88-cookies.txt) reads, and writes back line for line")
+    func netscapeFromLibcurl() throws {
+        let text = String(decoding: try Fixtures.data("curl-7.88-cookies.txt"), as: UTF8.self)
+        let cookies = try CookieCodec.decode(text, as: .netscape, url: nil, now: Self.now)
+        let byName = Dictionary(uniqueKeysWithValues: cookies.map { ($0.name, $0) })
+        let sid = try #require(byName["sid"])
+        #expect(sid.domain == "example.com" && !sid.hostOnly && sid.secure && sid.httpOnly)
+        #expect(sid.expires == CookieDateParser.parse("Fri, 01 Jan 2049 00:00:00 GMT"))
+        let session = try #require(byName["session"])
+        #expect(session.hostOnly && session.isSessionOnly && session.httpOnly && session.secure && session.path == "/x")
+        #expect(byName["theme"]?.isSessionOnly == true && byName["hostonly"]?.hostOnly == true)
+        func dataLines(_ text: String) -> Set<String> {
+            Set(text.split(separator: "\n").map(String.init).filter { !$0.isEmpty && (!$0.hasPrefix("#") || $0.hasPrefix("#HttpOnly_")) })
+        }
+        #expect(dataLines(CookieCodec.encode(cookies, as: .netscape)) == dataLines(text))
+    }
+
     @Test("playwright storageState round trip")
     func playwrightRoundTrip() throws {
         let text = CookieCodec.encode(Self.sample, as: .playwright)
