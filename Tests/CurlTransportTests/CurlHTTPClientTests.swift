@@ -271,6 +271,13 @@ struct CurlHTTPClientTests {
             #expect(echo.path == "http://origin.invalid/echo")
             #expect(Set(echo.headerNames) == ["host", "accept-encoding"], "no Proxy-Connection or other added header")
 
+            // HTTPS through an HTTP proxy is a CONNECT tunnel; this proxy refuses it.
+            let refused = await expectTransportError { () async throws(TransportError) in
+                try await client.send(HTTPRequest(url: URL(string: "https://origin.invalid/")!), options: options)
+            }
+            #expect(refused?.kind == .proxy)
+            #expect(refused?.message.contains("403") == true, "\(refused?.message ?? "")")
+
             let closed = try await FixtureServer.start()
             let closedPort = closed.port
             closed.stop()
@@ -329,13 +336,19 @@ struct CurlHTTPClientTests {
         }
     }
 
-    @Test("HTTP/1.1 asked for explicitly is what is spoken")
+    @Test("HTTP/1.1 asked for is spoken; HTTP/2 asked for over cleartext adds no upgrade headers")
     func explicitHTTP11() async throws {
         try await withServer { server, client in
             var options = fast
             options.httpVersion = .http1_1
             let response = try await client.send(HTTPRequest(url: server.url("/echo")), options: options)
             #expect(response.httpVersion == "1.1")
+
+            // HTTP/2 is negotiated by TLS ALPN; over cleartext no h2c upgrade headers are added.
+            options.httpVersion = .http2
+            let cleartext = try await client.send(HTTPRequest(url: server.url("/echo")), options: options)
+            #expect(cleartext.httpVersion == "1.1")
+            #expect(Set(try Echo(cleartext).headerNames) == ["host", "accept-encoding"])
         }
     }
 

@@ -15,6 +15,7 @@ Routes (any method):
   /gzip              a gzip-encoded text body
   /status?code=N     answers status N with an empty body
   /drop              closes the connection without answering
+  CONNECT            403 (a proxy that refuses tunnels)
   /stats             JSON {connections, requests}: TCP connections accepted and requests served so far
 """
 import argparse
@@ -76,7 +77,9 @@ class Handler(BaseHTTPRequestHandler):
         route = target.path
         body = self.read_body()
 
-        if route == "/echo" or proxied:
+        if self.command == "CONNECT":
+            self.reply(403, b"tunnels are not allowed here")  # a proxy refusing to tunnel
+        elif route == "/echo" or proxied:
             client_cn = None
             if isinstance(self.connection, ssl.SSLSocket):
                 cert = self.connection.getpeercert()
