@@ -23,6 +23,14 @@ public enum Terminal {
         var quiet = saved
         quiet.c_lflag &= ~tcflag_t(ECHO)
         quiet.c_lflag |= tcflag_t(ECHONL)
+        // A signal that ends the process while echo is off (Ctrl-C at the prompt) must not leave the
+        // user's terminal silent: the handlers restore the settings, then die of the same signal.
+        EchoRestorer.fd = fd
+        EchoRestorer.settings = saved
+        let previous = EchoRestorer.fatalSignals.map { ($0, signal($0, restoreTerminalAndDie)) }
+        defer {
+            for (number, handler) in previous { signal(number, handler) }
+        }
         // Echo goes off before the prompt appears, so nothing typed after the prompt is ever echoed.
         try Syscall.retryingOnInterrupt("tcsetattr", path: "terminal") { tcsetattr(fd, TCSAFLUSH, &quiet) }
         defer { _ = tcsetattr(fd, TCSAFLUSH, &saved) }
@@ -44,4 +52,20 @@ public enum Terminal {
         if result.last == UInt8(ascii: "\r") { result.removeLast() }
         return result
     }
+}
+
+/// What the signal handler restores. Written before the handlers are installed, only read by them;
+/// one prompt at a time per process (a CLI reading its standard input).
+enum EchoRestorer {
+    nonisolated(unsafe) static var fd: Int32 = 0
+    nonisolated(unsafe) static var settings = termios()
+    static let fatalSignals = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+}
+
+/// Restores the terminal, puts the default action back and raises the signal again (tcsetattr,
+/// signal and raise are async-signal-safe).
+private func restoreTerminalAndDie(_ number: Int32) {
+    _ = tcsetattr(EchoRestorer.fd, TCSANOW, &EchoRestorer.settings)
+    signal(number, SIG_DFL)
+    raise(number)
 }
