@@ -75,6 +75,9 @@ public final class FileLock: Sendable {
             guard let open = fd else { return }
             // Empty the pid so a stale file does not name a process that no longer holds the lock.
             try? Syscall.ftruncate(open, 0, path: path)
+            // Unlock explicitly before closing: a child being spawned by another thread may share this
+            // open file description until its exec, and closing alone would leave the lock held by it.
+            _ = try? Syscall.flock(open, LOCK_UN, path: path)
             Syscall.close(open)
             fd = nil
         }
