@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Loads and validates `config.yaml` and site files; the one entry point the daemon, `check` and
 /// every other command use.
@@ -106,7 +107,8 @@ public struct ConfigurationLoader: Sendable {
     }
 
     /// Loads every site of `config.sitesDirectory`. A broken file does not stop the others; two
-    /// files naming the same site are both reported.
+    /// files naming the same site are both reported. Files are parsed and checked in parallel (one
+    /// worker per core); results keep file-name order.
     public func loadSites(config: DaemonConfig) -> SiteLoadResult {
         var result = SiteLoadResult()
         let files: [String]
@@ -116,20 +118,32 @@ public struct ConfigurationLoader: Sendable {
             result.failures.append(error)
             return result
         }
+        let outcomes = Mutex([Result<SiteDefinition, ConfigError>?](repeating: nil, count: files.count))
+        DispatchQueue.concurrentPerform(iterations: files.count) { index in
+            let outcome: Result<SiteDefinition, ConfigError>
+            do throws(ConfigError) {
+                outcome = .success(try loadSite(at: files[index], config: config))
+            } catch {
+                outcome = .failure(error)
+            }
+            outcomes.withLock { $0[index] = outcome }
+        }
         var owners: [String: String] = [:]
-        for file in files {
-            do {
-                let site = try loadSite(at: file, config: config)
+        for (file, outcome) in zip(files, outcomes.withLock { $0 }) {
+            switch outcome {
+            case .success(let site):
                 if let first = owners[site.name] {
                     result.failures.append(ConfigError(ConfigDiagnostic(
                         SourceMark(file: file, line: 1, column: 1),
                         "site name '\(site.name)' is already used by \(first)")))
-                    continue
+                } else {
+                    owners[site.name] = file
+                    result.sites.append(site)
                 }
-                owners[site.name] = file
-                result.sites.append(site)
-            } catch {
+            case .failure(let error):
                 result.failures.append(error)
+            case nil:
+                break
             }
         }
         return result
