@@ -12,13 +12,36 @@ let curlGlobalInitResult: CURLcode = ccurl_global_init_default()
 /// time; it moves between the submitting task and the engine thread only through the engine's lock.
 final class CurlEasyHandle: @unchecked Sendable {
     let raw: UnsafeMutableRawPointer
+    /// `CURLOPT_ERRORBUFFER`'s memory, owned by the handle so it outlives every use libcurl makes of it.
+    let errorBuffer: UnsafeMutablePointer<CChar>
+    /// C memory the handle's options point at (header and resolve lists): kept until the next reset or
+    /// the cleanup, whichever transfer object lives longer.
+    private var attachments: [CurlStringList] = []
 
     init?() {
         guard let raw = curl_easy_init() else { return nil }
         self.raw = raw
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
     }
 
-    deinit { curl_easy_cleanup(raw) }
+    /// Keeps `list` alive as long as an option of this handle may point at it.
+    func attach(_ list: CurlStringList) { attachments.append(list) }
+
+    /// `curl_easy_reset`: every option back to its default (no pointer into a finished transfer remains);
+    /// connections and caches belong to the multi handle and stay.
+    func reset() {
+        curl_easy_reset(raw)
+        attachments.removeAll()
+        errorBuffer[0] = 0
+    }
+
+    var errorText: String { String(cString: errorBuffer) }
+
+    deinit {
+        curl_easy_cleanup(raw)
+        errorBuffer.deallocate()
+    }
 }
 
 /// Owns one multi handle, which holds the connection cache and the DNS cache shared by every transfer;

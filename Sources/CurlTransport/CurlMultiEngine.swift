@@ -233,10 +233,9 @@ final class CurlMultiEngine: Sendable {
     }
 
     /// Returns a finished transfer's easy handle to the pool. The transfer keeps its reference but never
-    /// touches the handle again; `curl_easy_reset` clears every option (and with it every pointer into the
-    /// transfer) while keeping nothing of the request.
+    /// touches the handle again; the reset clears every option (and with it every pointer into the transfer).
     private func recycle(_ easy: CurlEasyHandle) {
-        curl_easy_reset(easy.raw)
+        easy.reset()
         state.withLock { state in
             if state.idleEasyHandles.count < Self.maxIdleEasyHandles { state.idleEasyHandles.append(easy) }
         }

@@ -16,10 +16,6 @@ final class CurlTransfer: @unchecked Sendable {
     let easy: CurlEasyHandle
     var continuation: Completion?
 
-    private let headerList = CurlStringList()
-    private let resolveList = CurlStringList()
-    private let proxyHeaderList = CurlStringList()
-    private let errorBuffer: UnsafeMutablePointer<CChar>
     private let maxBodySize: Int
     private let usedProxy: Bool
     private let scrubber: LogScrubber
@@ -41,12 +37,8 @@ final class CurlTransfer: @unchecked Sendable {
         self.maxBodySize = options.maxBodySize
         self.usedProxy = !(options.proxy ?? "").isEmpty
         self.scrubber = LogScrubber(url: request.url, proxy: options.proxy, headerValues: request.headers.map(\.value))
-        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
-        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         try configure(options)
     }
-
-    deinit { errorBuffer.deallocate() }
 
     // MARK: Configuration
 
@@ -55,7 +47,8 @@ final class CurlTransfer: @unchecked Sendable {
         let me = Unmanaged.passUnretained(self).toOpaque()
 
         // Plumbing: callbacks, error text, threads. NOSIGNAL because libcurl must not use SIGALRM off the main thread.
-        try check(ccurl_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer), "CURLOPT_ERRORBUFFER")
+        easy.errorBuffer[0] = 0
+        try check(ccurl_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, easy.errorBuffer), "CURLOPT_ERRORBUFFER")
         try check(ccurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1), "CURLOPT_NOSIGNAL")
         try check(ccurl_easy_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION, curlWriteCallback), "CURLOPT_WRITEFUNCTION")
         try check(ccurl_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, me), "CURLOPT_WRITEDATA")
@@ -112,6 +105,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     private func configureHeaders(_ options: TransportOptions) throws(TransportError) {
         let handle = easy.raw
+        let headerList = newList()
         for field in request.headers {
             // libcurl derives Content-Length from the body it sends; a second, possibly different one would
             // make the request ambiguous (RFC 9112 section 6.3).
@@ -144,12 +138,14 @@ final class CurlTransfer: @unchecked Sendable {
         // An empty proxy string disables the http_proxy/https_proxy/all_proxy environment variables too.
         try check(ccurl_easy_setopt_string(handle, CURLOPT_PROXY, options.proxy ?? ""), "CURLOPT_PROXY")
         if usedProxy {
+            let proxyHeaderList = newList()
             // libcurl adds the legacy "Proxy-Connection: Keep-Alive" to requests it sends through an HTTP proxy
             // without a tunnel; the proxy may pass it on to the site. Nobody asked for it.
             try append("Proxy-Connection:", to: proxyHeaderList)
             try check(ccurl_easy_setopt_slist(handle, CURLOPT_PROXYHEADER, proxyHeaderList.raw), "CURLOPT_PROXYHEADER")
         }
         if !options.resolve.isEmpty {
+            let resolveList = newList()
             for entry in options.resolve { try append(entry, to: resolveList) }
             try check(ccurl_easy_setopt_slist(handle, CURLOPT_RESOLVE, resolveList.raw), "CURLOPT_RESOLVE")
         }
@@ -180,6 +176,13 @@ final class CurlTransfer: @unchecked Sendable {
             try check(ccurl_easy_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 0), "CURLOPT_SSL_VERIFYPEER")
             try check(ccurl_easy_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 0), "CURLOPT_SSL_VERIFYHOST")
         }
+    }
+
+    /// A list the handle keeps alive until it is reset or cleaned up.
+    private func newList() -> CurlStringList {
+        let list = CurlStringList()
+        easy.attach(list)
+        return list
     }
 
     private func append(_ line: String, to list: CurlStringList) throws(TransportError) {
@@ -227,7 +230,7 @@ final class CurlTransfer: @unchecked Sendable {
             var tlsDoneMicroseconds: curl_off_t = 0
             _ = ccurl_easy_getinfo_off_t(handle, CURLINFO_APPCONNECT_TIME_T, &tlsDoneMicroseconds)
             let failure = CurlFailure(
-                code: code, detail: scrubber.scrub(String(cString: errorBuffer)), usedProxy: usedProxy,
+                code: code, detail: scrubber.scrub(easy.errorText), usedProxy: usedProxy,
                 proxyConnectStatus: connectCode, bodyCapExceeded: bodyCapExceeded, maxBodySize: maxBodySize,
                 closedRightAfterTLSHandshake: request.url.scheme?.lowercased() == "https" && newConnections > 0
                     && headerBytes == 0 && tlsDoneMicroseconds > 0)

@@ -39,7 +39,10 @@ enum RequestValidation {
                 throw fail("resolve entry \(index + 1) (\(printable(entry))): \(problem)")
             }
         }
-        if let proxy = options.proxy, !proxy.isEmpty, URL(string: proxy)?.host == nil {
+        // curl takes "HOST:PORT" without a scheme as an HTTP proxy.
+        if let proxy = options.proxy, !proxy.isEmpty, URL(string: proxy)?.host == nil,
+            URL(string: "http://" + proxy)?.host == nil
+        {
             throw fail("proxy is not a URL with a host (expected e.g. socks5h://127.0.0.1:9050)")
         }
         for (name, path) in [("ca_file", options.caFile), ("client_cert.cert", options.clientCertificate?.certificatePath),

@@ -271,6 +271,12 @@ struct CurlHTTPClientTests {
             #expect(echo.path == "http://origin.invalid/echo")
             #expect(Set(echo.headerNames) == ["host", "accept-encoding"], "no Proxy-Connection or other added header")
 
+            // Like curl, HOST:PORT without a scheme is an HTTP proxy.
+            var schemeless = options
+            schemeless.proxy = "127.0.0.1:\(server.port)"
+            #expect(try Echo(try await client.send(HTTPRequest(url: URL(string: "http://origin.invalid/echo")!),
+                                                   options: schemeless)).proxied)
+
             // HTTPS through an HTTP proxy is a CONNECT tunnel; this proxy refuses it.
             let refused = await expectTransportError { () async throws(TransportError) in
                 try await client.send(HTTPRequest(url: URL(string: "https://origin.invalid/")!), options: options)
