@@ -148,8 +148,10 @@ struct RequestOrigin {
     var isIP: Bool
     /// https/wss, or a loopback host (see ``CookieRules/isSecureOrigin(_:)``).
     var isSecure: Bool
-    /// The request path as sent, `/` when empty.
-    var path: String
+    let url: URL
+
+    /// The request path as sent, `/` when empty (worked out only when needed: most Set-Cookie headers carry Path).
+    var path: String { CookieRules.requestPath(of: url) }
 
     init?(_ url: URL) {
         guard let host = CookieRules.canonicalHost(of: url) else { return nil }
@@ -163,7 +165,7 @@ struct RequestOrigin {
         } else {
             isSecure = host == "localhost" || host.hasSuffix(".localhost") || host == "::1" || (isIP && host.hasPrefix("127."))
         }
-        path = CookieRules.requestPath(of: url)
+        self.url = url
     }
 }
 

@@ -277,6 +277,7 @@ public final class CookieStorage: Sendable {
     /// expired cookies met on the way are dropped (and reported as `.expired`).
     public func cookies(for url: URL) -> [Cookie] {
         guard let origin = RequestOrigin(url) else { return [] }
+        let requestPath = origin.path
         let now = clock()
         var expiredEvents: [CookieChange] = []
         var found: [Cookie] = []
@@ -290,7 +291,7 @@ public final class CookieStorage: Sendable {
                 // One hash per level; the bucket is then mutated in place through the dictionary's values.
                 if let position = state.buckets.index(forKey: domain) {
                     let removedAny = Self.collect(
-                        from: &state.buckets.values[position], origin: origin, isHostItself: isHostItself, now: now,
+                        from: &state.buckets.values[position], origin: origin, requestPath: requestPath, isHostItself: isHostItself, now: now,
                         found: &found, order: &order, expired: &expiredEvents)
                     if removedAny {
                         for case .expired(let cookie) in expiredEvents where cookie.domain == domain { Self.forget(cookie, state: &state) }
@@ -316,7 +317,7 @@ public final class CookieStorage: Sendable {
     /// Scans one bucket in place: matching cookies get their last-access updated and are appended to
     /// `found`; expired ones are removed. Returns true when it removed any.
     private static func collect(
-        from bucket: inout [Entry], origin: RequestOrigin, isHostItself: Bool, now: Date, found: inout [Cookie],
+        from bucket: inout [Entry], origin: RequestOrigin, requestPath: String, isHostItself: Bool, now: Date, found: inout [Cookie],
         order: inout [(pathLength: Int, created: Date, sequence: UInt64, index: Int)], expired: inout [CookieChange]
     ) -> Bool {
         var removedAny = false
@@ -328,7 +329,7 @@ public final class CookieStorage: Sendable {
                 continue
             }
             if isHostItself || !bucket[index].cookie.hostOnly, !bucket[index].cookie.secure || origin.isSecure,
-               CookieRules.pathMatches(requestPath: origin.path, cookiePath: bucket[index].cookie.path) {
+               CookieRules.pathMatches(requestPath: requestPath, cookiePath: bucket[index].cookie.path) {
                 bucket[index].cookie.lastAccess = now
                 order.append((bucket[index].cookie.path.utf8.count, bucket[index].cookie.created, bucket[index].sequence, found.count))
                 found.append(bucket[index].cookie)
