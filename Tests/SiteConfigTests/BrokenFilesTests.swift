@@ -61,6 +61,7 @@ import Testing
         ("plugin-timeout-zero.yaml", ["5:16: step 1.timeout must be longer than zero"]),
         ("plugin-with-not-mapping.yaml", ["4:9: login.with: expected a mapping of names to values, found a list"]),
         ("proxy-scheme.yaml", ["4:10: http.proxy: 'ftp://proxy:21' is not a proxy URL (http://, https://, socks4://, socks4a://, socks5://, socks5h://HOST:PORT)"]),
+        ("redirect-status-followed.yaml", ["5:25: step 1 expects a redirect status but follows redirects, so it only sees the final response; add follow_redirects: false"]),
         ("request-without-method.yaml", ["4:16: step 1: request needs 'method'"]),
         ("resolve-format.yaml", ["4:13: http.resolve: 'wiki.example.com:10.1.2.3' is not HOST:PORT:ADDRESS (as curl --resolve takes)"]),
         ("retry-max-below-initial.yaml", ["4:30: refresh.retry.max (1m) is shorter than initial (10m)"]),

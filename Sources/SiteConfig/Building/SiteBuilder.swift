@@ -6,6 +6,8 @@ struct SiteBuilder {
     /// `[a-z0-9][a-z0-9._-]{0,62}` (SPEC section 1).
     static let maximumNameLength = 63
     static let httpMethods = ["get", "post", "put", "patch", "delete"]
+    /// Redirects that a step following redirects never ends on (RFC 9110 section 15.4).
+    static let followedRedirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
     let file: String
     let rootMark: SourceMark
@@ -400,6 +402,15 @@ struct SiteBuilder {
             followRedirects: file.followRedirects?.value ?? true, handleCookies: file.handleCookies?.value ?? true)
         request.extract = buildExtractions(file.extract, key: key)
         if let expect = file.expect { request.expect = buildExpectations(expect, key: key) }
+        for expectation in request.expect {
+            // A followed redirect is never the last response, so such a step could never pass.
+            guard case .status(let codes) = expectation.kind, request.followRedirects, !codes.isEmpty,
+                codes.allSatisfy(Self.followedRedirectStatuses.contains)
+            else { continue }
+            checker.error(
+                expectation.mark ?? mark,
+                "\(key) expects a redirect status but follows redirects, so it only sees the final response; add follow_redirects: false")
+        }
 
         // Variables are checked against what is known before this step's own extractions.
         var uses: [(String, SourceMark)] = []
