@@ -17,6 +17,7 @@ public struct ConfigDiagnostic: Sendable, Hashable, CustomStringConvertible {
 
 /// A configuration that failed to load: every problem found, in file order.
 public struct ConfigError: Error, Sendable, CustomStringConvertible {
+    /// Every problem, sorted by position.
     public var diagnostics: [ConfigDiagnostic]
     /// Lines of the file that hold literal credential values: tools that echo source lines (as
     /// `check` does on a terminal) must mask these.

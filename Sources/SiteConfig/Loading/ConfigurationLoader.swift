@@ -303,10 +303,12 @@ public struct SiteLoadResult: Sendable {
 public struct ConfigLocationError: Error, Sendable, CustomStringConvertible {
     /// `--config` or `$SESSIONKEEPER_CONFIG` when that named a missing file.
     public var source: String?
+    /// The missing file, absolute.
     public var path: String?
     /// The fallbacks looked at, in order.
     public var tried: [String]
 
+    /// One line for the CLI.
     public var description: String {
         if let source, let path { return "\(source): no such file \(path)" }
         return "no config file found (looked at \(tried.joined(separator: ", "))); pass --config or set SESSIONKEEPER_CONFIG"

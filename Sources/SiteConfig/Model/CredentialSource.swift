@@ -31,9 +31,12 @@ public struct TOTPParameters: Sendable, Hashable {
     public var digits: Int
     /// Time step X (RFC 6238 section 4.1), 30 seconds by default.
     public var period: Duration
+    /// HMAC hash function (default SHA-1, what authenticator apps assume).
     public var algorithm: Algorithm
 
+    /// RFC 4226's usual code length.
     public static let defaultDigits = 6
+    /// RFC 6238 section 5.2's recommended time step.
     public static let defaultPeriod: Duration = .seconds(30)
 
     public init(
@@ -51,6 +54,7 @@ public struct TOTPParameters: Sendable, Hashable {
 public struct CredentialEntry: Sendable, Hashable {
     /// The name templates use: `{{ credentials.NAME }}`.
     public var name: String
+    /// Where the value comes from.
     public var source: CredentialSource
     /// Where the entry's key is written.
     public var mark: SourceMark?

@@ -9,11 +9,15 @@ public struct DaemonConfig: Sendable, Hashable {
     public var pluginsDirectory: String
     /// Folder of the store, lock file and by default the socket (`state_dir`, default `.state`).
     public var stateDirectory: String
+    /// The API socket.
     public var socket: SocketSettings
+    /// The encrypted store's key.
     public var vault: VaultSettings
+    /// Login concurrency and politeness.
     public var scheduler: SchedulerSettings
     /// `defaults:` — merged under every site (already applied to each loaded `SiteDefinition`).
     public var defaults: SiteDefaults
+    /// Log level and format.
     public var log: LogSettings
     /// Serve `GET /metrics` on the socket (default true).
     public var metrics: Bool
@@ -98,7 +102,9 @@ public struct SchedulerSettings: Sendable, Hashable {
 
 /// `defaults:` — site keys applied under every site (`http` and `refresh`).
 public struct SiteDefaults: Sendable, Hashable {
+    /// `defaults.http`.
     public var http: HTTPSettings
+    /// `defaults.refresh` over the built-in defaults.
     public var refresh: RefreshPolicy
 
     public init(http: HTTPSettings = HTTPSettings(), refresh: RefreshPolicy = RefreshPolicy()) {
@@ -114,11 +120,14 @@ public struct LogSettings: Sendable, Hashable {
         case trace, debug, info, notice, warning, error, critical
     }
 
+    /// Log line format.
     public enum Format: String, Sendable, Hashable, CaseIterable {
         case text, json
     }
 
+    /// Least severe level logged (default info).
     public var level: Level
+    /// Text lines or JSON objects (default text).
     public var format: Format
 
     public init(level: Level = .info, format: Format = .text) {

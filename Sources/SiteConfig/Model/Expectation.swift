@@ -23,6 +23,7 @@ public struct Expectation: Sendable, Hashable {
         case json(pointer: String, equals: JSONValue?)
     }
 
+    /// What is checked.
     public var kind: Kind
     /// Where the expectation's key is written.
     public var mark: SourceMark?

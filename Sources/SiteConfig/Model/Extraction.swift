@@ -20,7 +20,9 @@ public enum Extraction: Sendable, Hashable {
 
 /// One entry of `extract:`: the variable's name and how to fill it.
 public struct NamedExtraction: Sendable, Hashable {
+    /// The variable's name, used as `{{ name }}` by later steps.
     public var name: String
+    /// How the value is captured.
     public var extraction: Extraction
     /// Where the entry's key is written.
     public var mark: SourceMark?

@@ -10,7 +10,9 @@ public struct HTTPSettings: Sendable, Hashable {
 
     /// A client certificate and its private key, PEM files, absolute paths.
     public struct ClientCertificate: Sendable, Hashable {
+        /// The certificate (PEM).
         public var certificatePath: String
+        /// Its private key (PEM).
         public var keyPath: String
 
         public init(certificatePath: String, keyPath: String) {
@@ -21,7 +23,9 @@ public struct HTTPSettings: Sendable, Hashable {
 
     /// One header sent with every request of the site.
     public struct Header: Sendable, Hashable {
+        /// Header name as written.
         public var name: String
+        /// Header value, sent as is.
         public var value: String
 
         public init(name: String, value: String) {
@@ -32,7 +36,9 @@ public struct HTTPSettings: Sendable, Hashable {
 
     /// The whole transfer, connect included.
     public var timeout: Duration?
+    /// Connection setup only (DNS, TCP, TLS).
     public var connectTimeout: Duration?
+    /// The User-Agent header.
     public var userAgent: String?
     /// Headers in file order (site entries override defaults of the same name).
     public var headers: [Header]
@@ -42,10 +48,13 @@ public struct HTTPSettings: Sendable, Hashable {
     public var resolve: [String]
     /// Absolute path of a CA bundle to trust instead of the system's.
     public var caFile: String?
+    /// TLS client authentication.
     public var clientCertificate: ClientCertificate?
     /// Skip TLS verification (logged as a warning at every login).
     public var insecure: Bool
+    /// nil lets libcurl choose.
     public var httpVersion: HTTPVersion?
+    /// Most redirects one step follows (0...50).
     public var maxRedirects: Int?
 
     public init(

@@ -7,18 +7,27 @@ public struct SiteDefinition: Sendable, Hashable {
     public var name: String
     /// Absolute path of the file it was loaded from.
     public var file: String
+    /// One line, shown by `status`.
     public var description: String?
     /// Relative URLs in steps resolve against it; `main-document-domain` uses its registrable domain.
     public var baseURL: URL
+    /// Transport settings, config defaults merged under.
     public var http: HTTPSettings
     /// Named credentials in file order.
     public var credentials: [CredentialEntry]
+    /// How the site logs in.
     public var login: Login
+    /// Does the session still live? Run every `check.every`.
     public var check: Probe?
+    /// Touches the site to extend a sliding session.
     public var keepalive: Probe?
+    /// When to log in again, config defaults merged under.
     public var refresh: RefreshPolicy
+    /// Essential cookies, accept policy, limits.
     public var cookies: CookiePolicy
+    /// Files rewritten whenever the cookies change.
     public var outputs: [OutputFile]
+    /// Who else may read the site over the socket.
     public var access: AccessPolicy
     /// A disabled site is loaded and validated but never logged in.
     public var enabled: Bool
@@ -67,7 +76,9 @@ public enum Login: Sendable, Hashable {
 
 /// A periodic request: `check:` (does the session live?) or `keepalive:` (extend a sliding session).
 public struct Probe: Sendable, Hashable {
+    /// `check.every` when not set.
     public static let defaultCheckInterval: Duration = .seconds(15 * 60)
+    /// `keepalive.every` when not set.
     public static let defaultKeepaliveInterval: Duration = .seconds(5 * 60)
 
     /// The request and its expectations (a check without `expect:` expects a 2xx status).
@@ -88,7 +99,9 @@ public struct Probe: Sendable, Hashable {
 public struct RefreshPolicy: Sendable, Hashable {
     /// Exponential backoff with jitter after a failed login.
     public struct Retry: Sendable, Hashable {
+        /// First delay after a failure (default 30s).
         public var initial: Duration
+        /// Largest delay (default 30m).
         public var max: Duration
 
         public init(initial: Duration = .seconds(30), max: Duration = .seconds(30 * 60)) {
@@ -101,6 +114,7 @@ public struct RefreshPolicy: Sendable, Hashable {
     public var beforeExpiry: Duration
     /// And at least this often; nil = no upper bound.
     public var maxAge: Duration?
+    /// Backoff after a failed login.
     public var retry: Retry
 
     public init(beforeExpiry: Duration = .seconds(10 * 60), maxAge: Duration? = nil, retry: Retry = Retry()) {
@@ -121,8 +135,11 @@ public struct CookiePolicy: Sendable, Hashable {
 
     /// Storage limits (`cookies.limits:`); nil fields keep the RFC 6265 section 6.1 minimums.
     public struct Limits: Sendable, Hashable {
+        /// Name plus value, in bytes (RFC minimum 4096).
         public var maxCookieBytes: Int?
+        /// Per domain (RFC minimum 50).
         public var maxCookiesPerDomain: Int?
+        /// In all (RFC minimum 3000).
         public var maxCookies: Int?
 
         public init(maxCookieBytes: Int? = nil, maxCookiesPerDomain: Int? = nil, maxCookies: Int? = nil) {
@@ -134,9 +151,11 @@ public struct CookiePolicy: Sendable, Hashable {
 
     /// Names whose absence or expiry means logged out; their expiry drives refresh.
     public var essential: [String]
+    /// Which Set-Cookie headers the jar accepts (default always).
     public var accept: Accept
     /// Keep cookies without Expires/Max-Age across daemon restarts (default true).
     public var persistSessionCookies: Bool
+    /// Storage limits.
     public var limits: Limits
 
     public init(
@@ -163,9 +182,11 @@ public struct OutputFile: Sendable, Hashable {
 
     /// Absolute path (`~` expanded, relative paths resolved against the site file's folder).
     public var path: String
+    /// The file's cookie format.
     public var format: Format
     /// Permission bits (default 0o600).
     public var mode: UInt16
+    /// Where the entry is written.
     public var mark: SourceMark?
 
     public init(path: String, format: Format, mode: UInt16 = 0o600, mark: SourceMark? = nil) {
@@ -178,6 +199,7 @@ public struct OutputFile: Sendable, Hashable {
 
 /// Who besides the daemon's owner, root and `socket.allow_uids` may read this site over the socket.
 public struct AccessPolicy: Sendable, Hashable {
+    /// User ids allowed to read the site.
     public var uids: [UInt32]
     /// Group names, resolved when a client connects.
     public var groups: [String]

@@ -12,6 +12,7 @@ public struct Step: Sendable, Hashable {
     public var name: String
     /// Where the step's mapping starts in its file.
     public var mark: SourceMark
+    /// The request or plugin run.
     public var action: Action
 
     public init(name: String, mark: SourceMark, action: Action) {
@@ -45,6 +46,7 @@ public struct RequestStep: Sendable, Hashable {
     public var headers: [NamedTemplate]
     /// Query items appended to the URL, in file order.
     public var query: [NamedTemplate]
+    /// At most one body.
     public var body: RequestBody?
     /// Follow 3xx answers, storing and sending cookies on every hop (default true).
     public var followRedirects: Bool
@@ -127,6 +129,7 @@ public struct PluginStep: Sendable, Hashable {
         }
     }
 
+    /// `timeout` when not set (SPEC section 5).
     public static let defaultTimeout: Duration = .seconds(60)
 
     /// `plugin:` as written (a name in `plugins_dir`, or a path).
@@ -135,6 +138,7 @@ public struct PluginStep: Sendable, Hashable {
     public var executablePath: String
     /// `with:` — an object, sent as stdin's `with` after rendering; `.object([])` when absent.
     public var with: JSONTemplate
+    /// `env:` — variables added to the plugin's minimal environment.
     public var environment: [EnvironmentEntry]
     /// On expiry the plugin's whole process group is killed (default 60s).
     public var timeout: Duration

@@ -121,6 +121,7 @@ public struct TemplateError: Error, Sendable, Hashable, CustomStringConvertible 
         self.offset = offset
     }
 
+    /// The message.
     public var description: String { message }
 }
 
@@ -135,7 +136,9 @@ extension String {
 
 /// A name and a template value, kept in file order (form fields, query items, headers, plugin env).
 public struct NamedTemplate: Sendable, Hashable {
+    /// The field, query item, header or variable name.
     public var name: String
+    /// Its value, with placeholders.
     public var value: Template
     /// Where the entry's key is written.
     public var mark: SourceMark?
