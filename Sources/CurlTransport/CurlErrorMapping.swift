@@ -65,7 +65,7 @@ struct CurlFailure {
             return "the response body is larger than the \(maxBodySize)-byte limit (max_body_size); transfer aborted"
         }
         let summary = String(cString: curl_easy_strerror(code))
-        var text = detail.isEmpty || detail == summary ? summary : "\(detail) (\(summary))"
+        var text = detail.isEmpty ? summary : detail.contains(summary) ? detail : "\(detail) (\(summary))"
         if kind == .tls && closedRightAfterTLSHandshake {
             text += "; the server closed the connection right after the TLS handshake, which is how TLS 1.3 servers "
                 + "refuse a missing or untrusted client certificate"

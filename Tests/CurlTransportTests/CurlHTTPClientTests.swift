@@ -398,6 +398,35 @@ struct CurlHTTPClientTests {
         }
     }
 
+    @Test("cancellations at random moments (queued, running, finished) each end their request exactly once")
+    func cancellationStress() async throws {
+        try await withServer { server, client in
+            let port = server.port
+            let outcomes = await withTaskGroup(of: String.self) { group in
+                for index in 0..<100 {
+                    group.addTask {
+                        let url = URL(string: "http://127.0.0.1:\(port)/slow?delay=0.0\(index % 10)")!
+                        let task = Task { () async throws(TransportError) -> HTTPResponse in
+                            try await client.send(HTTPRequest(url: url), options: fast)
+                        }
+                        if index % 3 != 0 { try? await Task.sleep(for: .milliseconds(index % 40)) }
+                        task.cancel()
+                        switch await task.result {
+                        case .success(let response): return "status \(response.status)"
+                        case .failure(let error): return (error as? TransportError)?.message ?? "\(error)"
+                        }
+                    }
+                }
+                return await group.reduce(into: [String]()) { $0.append($1) }
+            }
+            #expect(outcomes.count == 100)
+            #expect(outcomes.allSatisfy { $0 == "status 200" || $0 == "the request was cancelled" }, "\(Set(outcomes))")
+            #expect(outcomes.contains("the request was cancelled"))
+            let after = try await client.send(HTTPRequest(url: server.url("/echo")), options: fast)
+            #expect(after.status == 200)
+        }
+    }
+
     @Test("shutdown fails running and later requests")
     func shutdown() async throws {
         let server = try await FixtureServer.start()
