@@ -355,6 +355,10 @@ struct CurlHTTPClientTests {
             let cleartext = try await client.send(HTTPRequest(url: server.url("/echo")), options: options)
             #expect(cleartext.httpVersion == "1.1")
             #expect(Set(try Echo(cleartext).headerNames) == ["host", "accept-encoding"])
+
+            let old = try await client.send(HTTPRequest(url: server.url("/http10")), options: fast)
+            #expect(old.httpVersion == "1.0")
+            #expect(old.bodyText == "old")
         }
     }
 

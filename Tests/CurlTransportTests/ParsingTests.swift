@@ -1,4 +1,5 @@
 @testable import CurlTransport
+import Foundation
 import HTTPTransport
 import Testing
 
@@ -85,6 +86,22 @@ struct ParsingTests {
         #expect(RequestValidation.isFieldValue("a b\tc"))
         #expect(!RequestValidation.isFieldValue("a\r\nb"))
         #expect(!RequestValidation.isFieldValue("a\u{0}b"))
+    }
+
+    @Test("the scrubber removes URL secrets, proxy credentials and header values from libcurl's text")
+    func scrubber() throws {
+        let url = try #require(URL(string: "https://bob:hunter22@example.com/path?token=abcdef"))
+        let scrubber = LogScrubber(
+            url: url, proxy: "http://proxyuser:proxypass@10.0.0.1:3128", headerValues: ["Bearer tok3n", "on"])
+        let text = scrubber.scrub(
+            "failed https://bob:hunter22@example.com/path?token=abcdef via http://proxyuser:proxypass@10.0.0.1:3128 "
+                + "with Bearer tok3n, token=abcdef, on")
+        for secret in ["hunter22", "abcdef", "proxypass", "proxyuser", "tok3n", "bob:"] {
+            #expect(!text.contains(secret), "\(text)")
+        }
+        #expect(text.contains("https://example.com/path?…"))
+        #expect(text.contains("10.0.0.1:3128"))
+        #expect(text.hasSuffix(", on"), "values shorter than 4 characters are left alone")
     }
 
     @Test("durations become whole milliseconds, rounded up")

@@ -14,6 +14,7 @@ Routes (any method):
   /early-hints       a 103 interim response with a Link header, then the final 200
   /gzip              a gzip-encoded text body
   /status?code=N     answers status N with an empty body
+  /http10            answers with an HTTP/1.0 status line
   /drop              closes the connection without answering
   CONNECT            403 (a proxy that refuses tunnels)
   /stats             JSON {connections, requests}: TCP connections accepted and requests served so far
@@ -142,6 +143,10 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(200, gzip.compress(text), [("Content-Encoding", "gzip"), ("Content-Type", "text/plain")])
         elif route == "/status":
             self.reply(int(query.get("code", ["200"])[0]))
+        elif route == "/http10":
+            self.protocol_version = "HTTP/1.0"  # answer with an HTTP/1.0 status line, then close
+            self.close_connection = True
+            self.reply(200, b"old")
         elif route == "/drop":
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
