@@ -61,6 +61,24 @@ public struct CredentialResolver: Sendable {
         return try resolve(source, credential: name, site: site.name)
     }
 
+    /// The value of credential `name` of `site`, resolved on a thread of its own: a `{command: ...}`
+    /// may run for up to ``defaultCommandTimeout`` and must not hold one of the few threads of
+    /// Swift's cooperative pool meanwhile.
+    public func value(of name: String, in site: SiteDefinition) async throws(CredentialError) -> String {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<String, CredentialError>, Never>) in
+            let thread = Thread {
+                do throws(CredentialError) {
+                    continuation.resume(returning: .success(try self.value(of: name, in: site)))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+            thread.name = "credential \(site.name)/\(name)"
+            thread.start()
+        }
+        return try result.get()
+    }
+
     /// The value of one source.
     public func resolve(_ source: CredentialSource, credential: String, site: String) throws(CredentialError) -> String {
         func fail(_ reason: String) -> CredentialError { CredentialError(site: site, credential: credential, reason: reason) }

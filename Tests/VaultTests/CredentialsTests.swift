@@ -165,6 +165,18 @@ import Vault
         #expect(bad?.description.contains("not base32!") == false)
     }
 
+    @Test func asyncResolutionRunsOffTheCooperativePool() async throws {
+        let resolver = CredentialResolver(vault: nil, commandTimeout: .seconds(10))
+        let wiki = site([
+            CredentialEntry(name: "slow", source: .command(["sh", "-c", "sleep 0.2; echo slow-value"])),
+            CredentialEntry(name: "missing", source: .environment("NOT_SET_ANYWHERE_42")),
+        ])
+        async let first = resolver.value(of: "slow", in: wiki)
+        async let second = resolver.value(of: "slow", in: wiki)
+        #expect(try await [first, second] == ["slow-value", "slow-value"])
+        await #expect(throws: CredentialError.self) { try await resolver.value(of: "missing", in: wiki) }
+    }
+
     @Test func configuredVaultKeysMapToMasterKeySources() {
         #expect(MasterKeySource(.file(path: "/k")) == .keyFile(path: "/k"))
         #expect(MasterKeySource(.passphraseEnvironment("P")) == .passphraseEnvironment(name: "P"))
