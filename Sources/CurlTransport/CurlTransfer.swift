@@ -17,8 +17,8 @@ final class CurlTransfer: @unchecked Sendable {
     var continuation: Completion?
 
     private let maxBodySize: Int
-    private let usedProxy: Bool
-    private let scrubber: LogScrubber
+    private let proxy: String?
+    private var usedProxy: Bool { !(proxy ?? "").isEmpty }
     private var body = Data()
     private var headerParser = ResponseHeaderParser()
     private var bodyCapExceeded = false
@@ -35,8 +35,7 @@ final class CurlTransfer: @unchecked Sendable {
         self.request = request
         self.easy = easy
         self.maxBodySize = options.maxBodySize
-        self.usedProxy = !(options.proxy ?? "").isEmpty
-        self.scrubber = LogScrubber(url: request.url, proxy: options.proxy, headerValues: request.headers.map(\.value))
+        self.proxy = options.proxy
         try configure(options)
     }
 
@@ -230,7 +229,7 @@ final class CurlTransfer: @unchecked Sendable {
             var tlsDoneMicroseconds: curl_off_t = 0
             _ = ccurl_easy_getinfo_off_t(handle, CURLINFO_APPCONNECT_TIME_T, &tlsDoneMicroseconds)
             let failure = CurlFailure(
-                code: code, detail: scrubber.scrub(easy.errorText), usedProxy: usedProxy,
+                code: code, detail: scrubbed(easy.errorText), usedProxy: usedProxy,
                 proxyConnectStatus: connectCode, bodyCapExceeded: bodyCapExceeded, maxBodySize: maxBodySize,
                 closedRightAfterTLSHandshake: request.url.scheme?.lowercased() == "https" && newConnections > 0
                     && headerBytes == 0 && tlsDoneMicroseconds > 0)
@@ -247,6 +246,11 @@ final class CurlTransfer: @unchecked Sendable {
             httpVersion: Self.versionName(versionCode),
             duration: .microseconds(totalMicroseconds))
         return .success(response)
+    }
+
+    /// Built only when a transfer failed: most requests never need it.
+    private func scrubbed(_ text: String) -> String {
+        LogScrubber(url: request.url, proxy: proxy, headerValues: request.headers.map(\.value)).scrub(text)
     }
 
     private static func versionName(_ code: Int) -> String {
