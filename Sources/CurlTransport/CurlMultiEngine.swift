@@ -242,10 +242,10 @@ final class CurlMultiEngine: Sendable {
     }
 
     static func cancelledError(_ url: URL) -> TransportError {
-        TransportError(kind: .other, url: url, message: "the request was cancelled")
+        TransportError(kind: .cancelled, url: url, message: "the request was cancelled")
     }
 
     static func shutDownError(_ url: URL) -> TransportError {
-        TransportError(kind: .other, url: url, message: "the HTTP client was shut down")
+        TransportError(kind: .cancelled, url: url, message: "the HTTP client was shut down")
     }
 }

@@ -19,6 +19,8 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case invalidRequest
         /// The server broke the protocol (bad status line, truncated body...).
         case protocolError
+        /// The calling task was cancelled, or the client was shut down, before the response arrived.
+        case cancelled
         /// Anything else libcurl reports.
         case other
     }

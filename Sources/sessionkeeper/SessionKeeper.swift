@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// The `sessionkeeper` command. It only lists the subcommands; each lives in its own file and calls
 /// into the library modules, which hold the logic.
@@ -15,6 +16,27 @@ struct SessionKeeper: AsyncParsableCommand {
             VaultCommand.self,
         ]
     )
+}
+
+extension SessionKeeper {
+    /// ArgumentParser exits 64 (EX_USAGE) on a bad argument; SPEC section 9 says usage errors exit 2. This
+    /// entry point maps that one code and leaves every other exit (help, version, subcommand codes) as it is.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                Console.err(fullMessage(for: error))
+                Foundation.exit(Exit.usage)
+            }
+            exit(withError: error)
+        }
+    }
 }
 
 enum SessionKeeperVersion {
