@@ -209,6 +209,17 @@ public final class Vault: Sendable {
         }
     }
 
+    /// Every item of `kind` with its value, in one pass over the folder (the daemon's restore of all
+    /// sites at start), and the problems met: a file that cannot be read is reported, not fatal.
+    public func contents(of kind: ItemKind) throws(VaultError) -> (values: [String: [UInt8]], problems: [VaultError]) {
+        try withOpenState { (state) throws(VaultError) in
+            let scan = try self.scan(state: state, keepingValuesOf: kind)
+            var values: [String: [UInt8]] = [:]
+            for (item, value) in scan.values { values[item.name] = value }
+            return (values, scan.problems)
+        }
+    }
+
     /// The names of the items of one kind, sorted, and the problems met while listing.
     public func names(of kind: ItemKind) throws(VaultError) -> (names: [String], problems: [VaultError]) {
         let listing = try list()
@@ -340,10 +351,11 @@ public final class Vault: Sendable {
 
     struct Scan {
         var items: [ItemReference: UInt32] = [:]
+        var values: [ItemReference: [UInt8]] = [:]
         var problems: [VaultError] = []
     }
 
-    private func scan(state: State) throws(VaultError) -> Scan {
+    private func scan(state: State, keepingValuesOf kept: ItemKind? = nil) throws(VaultError) -> Scan {
         let names: [String]
         do throws(SystemError) { names = try Syscall.listDirectory(folder) } catch { throw VaultError(.io(error), file: folder) }
         var scan = Scan()
@@ -366,6 +378,7 @@ public final class Vault: Sendable {
                 guard case let .success(id) = ItemFile.keyID(of: bytes) else { continue }
                 if let known = scan.items[item], known > id { continue }
                 scan.items[item] = id
+                if opened.kind == kept { scan.values[item] = opened.value }
             case let .failure(reason):
                 scan.problems.append(VaultError(reason, file: path))
             }

@@ -30,6 +30,27 @@ import Testing
         #expect(try vault.list().items == [site])
     }
 
+    @Test func contentsReadsEveryItemOfAKindInOnePassAndReportsDamagedOnes() throws {
+        let folder = TemporaryFolder()
+        defer { folder.cleanUp() }
+        let vault = try openWithKeyFile(folder)
+        for index in 0..<6 { try vault.set(bytes("state \(index)"), for: ItemReference(.siteState, "site\(index)")) }
+        try vault.set(bytes("a credential"), for: ItemReference(.credential, "site0"))
+        let damaged = try #require(itemFiles(vault).first)
+        var content = readFile(damaged)
+        content[15] ^= 0x20
+        writeFile(damaged, content)
+        let sites = try vault.contents(of: .siteState)
+        let credentials = try vault.contents(of: .credential)
+        #expect(sites.values.count + credentials.values.count == 6)
+        #expect(sites.problems.count == 1)
+        for (name, value) in sites.values { #expect(value == bytes("state \(name.dropFirst(4))")) }
+        for (name, value) in credentials.values {
+            #expect(name == "site0")
+            #expect(value == bytes("a credential"))
+        }
+    }
+
     @Test func valuesSurviveClosingAndReopening() throws {
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }

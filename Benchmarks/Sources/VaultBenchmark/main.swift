@@ -86,11 +86,11 @@ do {
             opened = try Vault.open(stateDirectory: state, key: .keyFile(path: keyFile))
         }
         let listed = try clock.measure {
-            let listing = try opened!.list()
-            precondition(listing.items.count == itemCount + 1 && listing.problems.isEmpty, "listing incomplete")
-            for item in listing.items where item.kind == .siteState {
-                _ = try opened!.value(of: item)
-            }
+            // What the daemon does at start: every site's state in one pass, plus the credential names.
+            let sites = try opened!.contents(of: .siteState)
+            let credentials = try opened!.names(of: .credential)
+            precondition(sites.values.count + credentials.names.count == itemCount + 1 && sites.problems.isEmpty,
+                         "listing incomplete")
         }
         opened!.close()
         openTimes.append(milliseconds(openOnly))
@@ -100,7 +100,7 @@ do {
     listTimes.sort()
     print("open a vault of \(itemCount) items (warm page cache), 5 runs:")
     print(String(format: "  unlock keyring: median %.2f ms", percentile(openTimes, 0.5)))
-    print(String(format: "  unlock + list all (decrypt every file) + read every site's state: median %.0f ms, worst %.0f ms  (goal: < 1000 ms)",
+    print(String(format: "  unlock + every site's state (decrypt every file) + credential names (decrypt again): median %.0f ms, worst %.0f ms  (goal: < 1000 ms)",
                  percentile(listTimes, 0.5), listTimes.last!))
 } catch {
     print("VaultBenchmark failed: \(error)")
