@@ -86,6 +86,33 @@ import Testing
         }
     }
 
+    /// The umask is per process, so this runs the CLI under `umask 000` rather than changing the test
+    /// process's own (which would affect every test running beside it).
+    @Test func foldersAre0700AndFiles0600WhateverTheUmask() throws {
+        let folder = TemporaryFolder()
+        defer { folder.cleanUp() }
+        let config = writeConfig(folder, key: "{file: master.key}")
+        let command = "umask 000; exec \(try sessionkeeperBinary()) secret set umask/test --config \(config)"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        let input = Pipe()
+        process.standardInput = input
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        input.fileHandleForWriting.write(Data("value".utf8))
+        try input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(mode(of: folder.state) == 0o700)
+        #expect(mode(of: folder.state + "/vault") == 0o700)
+        #expect(mode(of: folder.keyFile) == 0o600)
+        #expect(mode(of: folder.state + "/lock") == 0o600)
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.state + "/vault")
+        #expect(names.count == 2)
+        for name in names { #expect(mode(of: folder.state + "/vault/" + name) == 0o600, "\(name)") }
+    }
+
     @Test func aLooseKeyFileIsRefusedByTheCLI() throws {
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }

@@ -89,11 +89,9 @@ import Testing
         #expect(try vault.value(of: ItemReference(.credential, "ünïcode/ok-name_1")) == [1])
     }
 
-    @Test func folderRevealsNoNamesAndNoValuesAndModesArePrivateWhateverTheUmask() throws {
+    @Test func folderRevealsNoNamesAndNoValuesAndModesArePrivate() throws {
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }
-        let previous = umask(0)
-        defer { umask(previous) }
         let vault = try openWithKeyFile(folder)
         let secretValue = "hunter2-very-secret-value"
         try vault.set(bytes(secretValue), for: ItemReference(.credential, "bank/password"))
