@@ -27,6 +27,9 @@ public struct ItemReference: Sendable, Hashable, Comparable, CustomStringConvert
 
     public var description: String { "\(kind) '\(name)'" }
 
+    /// Names are 1 to 255 bytes of UTF-8 without control characters.
+    public static func isValidName(_ name: String) -> Bool { ItemFile.isValidName(name) }
+
     public static func < (lhs: ItemReference, rhs: ItemReference) -> Bool {
         (lhs.kind.rawValue, lhs.name) < (rhs.kind.rawValue, rhs.name)
     }

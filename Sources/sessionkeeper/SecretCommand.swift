@@ -25,9 +25,14 @@ struct SecretSetCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            // Read before taking the state folder's lock: a prompt may wait for a long time.
+            guard ItemReference.isValidName(name) else {
+                throw CLIFailure.usage("invalid secret name '\(name)': names are 1 to 255 bytes of UTF-8 without control characters")
+            }
+            // Find the config before asking for the value, but take the state folder's lock only after
+            // it was typed: a prompt may wait for a long time.
+            let location = try options.vaultLocation()
             let value = try SecretInput.read(prompt: "Value for secret '\(name)': ", what: "value")
-            let vault = try options.openVault(create: true)
+            let vault = try options.openVault(at: location, create: true)
             defer { vault.close() }
             do {
                 try vault.set(value, for: ItemReference(.credential, name))

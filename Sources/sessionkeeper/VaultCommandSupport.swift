@@ -30,7 +30,11 @@ struct VaultConfigOptions: ParsableArguments {
 
     /// Opens the vault the config names; `create` makes a new one (and its key file) when none exists.
     func openVault(create: Bool) throws -> Vault {
-        let location = try vaultLocation()
+        try openVault(at: try vaultLocation(), create: create)
+    }
+
+    /// Opens the vault at a location found earlier by ``vaultLocation()``.
+    func openVault(at location: (stateDirectory: String, key: MasterKeySource), create: Bool) throws -> Vault {
         do {
             return try Vault.open(stateDirectory: location.stateDirectory, key: location.key, createIfMissing: create)
         } catch {

@@ -30,6 +30,9 @@ import Testing
         let empty = try run(["secret", "set", "wiki/empty"], input: "")
         #expect(empty.status == 2)
         #expect(empty.standardError.contains("empty value refused"))
+        let badName = try run(["secret", "set", "bad\tname"], input: "second value")
+        #expect(badName.status == 2)
+        #expect(badName.standardError.contains("invalid secret name"))
         #expect(try run(["secret", "set", "other"], input: "second value").status == 0)
         #expect(try run(["secret", "list"]).standardOutput == "other\nwiki/password\n")
 
@@ -147,5 +150,9 @@ import Testing
         let result = try runCLI(["secret", "list", "--config", folder.path + "/absent.yaml"], in: folder.path)
         #expect(result.status == 2)
         #expect(result.standardError.contains("no such file"))
+        // `secret set` says so before reading any value.
+        let set = try runCLI(["secret", "set", "x", "--config", folder.path + "/absent.yaml"], input: "never read", in: folder.path)
+        #expect(set.status == 2)
+        #expect(set.standardError.contains("no such file"))
     }
 }
