@@ -1,0 +1,194 @@
+import ArgumentParser
+import CookieJar
+import Credentials
+import CurlTransport
+import Foundation
+import HTTPTransport
+import LoginFlow
+import SiteConfig
+import Vault
+
+/// `sessionkeeper login SITE [--verbose] [--jar FILE] [--fresh] [--config PATH]` (SPEC section 9): runs
+/// one site's login in the foreground over libcurl, showing each request as it happens, and keeps the
+/// resulting session in the vault (and with `--jar` in a jar file).
+struct LoginCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "login",
+        abstract: "Run one site's login flow in the foreground and store the session in the vault.",
+        discussion: """
+            Before the flow, the site's stored session is restored from the vault into the jar (as a browser \
+            keeps a "remember this device" cookie); --fresh starts from an empty jar. Each request is shown \
+            on standard error (method, URL without its query, status, milliseconds); no secret or cookie \
+            value is ever printed. On success the cookies are stored in the vault as the site's session \
+            (session cookies left out when the site sets persist_session_cookies: false) and the last line \
+            names the essential cookies and when they expire. Exit status: 0 logged in, 1 the flow failed, \
+            2 usage, configuration or vault key error.
+            """
+    )
+
+    @Argument(help: "The site's name (its file name in sites_dir without .yaml, or its name: key).")
+    var site: String
+
+    @Flag(name: .long, help: "Also show restored cookie names, step timings, plugin output and what was stored.")
+    var verbose = false
+
+    @Option(name: .long, help: "Also write the cookies to this jar file (.json: lossless json; otherwise Netscape cookies.txt), mode 0600.")
+    var jar: String?
+
+    @Flag(name: .long, help: "Start from an empty jar instead of the session stored in the vault.")
+    var fresh = false
+
+    @Option(name: .long, help: "config.yaml (default: $SESSIONKEEPER_CONFIG, ./config.yaml, $XDG_CONFIG_HOME/sessionkeeper/config.yaml).")
+    var config: String?
+
+    func run() async throws {
+        try await reportingFailures {
+            let (daemonConfig, definition) = try LoginSetup.load(site: site, explicitConfig: config)
+            let vault: Vault
+            do {
+                vault = try Vault.open(
+                    stateDirectory: daemonConfig.stateDirectory, key: MasterKeySource(daemonConfig.vault.key),
+                    createIfMissing: true)
+            } catch {
+                throw CLIFailure(vaultError: error)
+            }
+            defer { vault.close() }
+
+            let progress = LoginProgress(verbose: verbose, terminal: isatty(STDERR_FILENO) == 1)
+            let session = SiteSessionStore(vault: vault, site: definition)
+            let storage = LoginSetup.storage(for: definition)
+            if fresh {
+                progress.note("starting with an empty jar (--fresh)")
+            } else {
+                session.restore(into: storage, progress: progress)
+            }
+
+            let client: CurlHTTPClient
+            do {
+                client = try CurlHTTPClient()
+            } catch {
+                throw CLIFailure.failed("cannot start the HTTP client: \(error)")
+            }
+            defer { client.shutdown() }
+            let resolver = CredentialResolver(vault: vault, standardError: { site, credential, line in
+                // The resolver masks the command's own output in these lines before handing them over.
+                progress.credentialOutput(site: site, credential: credential, line: line)
+            })
+            let engine = FlowEngine(client: client, credentials: ResolverCredentialProvider(resolver: resolver, site: definition))
+
+            let result: FlowResult
+            do {
+                result = try await engine.login(definition, storage: storage, observer: progress.observer)
+            } catch {
+                progress.finish()
+                throw CLIFailure.failed("\(error)")
+            }
+            progress.finish()
+
+            try session.store(result, progress: progress)
+            if let jar {
+                let kept = storage.allCookies.filter { !$0.isExpired(at: Date()) }
+                try JarFiles.save(kept, to: jar, format: JarFiles.format(forPath: jar))
+                progress.note("wrote \(kept.count) cookie(s) to \(jar)")
+            }
+            Console.out(LoginSummary.line(for: result))
+        }
+    }
+}
+
+/// Finding the config and the site, and building the site's jar.
+enum LoginSetup {
+    /// The config and the named site; any configuration problem is a usage failure (exit 2) whose message
+    /// lists every diagnostic as `FILE:LINE:COLUMN: error: message`.
+    static func load(site name: String, explicitConfig: String?) throws -> (DaemonConfig, SiteDefinition) {
+        let loader = ConfigurationLoader()
+        let path: String
+        do {
+            path = try loader.locateConfig(explicit: explicitConfig)
+        } catch {
+            throw CLIFailure.usage(error.description)
+        }
+        let daemonConfig: DaemonConfig
+        do {
+            daemonConfig = try loader.loadConfig(at: path)
+        } catch {
+            throw configFailure(error)
+        }
+        // The usual case first: sites/NAME.yaml (or .yml). Only that file is parsed, so a broken other site
+        // does not stop this one's login.
+        for fileExtension in ConfigurationLoader.siteFileExtensions {
+            let file = (daemonConfig.sitesDirectory as NSString).appendingPathComponent("\(name).\(fileExtension)")
+            guard FileManager.default.fileExists(atPath: file) else { continue }
+            do {
+                let definition = try loader.loadSite(at: file, config: daemonConfig)
+                if definition.name == name { return (daemonConfig, definition) }
+            } catch {
+                throw configFailure(error)
+            }
+        }
+        // A site may name itself differently from its file: look through all of them.
+        let all = loader.loadSites(config: daemonConfig)
+        if let definition = all.sites.first(where: { $0.name == name }) { return (daemonConfig, definition) }
+        if !all.failures.isEmpty {
+            for failure in all.failures {
+                for line in DiagnosticRenderer(showSource: false).render(failure, source: nil) { Console.err(line) }
+            }
+            throw CLIFailure.usage("no site named '\(name)' could be loaded from \(daemonConfig.sitesDirectory); the files above have errors")
+        }
+        let known = all.sites.map(\.name).sorted()
+        throw CLIFailure.usage(
+            "no site named '\(name)' in \(daemonConfig.sitesDirectory)"
+                + (known.isEmpty ? " (the folder has no site files)" : " (sites: \(known.joined(separator: ", ")))"))
+    }
+
+    /// Prints every diagnostic on its own line, as `check` does (compilers' format, which editors can jump
+    /// to), and gives the usage exit status.
+    private static func configFailure(_ error: ConfigError) -> ExitCode {
+        for line in DiagnosticRenderer(showSource: false).render(error, source: nil) { Console.err(line) }
+        return ExitCode(Exit.usage)
+    }
+
+    /// An empty jar with the site's accept policy and limits (`cookies:` of SPEC section 3).
+    static func storage(for site: SiteDefinition) -> CookieStorage {
+        let defaults = CookieLimits()
+        let limits = CookieLimits(
+            maxCookieBytes: site.cookies.limits.maxCookieBytes ?? defaults.maxCookieBytes,
+            maxCookiesPerDomain: site.cookies.limits.maxCookiesPerDomain ?? defaults.maxCookiesPerDomain,
+            maxCookies: site.cookies.limits.maxCookies ?? defaults.maxCookies)
+        return CookieStorage(acceptPolicy: acceptPolicy(site.cookies.accept), limits: limits)
+    }
+
+    static func acceptPolicy(_ accept: CookiePolicy.Accept) -> CookieAcceptPolicy {
+        switch accept {
+        case .always: .always
+        case .never: .never
+        case .mainDocumentDomain: .mainDocumentDomain
+        }
+    }
+}
+
+/// The Credentials module behind LoginFlow's ``CredentialProvider`` seam: each `{{ credentials.NAME }}`
+/// is resolved (vault secret, env, file, command, TOTP) when the flow first needs it.
+struct ResolverCredentialProvider: CredentialProvider {
+    let resolver: CredentialResolver
+    let site: SiteDefinition
+
+    func value(of name: String, site siteName: String) async throws -> String {
+        // CredentialError names the site, the credential and the reason, never the value.
+        try await resolver.value(of: name, in: site)
+    }
+}
+
+/// The last line of a successful login: essential cookie names and expiry times, never values.
+enum LoginSummary {
+    static func line(for result: FlowResult) -> String {
+        let essentials = result.essentialCookies
+        guard !essentials.isEmpty else {
+            return "logged in to \(result.site): \(result.cookies.count) cookie(s) stored (no essential cookies declared)"
+        }
+        let parts = essentials.map { cookie in
+            "\(cookie.name) " + (cookie.expires.map { "until \(CookieTime.rfc3339($0))" } ?? "(session cookie)")
+        }
+        return "logged in to \(result.site): \(parts.joined(separator: ", "))"
+    }
+}
