@@ -12,6 +12,7 @@ struct SessionKeeper: AsyncParsableCommand {
         subcommands: [
             CheckCommand.self,
             JarCommand.self,
+            LoginCommand.self,
             SecretCommand.self,
             VaultCommand.self,
         ]
