@@ -129,6 +129,10 @@ struct VaultCrashWriterCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
+            // It fills a vault with synthetic items: never let a stray invocation touch a real one.
+            guard ProcessInfo.processInfo.environment["SESSIONKEEPER_CRASH_WRITER"] == "1" else {
+                throw CLIFailure.usage("crash-writer is a test helper; it runs only with SESSIONKEEPER_CRASH_WRITER=1")
+            }
             let vault: Vault
             do {
                 vault = try Vault.open(stateDirectory: state, key: .keyFile(path: keyFile), createIfMissing: true)

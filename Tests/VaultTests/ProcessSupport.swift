@@ -55,6 +55,9 @@ final class CrashWriter {
         process.executableURL = URL(fileURLWithPath: try sessionkeeperBinary())
         process.arguments = ["vault", "crash-writer", "--state", state, "--key-file", keyFile,
                              "--items", String(items), "--first-round", String(firstRound)] + (rotate ? ["--rotate"] : [])
+        var environment = ProcessInfo.processInfo.environment
+        environment["SESSIONKEEPER_CRASH_WRITER"] = "1"
+        process.environment = environment
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = output
         process.standardError = errors

@@ -144,6 +144,15 @@ import Testing
         #expect(try runCLI(["secret", "list", "--config", config], in: folder.path).status == 0)
     }
 
+    @Test func theCrashWriterRefusesToRunOutsideTheCrashTest() throws {
+        let folder = TemporaryFolder()
+        defer { folder.cleanUp() }
+        let result = try runCLI(["vault", "crash-writer", "--state", folder.state, "--key-file", folder.keyFile], in: folder.path)
+        #expect(result.status == 2)
+        #expect(result.standardError.contains("test helper"))
+        #expect(!FileManager.default.fileExists(atPath: folder.state))
+    }
+
     @Test func aMissingConfigIsAUsageError() throws {
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }
