@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "CurlTransport", targets: ["CurlTransport"]),
         .library(name: "LoginFlow", targets: ["LoginFlow"]),
         .library(name: "Vault", targets: ["Vault"]),
+        .library(name: "Platform", targets: ["Platform"]),
         .library(name: "DemoSite", targets: ["DemoSite"]),
     ],
     dependencies: [
@@ -112,7 +113,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "VaultTests", dependencies: ["Vault", "Credentials", "Platform"], swiftSettings: strict),
+        .testTarget(name: "VaultTests", dependencies: ["Vault", "Credentials", "Platform", "SiteConfig"], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["CookieJar"], resources: [.copy("Fixtures")], swiftSettings: strict),
     ]
 )
