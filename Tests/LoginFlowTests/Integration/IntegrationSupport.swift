@@ -1,0 +1,246 @@
+import CookieJar
+import CurlTransport
+import DemoSite
+import Foundation
+import HTTPTransport
+import LoginFlow
+import SiteConfig
+import Synchronization
+import Testing
+
+/// Shared pieces of the integration tests: real servers on 127.0.0.1 started and stopped by each test,
+/// the real libcurl client, site files loaded by SiteConfig as a user writes them.
+enum Integration {
+    /// Tests/LoginFlowTests/Fixtures/integration (found through the source file, so it works from any
+    /// package that links this folder).
+    static var fixtures: URL {
+        URL(fileURLWithPath: #filePath).resolvingSymlinksInPath().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fixtures/integration")
+    }
+
+    /// A site file's text loaded with the built-in config defaults.
+    static func site(_ yaml: String, name: String = "integration") throws -> SiteDefinition {
+        let loader = ConfigurationLoader(environment: [:])
+        let config = loader.defaultConfig(directory: fixtures.path)
+        return try loader.loadSite(text: yaml, file: fixtures.appendingPathComponent("\(name).yaml").path, config: config)
+    }
+
+    /// An engine over `client` with these credentials and no environment.
+    static func engine(_ client: CurlHTTPClient, credentials: [String: String] = [:]) -> FlowEngine {
+        FlowEngine(client: client, credentials: IntegrationCredentials(values: credentials), environment: [:])
+    }
+
+    /// Runs `body` with a demo site and a libcurl client; both are stopped afterwards, also on failure.
+    static func withDemo(
+        _ configuration: DemoSite.Configuration, _ body: (DemoSite.RunningServer, CurlHTTPClient) async throws -> Void
+    ) async throws {
+        let server = try await DemoSite.start(configuration: configuration)
+        let client: CurlHTTPClient
+        do {
+            client = try CurlHTTPClient()
+        } catch {
+            await server.stop()
+            throw error
+        }
+        do {
+            try await body(server, client)
+        } catch {
+            client.shutdown()
+            await server.stop()
+            throw error
+        }
+        client.shutdown()
+        await server.stop()
+    }
+
+    /// Runs `body` with `odd_server.py` (extra arguments such as `--cert`) and a libcurl client; both are
+    /// stopped afterwards, also on failure.
+    static func withOddServer(
+        _ arguments: [String] = [], _ body: (Int, CurlHTTPClient) async throws -> Void
+    ) async throws {
+        let server = try PythonServer(script: fixtures.appendingPathComponent("odd_server.py").path, arguments: arguments)
+        defer { server.stop() }
+        let client = try CurlHTTPClient()
+        defer { client.shutdown() }
+        try await body(server.port, client)
+    }
+
+    /// A JSON body as a dictionary.
+    static func json(_ body: Data) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+    }
+
+    /// Runs a command and returns its exit status (output discarded), for openssl and pip.
+    @discardableResult
+    static func runTool(_ path: String, _ arguments: [String], environment: [String: String]? = nil, directory: URL? = nil) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        if let directory { process.currentDirectoryURL = directory }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// A fresh private temporary folder.
+    static func temporaryFolder(_ prefix: String) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return url
+    }
+}
+
+/// A Python script serving HTTP on 127.0.0.1 that prints its port on its first line. Stopped by `stop()`
+/// (SIGTERM, then waited for); `deinit` stops it too, so a failing test never leaves it running.
+final class PythonServer {
+    let port: Int
+    private let process: Process
+
+    init(script: String, arguments: [String] = [], environment: [String: String]? = nil, executable: String = "/usr/bin/python3") throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["-u", script] + arguments
+        if let environment { process.environment = environment }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let reader = output.fileHandleForReading
+        var line = Data()
+        let deadline = Date().addingTimeInterval(30)
+        while !line.contains(UInt8(ascii: "\n")) && Date() < deadline {
+            let chunk = reader.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        guard let text = String(data: line, encoding: .utf8)?.split(separator: "\n").first,
+              let port = Int(text.trimmingCharacters(in: .whitespaces))
+        else {
+            process.terminate()
+            process.waitUntilExit()
+            throw PythonServerError(script: script)
+        }
+        self.port = port
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    deinit { stop() }
+}
+
+struct PythonServerError: Error, CustomStringConvertible {
+    var script: String
+    var description: String { "\(script) did not print its port" }
+}
+
+/// Credentials from a dictionary.
+struct IntegrationCredentials: CredentialProvider {
+    struct Missing: Error, CustomStringConvertible {
+        var name: String
+        var description: String { "no credential named \(name)" }
+    }
+
+    var values: [String: String]
+
+    func value(of name: String, site: String) async throws -> String {
+        guard let value = values[name] else { throw Missing(name: name) }
+        return value
+    }
+}
+
+/// Records a run's events.
+final class IntegrationEvents: Sendable {
+    private let events = Mutex<[FlowEvent]>([])
+    var observer: FlowObserver { { [self] event in events.withLock { $0.append(event) } } }
+
+    var exchanges: [FlowEvent.Exchange] {
+        events.withLock { $0 }.compactMap { if case .exchange(let exchange) = $0 { exchange } else { nil } }
+    }
+    var warnings: [String] {
+        events.withLock { $0 }.compactMap { if case .warning(_, let message) = $0 { message } else { nil } }
+    }
+}
+
+/// RFC 6238 TOTP (HMAC-SHA-1, 6 digits, 30 s), computed in the test independently of the demo site's code.
+enum TestTOTP {
+    static func code(base32 secret: String, at date: Date = Date()) -> String {
+        let key = decodeBase32(secret)
+        var counter = UInt64(date.timeIntervalSince1970 / 30).bigEndian
+        let message = withUnsafeBytes(of: &counter) { Array($0) }
+        let mac = hmacSHA1(key: key, message: message)
+        let offset = Int(mac[19] & 0x0f)
+        let binary = (UInt32(mac[offset] & 0x7f) << 24) | (UInt32(mac[offset + 1]) << 16)
+            | (UInt32(mac[offset + 2]) << 8) | UInt32(mac[offset + 3])
+        let value = binary % 1_000_000
+        let digits = String(value)
+        return String(repeating: "0", count: 6 - digits.count) + digits
+    }
+
+    static func decodeBase32(_ text: String) -> [UInt8] {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+        var bits = 0, buffer = 0
+        var bytes: [UInt8] = []
+        for character in text.uppercased() where character != "=" && character != " " {
+            guard let index = alphabet.firstIndex(of: character) else { continue }
+            buffer = (buffer << 5) | index
+            bits += 5
+            if bits >= 8 {
+                bytes.append(UInt8((buffer >> (bits - 8)) & 0xff))
+                bits -= 8
+            }
+        }
+        return bytes
+    }
+
+    static func hmacSHA1(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        var block = key.count > 64 ? sha1(key) : key
+        block += [UInt8](repeating: 0, count: 64 - block.count)
+        let inner = sha1(block.map { $0 ^ 0x36 } + message)
+        return sha1(block.map { $0 ^ 0x5c } + inner)
+    }
+
+    static func sha1(_ message: [UInt8]) -> [UInt8] {
+        var h: [UInt32] = [0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0]
+        var data = message + [0x80]
+        while data.count % 64 != 56 { data.append(0) }
+        let length = UInt64(message.count) * 8
+        for shift in stride(from: 56, through: 0, by: -8) { data.append(UInt8((length >> UInt64(shift)) & 0xff)) }
+        for chunk in stride(from: 0, to: data.count, by: 64) {
+            var w = [UInt32](repeating: 0, count: 80)
+            for i in 0..<16 {
+                let j = chunk + i * 4
+                w[i] = UInt32(data[j]) << 24 | UInt32(data[j + 1]) << 16 | UInt32(data[j + 2]) << 8 | UInt32(data[j + 3])
+            }
+            for i in 16..<80 { w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotatedLeft(1) }
+            var (a, b, c, d, e) = (h[0], h[1], h[2], h[3], h[4])
+            for i in 0..<80 {
+                let (f, k): (UInt32, UInt32) = switch i {
+                case 0..<20: ((b & c) | (~b & d), 0x5A82_7999)
+                case 20..<40: (b ^ c ^ d, 0x6ED9_EBA1)
+                case 40..<60: ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC)
+                default: (b ^ c ^ d, 0xCA62_C1D6)
+                }
+                let temp = a.rotatedLeft(5) &+ f &+ e &+ k &+ w[i]
+                (e, d, c, b, a) = (d, c, b.rotatedLeft(30), a, temp)
+            }
+            h[0] &+= a; h[1] &+= b; h[2] &+= c; h[3] &+= d; h[4] &+= e
+        }
+        return h.flatMap { value in [24, 16, 8, 0].map { UInt8((value >> UInt32($0)) & 0xff) } }
+    }
+}
+
+extension UInt32 {
+    fileprivate func rotatedLeft(_ count: UInt32) -> UInt32 { (self << count) | (self >> (32 - count)) }
+}
