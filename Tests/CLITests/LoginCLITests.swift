@@ -219,11 +219,15 @@ final class LoginCLIWorld {
         try body(world)
     }
 
+    /// SIGTERM, then SIGKILL when demo-site has not exited five seconds later (a test runner may start
+    /// children with SIGTERM blocked).
     func stop() {
-        if demo.isRunning {
-            demo.terminate()
-            demo.waitUntilExit()
-        }
+        guard demo.isRunning else { return }
+        demo.terminate()
+        let deadline = Date().addingTimeInterval(5)
+        while demo.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if demo.isRunning { kill(demo.processIdentifier, SIGKILL) }
+        demo.waitUntilExit()
     }
 
     static func siteYAML(port: Int, passwordSource: String) -> String {

@@ -130,11 +130,15 @@ final class PythonServer {
         self.port = port
     }
 
+    /// SIGTERM, then SIGKILL when the script has not exited two seconds later (a runner may start
+    /// children with SIGTERM blocked).
     func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(2)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
     }
 
     deinit { stop() }

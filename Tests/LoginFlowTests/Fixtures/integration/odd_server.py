@@ -7,6 +7,7 @@ Every request is answered from the request alone (no state), so tests can run in
 """
 import argparse
 import json
+import signal
 import ssl
 import sys
 import time
@@ -118,7 +119,17 @@ class Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = handle_any
 
 
+def stop_on_signals():
+    """A test runner may start us with SIGTERM blocked or ignored (its own signal mask is inherited):
+    unblock it and exit cleanly on it, so the test that started us can stop us."""
+    signals = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+    for number in signals:
+        signal.signal(number, lambda *_: sys.exit(0))
+
+
 def main():
+    stop_on_signals()
     parser = argparse.ArgumentParser()
     parser.add_argument("--cert")
     parser.add_argument("--key")
