@@ -6,21 +6,25 @@ enum FormEncoding {
     /// Bytes left as they are: ASCII alphanumerics and `*-._`; a space becomes `+`; everything else is
     /// percent-encoded from UTF-8.
     static func encode(_ text: String) -> String {
-        var output = ""
+        var output: [UInt8] = []
         output.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {
             switch byte {
             case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, UInt8(ascii: "*"), UInt8(ascii: "-"), UInt8(ascii: "."),
                 UInt8(ascii: "_"):
-                output.unicodeScalars.append(Unicode.Scalar(byte))
+                output.append(byte)
             case UInt8(ascii: " "):
-                output += "+"
+                output.append(UInt8(ascii: "+"))
             default:
-                output += String(format: "%%%02X", byte)
+                output.append(UInt8(ascii: "%"))
+                output.append(hexDigits[Int(byte >> 4)])
+                output.append(hexDigits[Int(byte & 0x0F)])
             }
         }
-        return output
+        return String(decoding: output, as: UTF8.self)
     }
+
+    private static let hexDigits = Array("0123456789ABCDEF".utf8)
 
     /// `name=value&name=value`, in order.
     static func urlEncoded(_ fields: [(name: String, value: String)]) -> String {

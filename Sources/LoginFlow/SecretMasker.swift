@@ -12,6 +12,8 @@ public struct SecretMasker: Sendable {
     public static let minimumMaskedLength = 4
     public static let mask = "•••"
 
+    /// The values as added. Their encoded variants are derived in ``redact(_:)`` only: a login adds every
+    /// credential and cookie value, and almost never produces a message to redact.
     private var secrets: Set<String> = []
 
     public init() {}
@@ -19,33 +21,33 @@ public struct SecretMasker: Sendable {
     /// Adds a value that must never appear: always masked, whatever its length.
     public mutating func addSecret(_ value: String) {
         guard !value.isEmpty else { return }
-        insertVariants(of: value)
+        secrets.insert(value)
     }
 
     /// Adds a value that is masked when it is long enough to carry a secret.
     public mutating func addValue(_ value: String) {
         guard value.count >= Self.minimumMaskedLength else { return }
-        insertVariants(of: value)
-    }
-
-    private mutating func insertVariants(of value: String) {
         secrets.insert(value)
-        if let encoded = value.addingPercentEncoding(withAllowedCharacters: .alphanumerics), encoded != value {
-            secrets.insert(encoded)
-        }
-        let formEncoded = FormEncoding.encode(value)
-        if formEncoded != value { secrets.insert(formEncoded) }
-        let escaped = value.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
-        if escaped != value { secrets.insert(escaped) }
     }
 
-    /// `text` with every secret replaced by ``mask``, longest secrets first so that a secret containing
-    /// another is masked whole.
+    /// A value as written, percent-encoded, form-encoded and HTML-escaped.
+    private static func variants(of value: String) -> Set<String> {
+        var variants: Set<String> = [value]
+        if let encoded = value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) { variants.insert(encoded) }
+        variants.insert(FormEncoding.encode(value))
+        variants.insert(
+            value.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;"))
+        return variants
+    }
+
+    /// `text` with every secret (and its encoded forms) replaced by ``mask``, longest first so that a secret
+    /// containing another is masked whole.
     public func redact(_ text: String) -> String {
         guard !secrets.isEmpty, !text.isEmpty else { return text }
+        let all = secrets.reduce(into: Set<String>()) { $0.formUnion(Self.variants(of: $1)) }
         var output = text
-        for secret in secrets.sorted(by: { $0.count > $1.count }) where output.contains(secret) {
+        for secret in all.sorted(by: { $0.count > $1.count }) where output.contains(secret) {
             output = output.replacingOccurrences(of: secret, with: Self.mask)
         }
         return output

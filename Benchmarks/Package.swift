@@ -1,0 +1,42 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Benchmarks live in their own package so the test build never carries them. Plain executables timed with
+// ContinuousClock and getrusage; `Benchmarks/run` builds them in release mode and prints docs/BENCHMARKS.md's
+// tables.
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "SessionKeeperBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "SessionKeeper", path: ".."),
+    ],
+    targets: [
+        .executableTarget(
+            name: "LoginBenchmark",
+            dependencies: [
+                .product(name: "CookieJar", package: "SessionKeeper"),
+                .product(name: "CurlTransport", package: "SessionKeeper"),
+                .product(name: "LoginFlow", package: "SessionKeeper"),
+                .product(name: "SiteConfig", package: "SessionKeeper"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "ConfigBenchmark",
+            dependencies: [.product(name: "SiteConfig", package: "SessionKeeper")],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "VaultBenchmark",
+            dependencies: [
+                .product(name: "Vault", package: "SessionKeeper"),
+                .product(name: "Platform", package: "SessionKeeper"),
+            ],
+            swiftSettings: strict
+        ),
+        // The floor for anything built on libcurl: the same login in plain C.
+        .executableTarget(name: "CurlLoginFloor", linkerSettings: [.linkedLibrary("curl")]),
+    ]
+)

@@ -1,0 +1,109 @@
+// SessionKeeper's side of the login benchmark: the demo site's 3-request login (GET /login, POST /login,
+// GET /api/me) run by the real flow engine over the real libcurl client, CONCURRENCY logins at a time, each
+// with a fresh cookie jar. Prints one line of JSON like the C and Python clients: logins, wall seconds,
+// CPU seconds of this process.
+//
+// usage: LoginBenchmark BASE_URL LOGINS CONCURRENCY [USER PASSWORD]
+import CookieJar
+import CurlTransport
+import Foundation
+import LoginFlow
+import SiteConfig
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Literal credentials only: the benchmark measures the flow, not the vault.
+struct LiteralCredentials: CredentialProvider {
+    let site: SiteDefinition
+    func value(of name: String, site _: String) async throws -> String {
+        guard case .literal(let value) = site.credential(named: name) else {
+            throw BenchmarkFailure(message: "credential \(name) is not a literal")
+        }
+        return value
+    }
+}
+
+struct BenchmarkFailure: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
+func siteText(baseURL: String, user: String, password: String) -> String {
+    """
+    base_url: \(baseURL)
+    credentials:
+      username: \(user)
+      password: "\(password)"
+    login:
+      steps:
+        - name: login page
+          get: /login
+          extract:
+            csrf: {xpath: "//form[@id='login']//input[@name='csrf']/@value"}
+        - name: submit
+          post: /login
+          form: {username: "{{ credentials.username }}", password: "{{ credentials.password }}", csrf: "{{ csrf }}"}
+          follow_redirects: false
+          expect: {status: 303, cookie: demo_session}
+        - name: me
+          get: /api/me
+          expect: {status: 200}
+    cookies:
+      essential: [demo_session]
+      accept: always
+    """
+}
+
+func cpuSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1_000_000 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 4, let logins = Int(arguments[2]), let concurrency = Int(arguments[3]), logins > 0,
+    concurrency > 0
+else {
+    FileHandle.standardError.write(Data("usage: LoginBenchmark BASE_URL LOGINS CONCURRENCY [USER PASSWORD]\n".utf8))
+    exit(2)
+}
+let user = arguments.count > 4 ? arguments[4] : "alice"
+let password = arguments.count > 5 ? arguments[5] : "wonderland"
+
+let loader = ConfigurationLoader()
+let config = loader.defaultConfig(directory: FileManager.default.currentDirectoryPath)
+let site = try loader.loadSite(text: siteText(baseURL: arguments[1], user: user, password: password), file: "bench.yaml", config: config)
+let client = try CurlHTTPClient()
+let engine = FlowEngine(client: client, credentials: LiteralCredentials(site: site))
+
+let cpuBefore = cpuSeconds()
+let start = ContinuousClock.now
+let failures = await withTaskGroup(of: Int.self) { group in
+    for worker in 0..<concurrency {
+        let share = logins / concurrency + (worker < logins % concurrency ? 1 : 0)
+        group.addTask {
+            var failed = 0
+            for _ in 0..<share {
+                do {
+                    _ = try await engine.login(site, storage: CookieStorage(acceptPolicy: .always))
+                } catch {
+                    failed += 1
+                    if failed == 1 { FileHandle.standardError.write(Data("login failed: \(error)\n".utf8)) }
+                }
+            }
+            return failed
+        }
+    }
+    var total = 0
+    for await failed in group { total += failed }
+    return total
+}
+let wall = ContinuousClock.now - start
+let cpu = cpuSeconds() - cpuBefore
+client.shutdown()
+let wallSeconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
+print(String(format: "{\"client\":\"sessionkeeper\",\"logins\":%d,\"failures\":%d,\"wall_s\":%.4f,\"cpu_s\":%.4f}", logins, failures, wallSeconds, cpu))
+exit(failures == 0 ? 0 : 1)
