@@ -108,6 +108,56 @@ import Testing
         }
     }
 
+    @Test func insecureTLSWarningMissingSecretAndDamagedVaultItem() throws {
+        try LoginCLIWorld.with { world in
+            let site = world.folder.path("sites/demo.yaml")
+            let original = try String(contentsOfFile: site, encoding: .utf8)
+
+            // http.insecure: the warning is printed at every login.
+            try (original + "http: {insecure: true}\n").write(toFile: site, atomically: true, encoding: .utf8)
+            let insecure = try world.login([])
+            #expect(insecure.status == 0, "stderr: \(insecure.stderr)")
+            #expect(insecure.stderr.contains("sessionkeeper: warning: TLS certificate verification is disabled (http.insecure)"))
+
+            // A damaged session item is reported (naming the item, not its content) and the login starts
+            // from an empty jar, then replaces the item.
+            let item = try #require(try world.vaultFiles().first)
+            let path = world.folder.path("state/vault/\(item)")
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            bytes[bytes.count - 5] ^= 0x01
+            try bytes.write(to: URL(fileURLWithPath: path))
+            let damaged = try world.login(["--verbose"])
+            #expect(damaged.status == 0, "stderr: \(damaged.stderr)")
+            #expect(damaged.stderr.contains("warning: cannot read the stored session, logging in from an empty jar"))
+            #expect(damaged.stderr.contains("site state 'demo'"), "stderr: \(damaged.stderr)")
+            let repaired = try world.login(["--verbose"])
+            #expect(repaired.stderr.contains("restored 2 cookie(s) from the vault"))
+
+            // A credential that is not in the vault fails the login, saying which secret.
+            try original.replacingOccurrences(of: "{env: DEMO_PASSWORD}", with: "{secret: demo/absent}")
+                .write(toFile: site, atomically: true, encoding: .utf8)
+            let missing = try world.login(["--fresh"])
+            #expect(missing.status == 1)
+            #expect(missing.stderr.contains("site 'demo'"))
+            #expect(missing.stderr.contains("demo/absent"), "stderr: \(missing.stderr)")
+        }
+    }
+
+    /// On a terminal the current step is shown as a progress line rewritten in place (`script` gives the
+    /// command a pseudo-terminal); the request lines and the final line still appear.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) for a pseudo-terminal"))
+    func progressLineOnATerminal() throws {
+        try LoginCLIWorld.with { world in
+            let binary = try #require(CLIRunner.executable).path
+            let command = "\(binary) login demo --config \(world.configPath)"
+            let run = try world.runTool("/usr/bin/script", ["-qec", command, "/dev/null"], environment: ["DEMO_PASSWORD": LoginCLITests.password])
+            #expect(run.status == 0, "output: \(run.stdout)")
+            #expect(run.stdout.contains("\r\u{1B}[K[1/2] login page …"))
+            #expect(run.stdout.contains("logged in to demo: demo_session until "))
+            #expect(!run.stdout.contains(LoginCLITests.password))
+        }
+    }
+
     /// Issue 5's secrecy test: a full login, then a second run that restores the session from the vault
     /// (a restart), then every byte the project wrote — stdout and stderr of every run, every file in the
     /// state folder, the config folder and the jar files — is searched for the password and every cookie value.
@@ -290,6 +340,23 @@ final class LoginCLIWorld {
         process.waitUntilExit()
         return CLIRunner.Output(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
                                 stderr: String(decoding: errData.wait(), as: UTF8.self))
+    }
+
+    /// Runs any tool in the world's folder with the given environment (for `script`).
+    func runTool(_ path: String, _ arguments: [String], environment: [String: String]) throws -> CLIRunner.Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.currentDirectoryURL = folder.url
+        process.environment = ["PATH": "/usr/bin:/bin", "HOME": folder.url.path, "TERM": "dumb"].merging(environment) { $1 }
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = out
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return CLIRunner.Output(status: process.terminationStatus, stdout: String(decoding: data, as: UTF8.self), stderr: "")
     }
 
     /// The item files of the vault (everything but the keyring).
