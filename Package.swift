@@ -100,7 +100,7 @@ let package = Package(
         .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "HTTPTransport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(
             name: "LoginFlowTests",
-            dependencies: ["LoginFlow", "CurlTransport", "DemoSite", "CookieJar", "SiteConfig"],
+            dependencies: ["LoginFlow", "HTTPTransport", "CurlTransport", "DemoSite", "CookieJar", "SiteConfig"],
             resources: [.copy("Fixtures")],
             swiftSettings: strict
         ),

@@ -13,6 +13,14 @@ let package = Package(
         .package(name: "SessionKeeper", path: ".."),
     ],
     targets: [
+        // libcurl called directly, for its own cookie parser (target names are unique across the package graph,
+        // so this is not the main package's CCurl).
+        .systemLibrary(name: "CCurlBenchmark", pkgConfig: "libcurl"),
+        .executableTarget(
+            name: "JarBenchmark",
+            dependencies: [.product(name: "CookieJar", package: "SessionKeeper"), "CCurlBenchmark"],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "LoginBenchmark",
             dependencies: [

@@ -1,7 +1,7 @@
 // JarBenchmark: (a) Set-Cookie parsing throughput of CookieJar next to libcurl's own cookie parser fed the
 // same headers through CURLOPT_COOKIELIST, in the same run; (b) CookieStorage.cookies(for:) latency with
 // 100,000 cookies over 10,000 domains. Build with `-c release`; prints a table.
-import CCurl
+import CCurlBenchmark
 import CookieJar
 import Foundation
 
