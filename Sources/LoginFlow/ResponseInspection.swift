@@ -161,16 +161,65 @@ enum ResponseInspection {
 
     /// The body as HTML, or as XML when the Content-Type says XML.
     static func parse(_ response: HTTPResponse) throws(Mismatch) -> Document {
-        let contentType = response.headers["Content-Type"]?.lowercased() ?? ""
-        let charset = contentType.split(separator: ";").lazy.map { $0.trimmingCharacters(in: .whitespaces) }
-            .first { $0.hasPrefix("charset=") }.map { String($0.dropFirst("charset=".count)).trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
-        let isXML = contentType.contains("xml") && !contentType.contains("html")
+        let (charset, isXML) = mediaType(of: response.headers["Content-Type"])
         do {
             if isXML { return try Document.xml(response.body, url: response.url) }
             return try Document.html(response.body, url: response.url, encoding: charset)
         } catch {
             throw Mismatch(expected: isXML ? "an XML body" : "an HTML body", found: error.description)
         }
+    }
+
+    /// The `charset` parameter (lower case, quotes removed) of a Content-Type value, and whether it names
+    /// an XML type that is not HTML.
+    static func mediaType(of header: String?) -> (charset: String?, isXML: Bool) {
+        if let header, let facts = asciiMediaType(of: header) { return facts }
+        return unicodeMediaType(of: header)
+    }
+
+    /// ``mediaType(of:)`` for any text, by Swift's and Foundation's Unicode string rules.
+    static func unicodeMediaType(of header: String?) -> (charset: String?, isXML: Bool) {
+        let contentType = header?.lowercased() ?? ""
+        let charset = contentType.split(separator: ";").lazy.map { $0.trimmingCharacters(in: .whitespaces) }
+            .first { $0.hasPrefix("charset=") }.map { String($0.dropFirst("charset=".count)).trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+        return (charset, contentType.contains("xml") && !contentType.contains("html"))
+    }
+
+    /// ``mediaType(of:)`` over the bytes, for values of visible ASCII and tabs (every real Content-Type),
+    /// where the Unicode rules of the general path (lower-casing, whitespace, grapheme prefixes) reduce to
+    /// byte comparisons; nil for anything else. Saves Foundation's NSString bridging on every parsed body.
+    static func asciiMediaType(of header: String) -> (charset: String?, isXML: Bool)? {
+        var lowered: [UInt8] = []
+        lowered.reserveCapacity(header.utf8.count)
+        for byte in header.utf8 {
+            guard byte == 0x09 || (byte >= 0x20 && byte <= 0x7E) else { return nil }
+            lowered.append(byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte)
+        }
+        func contains(_ needle: StaticString) -> Bool {
+            let pattern = UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount)
+            guard lowered.count >= pattern.count else { return false }
+            for start in 0...(lowered.count - pattern.count) where lowered[start..<(start + pattern.count)].elementsEqual(pattern) {
+                return true
+            }
+            return false
+        }
+        let isXML = contains("xml") && !contains("html")
+        let prefix = Array("charset=".utf8)
+        var partStart = 0
+        while partStart <= lowered.count {
+            let partEnd = lowered[partStart...].firstIndex(of: 0x3B) ?? lowered.count
+            var start = partStart, end = partEnd
+            while start < end, lowered[start] == 0x20 || lowered[start] == 0x09 { start += 1 }
+            while end > start, lowered[end - 1] == 0x20 || lowered[end - 1] == 0x09 { end -= 1 }
+            if lowered[start..<end].starts(with: prefix) {
+                start += prefix.count
+                while start < end, lowered[start] == 0x22 { start += 1 }
+                while end > start, lowered[end - 1] == 0x22 { end -= 1 }
+                return (String(decoding: lowered[start..<end], as: UTF8.self), isXML)
+            }
+            partStart = partEnd + 1
+        }
+        return (nil, isXML)
     }
 
     static func json(_ response: HTTPResponse) throws(Mismatch) -> JSONValue {

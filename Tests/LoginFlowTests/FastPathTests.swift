@@ -1,0 +1,56 @@
+import CookieJar
+import Foundation
+import HTTPTransport
+import SiteConfig
+import Testing
+
+@testable import LoginFlow
+
+/// The performance shortcuts give exactly what the general code they bypass gives.
+@Suite struct FastPathTests {
+    static let contentTypes: [String?] = [
+        nil, "", "text/html", "text/html; charset=utf-8", "TEXT/HTML;CHARSET=UTF-8", "text/html;\tcharset=\"ISO-8859-1\"",
+        "application/xml", "application/xhtml+xml; charset=utf-8", "text/xml;charset=\"\"", "text/html; charset=",
+        "text/html; foo=bar; charset=windows-1252; charset=utf-8", "  charset=utf-8  ", ";;; charset=koi8-r;",
+        "text/plain; charset=\"utf-8", "application/atom+xml", "text/html; charset = utf-8", "charset=\"\"\"", ";",
+        "text/html; charset=utf-8\u{301}", "text/html; charset=ÜTF-8", "text/html;\u{A0}charset=utf-8",
+    ]
+
+    @Test(arguments: contentTypes) func mediaTypeMatchesTheUnicodePath(_ header: String?) {
+        let fast = ResponseInspection.mediaType(of: header)
+        let general = ResponseInspection.unicodeMediaType(of: header)
+        #expect(fast.charset == general.charset)
+        #expect(fast.isXML == general.isXML)
+    }
+
+    @Test func asciiPathCoversEveryPlainContentType() {
+        #expect(ResponseInspection.asciiMediaType(of: "text/html; charset=\"UTF-8\"")?.charset == "utf-8")
+        #expect(ResponseInspection.asciiMediaType(of: "application/rss+xml")?.isXML == true)
+        #expect(ResponseInspection.asciiMediaType(of: "text/html; charset=ÜTF-8") == nil)
+    }
+
+    /// The resolved-URL cache is keyed by the base URL too: two sites sharing a step path each get their own
+    /// host, an invalid URL fails every time, and a rendered URL is resolved afresh.
+    @Test func stepURLsResolveAgainstEachSitesOwnBase() async throws {
+        let client = FakeHTTPClient { request in HTTPResponse(status: 200, url: request.url, body: Data()) }
+        let engine = Fixture.engine(client)
+        func site(_ base: String, _ path: String) -> SiteDefinition {
+            var site = Fixture.site([Fixture.step("page", Fixture.get(path))])
+            site.baseURL = URL(string: base)!
+            return site
+        }
+        for base in ["https://one.example/", "https://two.example/app/", "https://one.example/"] {
+            _ = try await engine.login(site(base, "login"), storage: CookieStorage())
+            _ = try await engine.login(site(base, " /login "), storage: CookieStorage())
+        }
+        #expect(client.requests.map(\.url.absoluteString) == [
+            "https://one.example/login", "https://one.example/login",
+            "https://two.example/app/login", "https://two.example/login",
+            "https://one.example/login", "https://one.example/login",
+        ])
+        for _ in 0..<2 {
+            let error = await loginError(engine, site("https://one.example/", "ftp://files.example/x"))
+            #expect(error?.kind == .invalidRequest)
+        }
+    }
+}
