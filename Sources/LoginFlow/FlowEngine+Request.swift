@@ -2,6 +2,7 @@ import CookieJar
 import Foundation
 import HTTPTransport
 import SiteConfig
+import Synchronization
 import XMLQuery
 
 extension FlowEngine {
@@ -196,6 +197,9 @@ extension FlowEngine {
 
     /// A step URL: absolute, or relative to `base_url`; http and https only.
     private func resolve(_ text: String, site: SiteDefinition, invalid: (String) -> FlowError) throws(FlowError) -> URL {
+        // Step URLs repeat on every run (most have no placeholder): the result depends only on the text
+        // and the base, and Foundation's parse and absoluteURL cost more than the lookup.
+        if let known = resolvedURLs.url(for: text, base: site.baseURL) { return known }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         guard let url = URL(string: trimmed, relativeTo: site.baseURL)?.absoluteURL,
             let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil
@@ -203,6 +207,40 @@ extension FlowEngine {
             // The text may hold a rendered secret: show only that it was invalid.
             throw invalid("the step's URL is not a valid http(s) URL, absolute or relative to base_url")
         }
+        resolvedURLs.remember(url, for: text, base: site.baseURL)
         return url
+    }
+}
+
+/// Step URLs already resolved against a base URL (valid ones only), shared by every run of one engine.
+///
+/// Bounded: rendered URLs that differ on every run (a token in the path) only ever fill it up to
+/// ``capacity``, after which it starts over. Holds URLs that may contain rendered values, in memory only,
+/// like the runs themselves.
+final class ResolvedURLCache: Sendable {
+    /// Distinct step URL texts kept; a site has a handful, a daemon a few hundred.
+    static let capacity = 512
+
+    private struct Entry {
+        var base: URL
+        var url: URL
+    }
+
+    private let entries = Mutex<[String: Entry]>([:])
+
+    init() {}
+
+    func url(for text: String, base: URL) -> URL? {
+        entries.withLock { entries in
+            guard let entry = entries[text], entry.base == base else { return nil }
+            return entry.url
+        }
+    }
+
+    func remember(_ url: URL, for text: String, base: URL) {
+        entries.withLock { entries in
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            entries[text] = Entry(base: base, url: url)
+        }
     }
 }

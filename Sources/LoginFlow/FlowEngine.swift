@@ -24,6 +24,8 @@ public struct FlowEngine: Sendable {
     public let environment: [String: String]
     /// The clock cookie expiry is judged by.
     public let now: @Sendable () -> Date
+    /// Step URLs resolved against `base_url` by earlier runs.
+    let resolvedURLs = ResolvedURLCache()
 
     public init(
         client: any HTTPClient, credentials: any CredentialProvider, plugins: any PluginRunner = ProcessPluginRunner(),
