@@ -91,7 +91,11 @@ struct ResponseHeaderParser {
     /// Field bytes are UTF-8 in practice; anything else is taken as ISO-8859-1 (RFC 9110 section 5.5 allows
     /// obs-text) so that no byte is lost or replaced.
     private static func decode(_ bytes: UnsafeRawBufferPointer) -> String {
-        if let utf8 = String(validating: bytes, as: UTF8.self) { return utf8 }
+        // ASCII (nearly every header) is valid UTF-8 as it is: `String(decoding:)` then gives the same string
+        // without `String(validating:)`'s generic, unspecialised path (~1.5% of a login's CPU).
+        let typed = bytes.assumingMemoryBound(to: UInt8.self)
+        if !typed.contains(where: { $0 >= 0x80 }) { return String(decoding: typed, as: UTF8.self) }
+        if let utf8 = String(validating: typed, as: UTF8.self) { return utf8 }
         return String(bytes.map { Character(Unicode.Scalar($0)) })
     }
 }

@@ -64,6 +64,17 @@ struct ParsingTests {
         #expect(parser.headers["X-Name"] == "café")
     }
 
+    @Test("UTF-8 field bytes decode as UTF-8, ASCII ones as they are")
+    func utf8AndASCII() {
+        var parser = ResponseHeaderParser()
+        parser.consume(line: "HTTP/1.1 200 OK\r\n")
+        let bytes: [UInt8] = Array("X-Name: caf".utf8) + [0xC3, 0xA9] + [0x0D, 0x0A]
+        bytes.withUnsafeBytes { parser.consume(line: $0) }
+        parser.consume(line: "X-Plain: \u{7F}a;b=\"c\"\t~\r\n")
+        #expect(parser.headers["X-Name"] == "café")
+        #expect(parser.headers["X-Plain"] == "\u{7F}a;b=\"c\"\t~")
+    }
+
     @Test("resolve entries follow curl's HOST:PORT:ADDRESS[,ADDRESS] syntax",
           arguments: [
             ("example.com:443:10.0.0.1", true), ("example.com:443:10.0.0.1,10.0.0.2", true),
