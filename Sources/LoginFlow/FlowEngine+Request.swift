@@ -227,8 +227,21 @@ final class ResolvedURLCache: Sendable {
     }
 
     private let entries = Mutex<[String: Entry]>([:])
+    /// `URL.redactedForLog` of final URLs (URLComponents work, ~1% of a login's CPU), same bound.
+    private let redactions = Mutex<[URL: String]>([:])
 
     init() {}
+
+    /// `url.redactedForLog`, remembered.
+    func redacted(_ url: URL) -> String {
+        if let known = redactions.withLock({ $0[url] }) { return known }
+        let text = url.redactedForLog
+        redactions.withLock { redactions in
+            if redactions.count >= Self.capacity { redactions.removeAll(keepingCapacity: true) }
+            redactions[url] = text
+        }
+        return text
+    }
 
     func url(for text: String, base: URL) -> URL? {
         entries.withLock { entries in

@@ -91,7 +91,7 @@ public struct FlowEngine: Sendable {
         }
         return FlowResult(
             site: site.name, cookies: storage.allCookies, essentialCookies: essentials, steps: state.timings,
-            finalURL: state.lastResponse?.url.redactedForLog, duration: ContinuousClock.now - started, finishedAt: now())
+            finalURL: state.lastResponse.map { resolvedURLs.redacted($0.url) }, duration: ContinuousClock.now - started, finishedAt: now())
     }
 
     // MARK: Check and keepalive

@@ -26,7 +26,8 @@ public struct SecretMasker: Sendable {
 
     /// Adds a value that is masked when it is long enough to carry a secret.
     public mutating func addValue(_ value: String) {
-        guard value.count >= Self.minimumMaskedLength else { return }
+        // `count >= minimum` without counting every character of a long cookie value.
+        guard !value.dropFirst(Self.minimumMaskedLength - 1).isEmpty else { return }
         secrets.insert(value)
     }
 

@@ -54,3 +54,30 @@ import Testing
         }
     }
 }
+
+@Suite struct FastPathMaskingTests {
+    /// The short-value rule counts characters (grapheme clusters), not bytes or scalars.
+    @Test func shortValuesStayVisibleByCharacterCount() {
+        var masker = SecretMasker()
+        masker.addValue("abc")
+        masker.addValue("e\u{301}e\u{301}e\u{301}")  // three characters, six scalars
+        masker.addValue("\r\n\r\n\r\nx")  // four characters, seven bytes
+        masker.addValue("wxyz")
+        #expect(masker.redact("abc e\u{301}e\u{301}e\u{301} wxyz") == "abc e\u{301}e\u{301}e\u{301} \(SecretMasker.mask)")
+        #expect(masker.redact("[\r\n\r\n\r\nx]") == "[\(SecretMasker.mask)]")
+    }
+
+    /// The remembered redaction of a final URL is the URL's own, for each distinct URL.
+    @Test func finalURLIsRedactedPerURL() async throws {
+        let client = FakeHTTPClient { request in HTTPResponse(status: 200, url: request.url, body: Data()) }
+        let engine = Fixture.engine(client)
+        for path in ["/a?token=t0ps3cret", "/b", "/a?token=t0ps3cret", "https://u:pw@other.example/c#frag"] {
+            let site = Fixture.site([Fixture.step("page", Fixture.get(path))])
+            let result = try await engine.login(site, storage: CookieStorage())
+            let url = try #require(client.requests.last?.url)
+            #expect(result.finalURL == url.redactedForLog)
+            #expect(result.finalURL?.contains("t0ps3cret") == false)
+            #expect(result.finalURL?.contains("pw") == false)
+        }
+    }
+}
