@@ -1,5 +1,6 @@
 internal import CXML2
 import Foundation
+import Synchronization
 
 /// Process-wide libxml2 setup, done once before the first call (`xmlInitParser` is not reentrant before
 /// initialisation, and everything afterwards is thread-safe for distinct documents).
@@ -37,18 +38,18 @@ enum LibXML {
     }
 }
 
-/// Owns an XPath evaluation context bound to one document; freed with it.
+/// Owns an XPath evaluation context bound to one document; handed back to ``XPathContextPool`` with it.
 final class XPathContext {
     let pointer: xmlXPathContextPtr
 
     init(document: xmlDocPtr?) throws(XMLQueryError) {
-        guard let pointer = cxml2_new_xpath_context(document) else {
+        guard let pointer = XPathContextPool.take(document: document) else {
             throw XMLQueryError(kind: .xpath, message: "cannot allocate an XPath context")
         }
         self.pointer = pointer
     }
 
-    deinit { xmlXPathFreeContext(pointer) }
+    deinit { XPathContextPool.give(pointer) }
 
     /// Compiles and evaluates, reporting libxml2's message for either failure.
     func evaluate(_ expression: String, relativeTo node: xmlNodePtr? = nil) throws(XMLQueryError) -> XPathObject {
@@ -100,5 +101,58 @@ final class XPathObject {
         let count = Int(set.pointee.nodeNr)
         guard count > 0, let table = set.pointee.nodeTab else { return [] }
         return (0..<count).compactMap { table[$0] }
+    }
+}
+
+/// XPath contexts kept for reuse. `xmlXPathNewContext` builds a hash table of every XPath function for
+/// each context, which costs more than evaluating a typical expression; a context handed out again is
+/// first put back in the state `xmlXPathNewContext` leaves it in (document, no context node, no
+/// namespaces, sizes -1, no error, counters zero). Its function table, error handler and object cache stay.
+enum XPathContextPool {
+    /// Idle contexts kept; more are freed (about the number of documents queried at once).
+    static let capacity = 16
+
+    private struct Idle: @unchecked Sendable {
+        let pointer: xmlXPathContextPtr
+    }
+
+    private static let idle = Mutex<[Idle]>([])
+
+    /// A context for `document`: a reset idle one, or a new one (nil only when libxml2 cannot allocate).
+    static func take(document: xmlDocPtr?) -> xmlXPathContextPtr? {
+        guard let reused = idle.withLock({ $0.popLast() })?.pointer else { return cxml2_new_xpath_context(document) }
+        reset(reused, document: document)
+        return reused
+    }
+
+    /// Keeps `context` for reuse, or frees it when enough are idle. It is never touched again until reset.
+    static func give(_ context: xmlXPathContextPtr) {
+        let kept = idle.withLock { idle in
+            guard idle.count < capacity else { return false }
+            idle.append(Idle(pointer: context))
+            return true
+        }
+        if !kept { xmlXPathFreeContext(context) }
+    }
+
+    /// The per-evaluation state back to `xmlXPathNewContext`'s values. Nothing else changes between uses:
+    /// XMLQuery registers no variables, namespaces or functions, and libxml2 restores `function` and
+    /// `functionURI` after each call it makes.
+    static func reset(_ context: xmlXPathContextPtr, document: xmlDocPtr?) {
+        context.pointee.doc = document
+        context.pointee.node = nil
+        context.pointee.namespaces = nil
+        context.pointee.nsNr = 0
+        context.pointee.contextSize = -1
+        context.pointee.proximityPosition = -1
+        context.pointee.xptr = 0
+        context.pointee.here = nil
+        context.pointee.origin = nil
+        context.pointee.function = nil
+        context.pointee.functionURI = nil
+        context.pointee.debugNode = nil
+        context.pointee.opCount = 0
+        context.pointee.depth = 0
+        xmlResetError(&context.pointee.lastError)
     }
 }
