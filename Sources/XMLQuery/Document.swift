@@ -1,5 +1,6 @@
 internal import CXML2
 import Foundation
+import Synchronization
 
 /// A parsed HTML or XML document that XPath expressions and form extraction run against.
 ///
@@ -14,13 +15,18 @@ public final class Document {
     public let kind: Kind
     /// The URL the document came from; relative URLs in it (form actions) resolve against it.
     public let url: URL?
+    /// The parser context that built the document, handed back for reuse once the document is freed
+    /// (the document's names live in the context's dictionary).
+    private let parser: HTMLParserLease?
 
-    private init(pointer: xmlDocPtr, kind: Kind, url: URL?) {
+    private init(pointer: xmlDocPtr, kind: Kind, url: URL?, parser: HTMLParserLease? = nil) {
         self.pointer = pointer
         self.kind = kind
         self.url = url
+        self.parser = parser
     }
 
+    // Stored properties are released after this body: the document is freed before its parser is reused.
     deinit { xmlFreeDoc(pointer) }
 
     /// Parses HTML the way a tolerant browser-like reader would: errors are recovered from, never printed,
@@ -38,16 +44,21 @@ public final class Document {
         try html(Array(text.utf8), url: url, encoding: "UTF-8")
     }
 
-    static func html(_ bytes: [UInt8], url: URL?, encoding: String?) throws(XMLQueryError) -> Document {
+    /// - Parameter pooled: false parses with a context of its own (tests compare both ways).
+    static func html(_ bytes: [UInt8], url: URL?, encoding: String?, pooled: Bool = true) throws(XMLQueryError) -> Document {
         LibXML.prepare()
         let options = Int32(HTML_PARSE_RECOVER.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue
             | HTML_PARSE_NONET.rawValue | HTML_PARSE_COMPACT.rawValue)
         let charset = encoding ?? (declaresCharset(bytes) ? nil : "UTF-8")
         // An empty buffer gives no document at all; an empty HTML page is still a page.
         let input = bytes.isEmpty ? Array("<html></html>".utf8) : bytes
-        let document = try parse(input, url: url, kind: .html) { buffer, length, urlText in
+        let lease = pooled ? HTMLParserPool.take() : nil
+        let document = try parse(input, url: url, kind: .html, parser: lease) { buffer, length, urlText in
             withOptionalCString(charset) { charsetText in
-                htmlReadMemory(buffer, length, urlText, charsetText, options)
+                // A reused context reads exactly as a new one (htmlReadMemory builds and frees one per call,
+                // whose dictionary allocation alone costs more than the reset).
+                if let lease { return htmlCtxtReadMemory(lease.context, buffer, length, urlText, charsetText, options) }
+                return htmlReadMemory(buffer, length, urlText, charsetText, options)
             }
         }
         return document
@@ -69,7 +80,7 @@ public final class Document {
     }
 
     private static func parse(
-        _ bytes: [UInt8], url: URL?, kind: Kind,
+        _ bytes: [UInt8], url: URL?, kind: Kind, parser: HTMLParserLease? = nil,
         _ read: (UnsafePointer<CChar>, Int32, UnsafePointer<CChar>?) -> xmlDocPtr?
     ) throws(XMLQueryError) -> Document {
         guard bytes.count < Int(Int32.max) else {
@@ -86,7 +97,7 @@ public final class Document {
             let message = xmlGetLastError().map { LibXML.describe($0.pointee) } ?? "libxml2 returned no document"
             throw XMLQueryError(kind: .parse, message: message)
         }
-        return Document(pointer: result, kind: kind, url: url)
+        return Document(pointer: result, kind: kind, url: url, parser: parser)
     }
 
     /// True when the first KiB declares a charset (a `<meta charset>` or `http-equiv` Content-Type), the
@@ -134,4 +145,53 @@ public final class Document {
 func withOptionalCString<Result>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> Result) -> Result {
     guard let string else { return body(nil) }
     return string.withCString { body($0) }
+}
+
+/// One HTML parser context lent to one document at a time; back to ``HTMLParserPool`` when released.
+final class HTMLParserLease: @unchecked Sendable {
+    let context: htmlParserCtxtPtr
+    /// Documents parsed with this context so far.
+    let uses: Int
+
+    init(context: htmlParserCtxtPtr, uses: Int) {
+        self.context = context
+        self.uses = uses
+    }
+
+    deinit { HTMLParserPool.give(context, uses: uses) }
+}
+
+/// HTML parser contexts kept for reuse (`htmlCtxtReadMemory` resets one as `htmlReadMemory` would build it).
+///
+/// A context is lent to one document and comes back only after that document is freed, so the
+/// dictionary a context shares with its documents is never used from two threads at once. A context is
+/// retired after ``maxUses`` documents, since its dictionary keeps every element and attribute name seen.
+enum HTMLParserPool {
+    /// Idle contexts kept (about the number of pages parsed at once).
+    static let capacity = 16
+    /// Documents one context parses before it is freed.
+    static let maxUses = 256
+
+    private struct Idle: @unchecked Sendable {
+        let context: htmlParserCtxtPtr
+        let uses: Int
+    }
+
+    private static let idle = Mutex<[Idle]>([])
+
+    /// A context for the next document, or nil when libxml2 cannot allocate one (then parse without).
+    static func take() -> HTMLParserLease? {
+        if let reused = idle.withLock({ $0.popLast() }) { return HTMLParserLease(context: reused.context, uses: reused.uses + 1) }
+        guard let context = htmlNewParserCtxt() else { return nil }
+        return HTMLParserLease(context: context, uses: 1)
+    }
+
+    static func give(_ context: htmlParserCtxtPtr, uses: Int) {
+        let kept = uses < maxUses && idle.withLock { idle in
+            guard idle.count < capacity else { return false }
+            idle.append(Idle(context: context, uses: uses))
+            return true
+        }
+        if !kept { htmlFreeParserCtxt(context) }
+    }
 }

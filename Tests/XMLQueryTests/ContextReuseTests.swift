@@ -44,3 +44,43 @@ import Testing
         for index in 0..<64 { #expect(values[index] == .some("t\(index)")) }
     }
 }
+
+/// HTML parser contexts are reused: a page parses to the same tree as with a context of its own.
+@Suite struct ParserReuseTests {
+    static let pages: [String] = [
+        "<p>unclosed <b>bold <i>both</p> after",
+        "<table><tr><td>a<td>b<tr><td>c</table><p><div>x</p></div>",
+        "<script>if (a < b && c > d) { x = '</p>' }</script><p id=q>ok",
+        "<!DOCTYPE html><html lang=en><head><meta charset=\"utf-8\"><title>t</title></head><body>é ü 中</body></html>",
+        "<?xml version=\"1.0\" encoding=\"iso-8859-1\"?><html><body>caf\u{E9}</body></html>",
+        "<form action=/x><input name=a value=1><select name=s><option selected>o</select><textarea name=t>x</textarea>",
+        "<p>entities &amp; &lt; &copy; &unknown; &#x41; &#66;</p><!-- comment --><![CDATA[ x ]]>",
+        "<custom-element data-x=1><svg><circle r=1/></svg></custom-element><p>tail",
+        "plain text only", "<", "<<<>>> & </p></p></p>", "\u{FEFF}<p>bom</p>",
+    ]
+
+    static func shape(_ document: Document) throws -> [String] {
+        try document.strings("//*") + document.strings("//@*") + document.strings("//comment()")
+            + [try document.evaluate("count(//node())").first ?? ""]
+    }
+
+    @Test func pooledParsesMatchFreshOnes() throws {
+        for round in 0..<(HTMLParserPool.maxUses + 20) {
+            for (index, page) in Self.pages.enumerated() where round < 2 || index == round % Self.pages.count {
+                for encoding in [nil, "utf-8", "iso-8859-1"] as [String?] {
+                    let bytes = Array(page.utf8)
+                    let pooled = try Document.html(bytes, url: nil, encoding: encoding)
+                    let fresh = try Document.html(bytes, url: nil, encoding: encoding, pooled: false)
+                    #expect(try Self.shape(pooled) == Self.shape(fresh), "page \(index), encoding \(encoding ?? "none")")
+                }
+            }
+        }
+    }
+
+    @Test func documentsOutliveLaterParses() throws {
+        let first = try Document.html(Array("<p id=a>first</p>".utf8), url: nil, encoding: nil)
+        let later = try (0..<40).map { try Document.html(Array("<p id=b\($0)>later</p>".utf8), url: nil, encoding: nil) }
+        #expect(try first.strings("//p/@id") == ["a"])
+        #expect(try later.last?.strings("//p/@id") == ["b39"])
+    }
+}
