@@ -115,7 +115,8 @@ extension FlowEngine {
         var url: URL?
         if let template = step.url {
             let text = try state.render(template, step: name, mark: mark)
-            url = try resolve(text, site: site, invalid: invalid)
+            let hasPlaceholder = template.segments.contains { if case .variable = $0 { true } else { false } }
+            url = try resolve(text, site: site, cacheable: !hasPlaceholder, invalid: invalid)
         }
 
         var headers = HTTPHeaders()
@@ -196,10 +197,15 @@ extension FlowEngine {
     }
 
     /// A step URL: absolute, or relative to `base_url`; http and https only.
-    private func resolve(_ text: String, site: SiteDefinition, invalid: (String) -> FlowError) throws(FlowError) -> URL {
-        // Step URLs repeat on every run (most have no placeholder): the result depends only on the text
-        // and the base, and Foundation's parse and absoluteURL cost more than the lookup.
-        if let known = resolvedURLs.url(for: text, base: site.baseURL) { return known }
+    ///
+    /// `cacheable`: the text comes from a template without placeholders, so it holds no rendered value
+    /// (credential, extracted token) and may be remembered for later runs.
+    private func resolve(
+        _ text: String, site: SiteDefinition, cacheable: Bool, invalid: (String) -> FlowError
+    ) throws(FlowError) -> URL {
+        // Literal step URLs repeat on every run: the result depends only on the text and the base, and
+        // Foundation's parse and absoluteURL cost more than the lookup.
+        if cacheable, let known = resolvedURLs.url(for: text, base: site.baseURL) { return known }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         guard let url = URL(string: trimmed, relativeTo: site.baseURL)?.absoluteURL,
             let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil
@@ -207,18 +213,19 @@ extension FlowEngine {
             // The text may hold a rendered secret: show only that it was invalid.
             throw invalid("the step's URL is not a valid http(s) URL, absolute or relative to base_url")
         }
-        resolvedURLs.remember(url, for: text, base: site.baseURL)
+        if cacheable { resolvedURLs.remember(url, for: text, base: site.baseURL) }
         return url
     }
 }
 
-/// Step URLs already resolved against a base URL (valid ones only), shared by every run of one engine.
+/// Literal step URLs already resolved against a base URL (valid ones only), and redacted forms of final
+/// URLs, shared by every run of one engine.
 ///
-/// Bounded: rendered URLs that differ on every run (a token in the path) only ever fill it up to
-/// ``capacity``, after which it starts over. Holds URLs that may contain rendered values, in memory only,
-/// like the runs themselves.
+/// Holds no secret: only URLs written in site files without placeholders, and final URLs without query,
+/// user info or fragment (whose redacted form, shown in logs, is the whole URL). Bounded by ``capacity``
+/// entries each, after which a table starts over.
 final class ResolvedURLCache: Sendable {
-    /// Distinct step URL texts kept; a site has a handful, a daemon a few hundred.
+    /// Distinct URLs kept per table; a site has a handful, a daemon a few hundred.
     static let capacity = 512
 
     private struct Entry {
@@ -232,10 +239,11 @@ final class ResolvedURLCache: Sendable {
 
     init() {}
 
-    /// `url.redactedForLog`, remembered.
+    /// `url.redactedForLog`, remembered when the URL has nothing the redaction removes.
     func redacted(_ url: URL) -> String {
         if let known = redactions.withLock({ $0[url] }) { return known }
         let text = url.redactedForLog
+        guard url.query == nil, url.fragment == nil, url.user == nil, url.password == nil else { return text }
         redactions.withLock { redactions in
             if redactions.count >= Self.capacity { redactions.removeAll(keepingCapacity: true) }
             redactions[url] = text

@@ -2,6 +2,7 @@ import CookieJar
 import Foundation
 import HTTPTransport
 import SiteConfig
+import Synchronization
 import Testing
 
 @testable import LoginFlow
@@ -79,5 +80,31 @@ import Testing
             #expect(result.finalURL?.contains("t0ps3cret") == false)
             #expect(result.finalURL?.contains("pw") == false)
         }
+    }
+}
+
+@Suite struct FastPathCacheSecrecyTests {
+    final class Counter: Sendable {
+        let value = Mutex(0)
+        func next() -> Int { value.withLock { $0 += 1; return $0 } }
+    }
+
+    /// A URL rendered from placeholders resolves afresh on every run of one engine, so a value extracted
+    /// in one run is never served to the next; final URLs with a query are redacted each time.
+    @Test func renderedStepURLsAreResolvedEachRun() async throws {
+        let counter = Counter()
+        let client = FakeHTTPClient { request in
+            guard request.url.path == "/token" else { return HTTPResponse(status: 200, url: request.url, body: Data()) }
+            return HTTPResponse(status: 200, url: request.url, headers: HTTPHeaders([("X-Token", "v\(counter.next())")]), body: Data())
+        }
+        let engine = Fixture.engine(client)
+        let site = Fixture.site([
+            Fixture.step("token", Fixture.get("/token", extract: [NamedExtraction(name: "t", extraction: .header("X-Token"))])),
+            Fixture.step("page", Fixture.get("/t/{{ t }}?q={{ t }}")),
+        ])
+        var finals: [String?] = []
+        for _ in 0..<2 { finals.append(try await engine.login(site, storage: CookieStorage()).finalURL) }
+        #expect(client.requests.map(\.url.path) == ["/token", "/t/v1", "/token", "/t/v2"])
+        #expect(finals == ["https://app.example.com/t/v1?…", "https://app.example.com/t/v2?…"])
     }
 }
