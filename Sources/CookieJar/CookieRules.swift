@@ -38,6 +38,17 @@ public enum CookieRules {
         if host == domain { return true }
         let hostBytes = host.utf8, domainBytes = domain.utf8
         guard hostBytes.count > domainBytes.count else { return false }
+        // Native strings are contiguous UTF-8: compare the suffix with memcmp, not element by element.
+        if let matches = hostBytes.withContiguousStorageIfAvailable({ hostBuffer -> Bool? in
+            domainBytes.withContiguousStorageIfAvailable { domainBuffer -> Bool in
+                let suffixStart = hostBuffer.count - domainBuffer.count
+                guard hostBuffer[suffixStart - 1] == 0x2E else { return false }
+                guard domainBuffer.count > 0 else { return true }
+                return memcmp(hostBuffer.baseAddress! + suffixStart, domainBuffer.baseAddress!, domainBuffer.count) == 0
+            }
+        }), let matches {
+            return matches && !isIPAddress(host)
+        }
         let suffixStart = hostBytes.index(hostBytes.endIndex, offsetBy: -domainBytes.count)
         guard hostBytes[suffixStart...].elementsEqual(domainBytes) else { return false }
         return hostBytes[hostBytes.index(before: suffixStart)] == 0x2E && !isIPAddress(host)

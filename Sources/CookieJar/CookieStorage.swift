@@ -165,7 +165,10 @@ public final class CookieStorage: Sendable {
             return .failure(.overlaysSecureCookie)
         }
         let key = cookie.key
-        let existingIndex = state.buckets[key.domain]?.firstIndex { $0.cookie.key == key }
+        // Field by field, name first (it differs most often), without building a CookieKey per entry.
+        let existingIndex = state.buckets[key.domain]?.firstIndex {
+            $0.cookie.name == key.name && $0.cookie.path == key.path && $0.cookie.domain == key.domain
+        }
         if cookie.isExpired(at: now) {
             // Step 12 of 6265bis / the RFC's eviction of expired cookies: the server deleted the cookie.
             if let existingIndex, let removed = state.buckets[key.domain]?.remove(at: existingIndex) {

@@ -183,6 +183,8 @@ public enum SetCookieParser {
 
     /// ASCII lower-casing (attribute names and domains are compared case-insensitively only for ASCII).
     static func lowercased(_ slice: ArraySlice<UInt8>) -> String {
-        String(decoding: slice.map { ($0 >= 0x41 && $0 <= 0x5A) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        // Most domains and SameSite values arrive in lower case already: no intermediate array for them.
+        guard slice.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return string(slice) }
+        return String(decoding: slice.map { ($0 >= 0x41 && $0 <= 0x5A) ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 }
