@@ -94,13 +94,15 @@ let package = Package(
         ),
 
         // MARK: Tests (one target per module; fixtures as files beside them)
+        // Shared by the test targets: blocking waits on dedicated threads, child processes run to their end.
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "CookieJarTests", dependencies: ["CookieJar"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "XMLQueryTests", dependencies: ["XMLQuery"], swiftSettings: strict),
         .testTarget(name: "SiteConfigTests", dependencies: ["SiteConfig"], resources: [.copy("Fixtures")], swiftSettings: strict),
-        .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "HTTPTransport"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "HTTPTransport", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(
             name: "LoginFlowTests",
-            dependencies: ["LoginFlow", "HTTPTransport", "CurlTransport", "DemoSite", "CookieJar", "SiteConfig"],
+            dependencies: ["LoginFlow", "HTTPTransport", "CurlTransport", "DemoSite", "CookieJar", "SiteConfig", "TestSupport"],
             resources: [.copy("Fixtures")],
             swiftSettings: strict
         ),
@@ -110,10 +112,11 @@ let package = Package(
                 "DemoSite",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                "TestSupport",
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "VaultTests", dependencies: ["Vault", "Credentials", "Platform", "SiteConfig"], swiftSettings: strict),
-        .testTarget(name: "CLITests", dependencies: ["CookieJar"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "VaultTests", dependencies: ["Vault", "Credentials", "Platform", "SiteConfig", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["CookieJar", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
     ]
 )

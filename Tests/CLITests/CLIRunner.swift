@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Runs the built `sessionkeeper` executable as a real process.
@@ -23,43 +24,16 @@ struct CLIRunner {
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }()
 
-    static func run(_ arguments: [String]) throws -> Output {
+    /// Runs `sessionkeeper ARGS` (standard input /dev/null) to its end on a dedicated thread.
+    static func run(_ arguments: [String]) async throws -> Output {
         let binary = try #require(executable, "the sessionkeeper executable was not built beside the tests")
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        // Read both pipes before waiting, so a chatty child cannot block on a full pipe.
-        let errData = Data.Async(err.fileHandleForReading)
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Output(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                      stderr: String(decoding: errData.wait(), as: UTF8.self))
+        return Output(try await runProgram(binary.path, arguments))
     }
 }
 
-extension Data {
-    /// Reads a file handle to its end on another thread.
-    final class Async: @unchecked Sendable {
-        // @unchecked: `data` is written once by the reader thread before the semaphore is signalled.
-        private var data = Data()
-        private let done = DispatchSemaphore(value: 0)
-
-        init(_ handle: FileHandle) {
-            Thread.detachNewThread { [self] in
-                data = handle.readDataToEndOfFile()
-                done.signal()
-            }
-        }
-
-        func wait() -> Data {
-            done.wait()
-            return data
-        }
+extension CLIRunner.Output {
+    init(_ result: ProgramResult) {
+        self.init(status: result.status, stdout: result.outputText, stderr: result.errorText)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The loopback server of Fixtures/cookie_echo_server.py, run with python3 and stopped at the end.
@@ -9,8 +10,20 @@ final class CookieEchoServer {
     let pid: pid_t
     let port: Int
 
-    init() throws {
-        let script = try #require(Bundle.module.url(forResource: "cookie_echo_server", withExtension: "py", subdirectory: "Fixtures"))
+    private init(pid: pid_t, port: Int) {
+        self.pid = pid
+        self.port = port
+    }
+
+    /// Starts the server and waits (on a dedicated thread, at most 10 s) for the port it prints.
+    static func start() async throws -> CookieEchoServer {
+        let script = try #require(Bundle.module.url(forResource: "cookie_echo_server", withExtension: "py", subdirectory: "Fixtures")).path
+        let (pid, port) = try await onDedicatedThread { try spawn(script: script) }
+        return CookieEchoServer(pid: pid, port: port)
+    }
+
+    /// Blocks until the child printed its port; call only on a dedicated thread.
+    private static func spawn(script: String) throws -> (pid: pid_t, port: Int) {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw ServerError.spawn(errno) }
         // Close-on-exec, so neither end leaks into other children (dup2 clears it on the child's stdout).
@@ -21,14 +34,13 @@ final class CookieEchoServer {
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let arguments = ["/usr/bin/env", "python3", script.path]
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        let arguments = ["/usr/bin/env", "python3", script]
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var child: pid_t = 0
         let status = posix_spawn(&child, "/usr/bin/env", &actions, nil, argv, environ)
         close(fds[1])
         guard status == 0 else { close(fds[0]); throw ServerError.spawn(status) }
-        pid = child
         // The first line is the port; read it on another thread so a silent server fails the test in 10 s.
         let reader = FirstLineReader(FileHandle(fileDescriptor: fds[0], closeOnDealloc: true))
         guard let line = reader.wait(seconds: 10), let port = Int(line) else {
@@ -37,7 +49,7 @@ final class CookieEchoServer {
             waitpid(child, &ignored, 0)
             throw ServerError.noPort
         }
-        self.port = port
+        return (child, port)
     }
 
     enum ServerError: Error { case spawn(Int32), noPort }
@@ -80,18 +92,12 @@ final class FirstLineReader: @unchecked Sendable {
     }
 }
 
-/// Runs the curl command-line tool (libcurl's own cookie engine).
-func runCurl(_ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["curl", "--silent", "--show-error", "--max-time", "10"] + arguments
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 0, "curl \(arguments.joined(separator: " ")) failed")
-    return String(decoding: data, as: UTF8.self)
+/// Runs the curl command-line tool (libcurl's own cookie engine); its errors go to the test log.
+func runCurl(_ arguments: [String]) async throws -> String {
+    let result = try await runProgram(
+        "/usr/bin/env", ["curl", "--silent", "--show-error", "--max-time", "10"] + arguments, standardError: .inherited)
+    #expect(result.status == 0, "curl \(arguments.joined(separator: " ")) failed")
+    return result.outputText
 }
 
 let curlAndPythonInstalled = ["/usr/bin/curl", "/usr/local/bin/curl"].contains { FileManager.default.isExecutableFile(atPath: $0) }
@@ -102,35 +108,35 @@ let curlAndPythonInstalled = ["/usr/bin/curl", "/usr/local/bin/curl"].contains {
 @Suite("Netscape jars shared with curl", .serialized, .enabled(if: curlAndPythonInstalled, "needs curl and python3"))
 struct CurlInteropTests {
     @Test("curl -b sends what jar store wrote, as jar header says")
-    func curlReadsOurJar() throws {
-        let server = try CookieEchoServer()
+    func curlReadsOurJar() async throws {
+        let server = try await CookieEchoServer.start()
         let folder = try TemporaryFolder()
         let jar = folder.path("cookies.txt")
-        let store = try CLIRunner.run(["jar", "store", jar, "--url", server.url("/app/login"), "--",
+        let store = try await CLIRunner.run(["jar", "store", jar, "--url", server.url("/app/login"), "--",
                                        "root=1; Path=/", "app=2; HttpOnly", "deep=3; Path=/app/x; Max-Age=600", "other=4; Path=/other"])
         #expect(store.status == 0)
         let target = server.url("/app/x/page")
-        let ours = try CLIRunner.run(["jar", "header", jar, "--url", target])
+        let ours = try await CLIRunner.run(["jar", "header", jar, "--url", target])
         #expect(ours.stdout == "deep=3; app=2; root=1\n")
-        let sentByCurl = try runCurl(["--cookie", jar, target])
+        let sentByCurl = try await runCurl(["--cookie", jar, target])
         #expect(Set(sentByCurl.components(separatedBy: "; ")) == Set(["deep=3", "app=2", "root=1"]))
     }
 
     @Test("a jar curl -c wrote gives the header curl itself would send")
-    func weReadCurlsJar() throws {
-        let server = try CookieEchoServer()
+    func weReadCurlsJar() async throws {
+        let server = try await CookieEchoServer.start()
         let folder = try TemporaryFolder()
         let jar = folder.path("curl-jar.txt")
         let setters = ["x=1; HttpOnly", "y=2; Path=/p; Max-Age=3600", "z=3; Path=/elsewhere"]
         let query = setters.map { "c=" + $0.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! }.joined(separator: "&")
-        _ = try runCurl(["--cookie-jar", jar, server.url("/set?\(query)")])
+        _ = try await runCurl(["--cookie-jar", jar, server.url("/set?\(query)")])
         let text = try String(contentsOfFile: jar, encoding: .utf8)
         #expect(text.contains("#HttpOnly_127.0.0.1"))
         let target = server.url("/p/q")
-        let ours = try CLIRunner.run(["jar", "header", jar, "--url", target])
+        let ours = try await CLIRunner.run(["jar", "header", jar, "--url", target])
         #expect(ours.status == 0)
         #expect(ours.stdout == "y=2; x=1\n")
-        let sentByCurl = try runCurl(["--cookie", jar, target])
+        let sentByCurl = try await runCurl(["--cookie", jar, target])
         #expect(Set(sentByCurl.components(separatedBy: "; ")) == Set(["y=2", "x=1"]))
     }
 }

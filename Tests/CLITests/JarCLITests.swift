@@ -37,67 +37,67 @@ struct JarCLITests {
     }
 
     @Test("http-state through jar store + jar header (json jar)", arguments: SuiteCase.all())
-    func suiteThroughJSONJar(_ testCase: SuiteCase) throws {
-        try runSuiteCase(testCase, jarName: "jar.json")
+    func suiteThroughJSONJar(_ testCase: SuiteCase) async throws {
+        try await runSuiteCase(testCase, jarName: "jar.json")
     }
 
     @Test("http-state through jar store + jar header (Netscape jar)", arguments: SuiteCase.all())
-    func suiteThroughNetscapeJar(_ testCase: SuiteCase) throws {
-        try runSuiteCase(testCase, jarName: "cookies.txt")
+    func suiteThroughNetscapeJar(_ testCase: SuiteCase) async throws {
+        try await runSuiteCase(testCase, jarName: "cookies.txt")
     }
 
-    private func runSuiteCase(_ testCase: SuiteCase, jarName: String) throws {
+    private func runSuiteCase(_ testCase: SuiteCase, jarName: String) async throws {
         let folder = try TemporaryFolder()
         let jar = folder.path(jarName)
-        let store = try CLIRunner.run(["jar", "store", jar, "--url", testCase.setURL.absoluteString, "--now", suiteNow, "--"] + testCase.received)
+        let store = try await CLIRunner.run(["jar", "store", jar, "--url", testCase.setURL.absoluteString, "--now", suiteNow, "--"] + testCase.received)
         #expect(store.status == 0, "store: \(store.stderr)")
-        let header = try CLIRunner.run(["jar", "header", jar, "--url", testCase.readURL.absoluteString, "--now", suiteNow])
+        let header = try await CLIRunner.run(["jar", "header", jar, "--url", testCase.readURL.absoluteString, "--now", suiteNow])
         #expect(header.status == 0, "header: \(header.stderr)")
         let expected = testCase.sent.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")
         #expect(header.stdout == (expected.isEmpty ? "" : expected + "\n"))
     }
 
     @Test("jar files are written with mode 0600 and list honours --now")
-    func fileModeAndList() throws {
+    func fileModeAndList() async throws {
         let folder = try TemporaryFolder()
         let jar = folder.path("jar.json")
-        let store = try CLIRunner.run(["jar", "store", jar, "--url", "https://example.com/a/b", "--now", suiteNow,
+        let store = try await CLIRunner.run(["jar", "store", jar, "--url", "https://example.com/a/b", "--now", suiteNow,
                                        "--", "short=1; Max-Age=60", "long=2; Max-Age=3600; Secure; SameSite=Lax", "sess=3"])
         #expect(store.status == 0)
         let attributes = try FileManager.default.attributesOfItem(atPath: jar)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
-        let now = try CLIRunner.run(["jar", "list", jar, "--format", "header", "--now", suiteNow])
+        let now = try await CLIRunner.run(["jar", "list", jar, "--format", "header", "--now", suiteNow])
         #expect(now.stdout == "short=1; long=2; sess=3\n")
-        let later = try CLIRunner.run(["jar", "list", jar, "--format", "header", "--now", "2015-01-01T00:10:00Z"])
+        let later = try await CLIRunner.run(["jar", "list", jar, "--format", "header", "--now", "2015-01-01T00:10:00Z"])
         #expect(later.stdout == "long=2; sess=3\n")
-        let json = try CLIRunner.run(["jar", "list", jar, "--format", "json", "--now", suiteNow])
+        let json = try await CLIRunner.run(["jar", "list", jar, "--format", "json", "--now", suiteNow])
         let decoded = try CookieCodec.decode(json.stdout, as: .json, url: nil, now: Date())
         #expect(decoded.map(\.name) == ["short", "long", "sess"])
         #expect(decoded[1].secure && decoded[1].sameSite == .lax && decoded[0].path == "/a")
     }
 
     @Test("jar convert between every format keeps what the target format holds")
-    func convert() throws {
+    func convert() async throws {
         let folder = try TemporaryFolder()
         let jar = folder.path("jar.json")
-        _ = try CLIRunner.run(["jar", "store", jar, "--url", "https://www.example.com/", "--now", suiteNow,
+        _ = try await CLIRunner.run(["jar", "store", jar, "--url", "https://www.example.com/", "--now", suiteNow,
                                "--", "a=1; Domain=example.com; HttpOnly", "b=2; Max-Age=600; Secure"])
         let netscape = folder.path("cookies.txt")
-        let toNetscape = try CLIRunner.run(["jar", "convert", jar, netscape])
+        let toNetscape = try await CLIRunner.run(["jar", "convert", jar, netscape])
         #expect(toNetscape.status == 0, "\(toNetscape.stderr)")
         let text = try String(contentsOfFile: netscape, encoding: .utf8)
         #expect(text.contains("#HttpOnly_.example.com\tTRUE\t/\tFALSE\t0\ta\t1"))
         #expect(text.contains("www.example.com\tFALSE\t/\tTRUE\t1420071000\tb\t2"))
         for format in CookieFormat.allCases where format != .header {
-            let out = try CLIRunner.run(["jar", "convert", netscape, "-", "--format", format.rawValue])
+            let out = try await CLIRunner.run(["jar", "convert", netscape, "-", "--format", format.rawValue])
             #expect(out.status == 0)
             #expect(CookieFormat.guess(from: out.stdout) == format)
-            let back = try CLIRunner.run(["jar", "list", jar, "--format", format.rawValue, "--now", suiteNow])
+            let back = try await CLIRunner.run(["jar", "list", jar, "--format", format.rawValue, "--now", suiteNow])
             #expect(back.status == 0)
         }
         let playwright = folder.path("state.pw")
-        _ = try CLIRunner.run(["jar", "convert", netscape, playwright, "--format", "playwright"])
-        let roundTrip = try CLIRunner.run(["jar", "convert", playwright, "-", "--format", "header"])
+        _ = try await CLIRunner.run(["jar", "convert", netscape, playwright, "--format", "playwright"])
+        let roundTrip = try await CLIRunner.run(["jar", "convert", playwright, "-", "--format", "header"])
         #expect(roundTrip.stdout == "a=1; b=2\n")
     }
 
@@ -112,14 +112,14 @@ struct JarCLITests {
         ["jar", "convert", "JAR", "-", "--format", "xml"],
         ["jar", "convert", "BROKEN", "-"],
     ])
-    func badInput(_ arguments: [String]) throws {
+    func badInput(_ arguments: [String]) async throws {
         let folder = try TemporaryFolder()
         let jar = folder.path("jar.json")
         try "[]\n".write(toFile: jar, atomically: true, encoding: .utf8)
         let broken = folder.path("broken.txt")
         try "example.com\tFALSE\t/\tFALSE\tsoon\tsid\tSECRET-VALUE\n".write(toFile: broken, atomically: true, encoding: .utf8)
         let resolved = arguments.map { $0 == "JAR" ? jar : $0 == "BROKEN" ? broken : $0 }
-        let result = try CLIRunner.run(resolved)
+        let result = try await CLIRunner.run(resolved)
         #expect(result.status == 2)
         #expect(result.stdout.isEmpty)
         let lines = result.stderr.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.isEmpty }
@@ -129,7 +129,7 @@ struct JarCLITests {
     }
 
     @Test("a rejected Set-Cookie is no error; --verbose says why without the value")
-    func verboseRejections() throws {
+    func verboseRejections() async throws {
         let folder = try TemporaryFolder()
         let jar = folder.path("cookies.txt")
         let secrets = (1...8).map { "SECRET\($0)x" }
@@ -138,7 +138,7 @@ struct JarCLITests {
             "d=\(secrets[3]); Domain=other.org", "\(secrets[4])", "=\(secrets[5])",
             "e=\(String(repeating: "x", count: 4100))\(secrets[6])", "kept=\(secrets[7])",
         ]
-        let result = try CLIRunner.run(["jar", "store", jar, "--url", "http://www.example.co.uk/", "--now", suiteNow, "--verbose", "--"] + headers)
+        let result = try await CLIRunner.run(["jar", "store", jar, "--url", "http://www.example.co.uk/", "--now", suiteNow, "--verbose", "--"] + headers)
         #expect(result.status == 0)
         for secret in secrets { #expect(!result.stderr.contains(secret)) }
         let lines = result.stderr.split(separator: "\n").map(String.init)
@@ -148,7 +148,7 @@ struct JarCLITests {
         #expect(lines.contains("rejected cookie b: Secure cookie from an insecure origin"))
         #expect(lines.contains { $0.hasPrefix("rejected cookie e: name and value exceed 4096 bytes") })
         #expect(lines.contains { $0.hasPrefix("stored kept for www.example.co.uk/") })
-        let header = try CLIRunner.run(["jar", "header", jar, "--url", "http://www.example.co.uk/", "--now", suiteNow])
+        let header = try await CLIRunner.run(["jar", "header", jar, "--url", "http://www.example.co.uk/", "--now", suiteNow])
         #expect(header.stdout == "kept=\(secrets[7])\n")
     }
 }

@@ -1,5 +1,6 @@
 import CookieJar
 import Foundation
+import TestSupport
 import Testing
 
 /// `sessionkeeper login` as a user runs it: the real executable against a real `demo-site` process on
@@ -8,10 +9,10 @@ import Testing
     /// The demo site's password in these tests: distinctive, so a leak anywhere is found by a plain search.
     static let password = "Wh1te-Rabbit_0bscura"
 
-    @Test func loginSucceedsStoresTheVaultItemAndWritesTheJar() throws {
-        try LoginCLIWorld.with { world in
+    @Test func loginSucceedsStoresTheVaultItemAndWritesTheJar() async throws {
+        try await LoginCLIWorld.with { world in
             let jar = world.folder.path("out.json")
-            let run = try world.login(["--jar", jar])
+            let run = try await world.login(["--jar", jar])
             #expect(run.status == 0, "stderr: \(run.stderr)")
             let lastLine = try #require(run.stdout.split(separator: "\n").last.map(String.init))
             #expect(lastLine.hasPrefix("logged in to demo: demo_session until "))
@@ -26,7 +27,7 @@ import Testing
             let cookies = try CookieCodec.decode(String(contentsOfFile: jar, encoding: .utf8), as: .json, url: nil, now: Date())
             let session = try #require(cookies.first { $0.name == "demo_session" })
             #expect(session.domain == "127.0.0.1" && session.hostOnly && session.httpOnly && session.expires != nil)
-            #expect(try world.demoAccepts(sessionValue: session.value))
+            #expect(try await world.demoAccepts(sessionValue: session.value))
 
             // The vault item exists (one encrypted file besides the keyring), named by a keyed hash.
             let items = try world.vaultFiles()
@@ -35,16 +36,16 @@ import Testing
 
             // A Netscape jar when the name is not .json.
             let text = world.folder.path("out.txt")
-            let second = try world.login(["--jar", text])
+            let second = try await world.login(["--jar", text])
             #expect(second.status == 0, "stderr: \(second.stderr)")
             let netscape = try String(contentsOfFile: text, encoding: .utf8)
             #expect(netscape.contains("\tdemo_session\t"))
         }
     }
 
-    @Test func wrongPasswordFailsWithSiteAndStep() throws {
-        try LoginCLIWorld.with { world in
-            let run = try world.login(["--fresh"], password: "not-the-password")
+    @Test func wrongPasswordFailsWithSiteAndStep() async throws {
+        try await LoginCLIWorld.with { world in
+            let run = try await world.login(["--fresh"], password: "not-the-password")
             #expect(run.status == 1)
             #expect(run.stderr.contains("site 'demo', step 'submit'"))
             #expect(run.stderr.contains("expected status 303, found status 200"))
@@ -54,68 +55,68 @@ import Testing
         }
     }
 
-    @Test func configurationErrorsExitTwoWithFileLineColumn() throws {
-        try LoginCLIWorld.with { world in
+    @Test func configurationErrorsExitTwoWithFileLineColumn() async throws {
+        try await LoginCLIWorld.with { world in
             let site = world.folder.path("sites/demo.yaml")
             let original = try String(contentsOfFile: site, encoding: .utf8)
             try (original + "enabeld: true\n").write(toFile: site, atomically: true, encoding: .utf8)
-            let run = try world.login([])
+            let run = try await world.login([])
             #expect(run.status == 2)
             let expectedPrefix = "\(site):\(original.split(separator: "\n", omittingEmptySubsequences: false).count):1: error: unknown key 'enabeld'"
             #expect(run.stderr.contains(expectedPrefix), "stderr: \(run.stderr)")
 
             // An unknown site and a bad option are usage errors too.
             try original.write(toFile: site, atomically: true, encoding: .utf8)
-            let unknown = try world.login([], site: "nosuchsite")
+            let unknown = try await world.login([], site: "nosuchsite")
             #expect(unknown.status == 2)
             #expect(unknown.stderr.contains("no site named 'nosuchsite'"))
-            let badOption = try world.run(["login", "demo", "--config", world.configPath, "--no-such-flag"])
+            let badOption = try await world.run(["login", "demo", "--config", world.configPath, "--no-such-flag"])
             #expect(badOption.status == 2)
         }
     }
 
-    @Test func verboseSaysWhatWasRestoredAndStoredByNameOnly() throws {
-        try LoginCLIWorld.with { world in
-            let first = try world.login(["--verbose"])
+    @Test func verboseSaysWhatWasRestoredAndStoredByNameOnly() async throws {
+        try await LoginCLIWorld.with { world in
+            let first = try await world.login(["--verbose"])
             #expect(first.status == 0, "stderr: \(first.stderr)")
             #expect(first.stderr.contains("no stored session for demo in the vault"))
             #expect(first.stderr.contains("[1/2] login page"))
             #expect(first.stderr.contains("step 'submit' done in "))
             #expect(first.stderr.contains("stored 2 cookie(s) in the vault (demo_csrf, demo_session)"))
 
-            let second = try world.login(["--verbose"])
+            let second = try await world.login(["--verbose"])
             #expect(second.status == 0, "stderr: \(second.stderr)")
             #expect(second.stderr.contains("restored 2 cookie(s) from the vault (demo_csrf, demo_session)"))
 
-            let fresh = try world.login(["--verbose", "--fresh"])
+            let fresh = try await world.login(["--verbose", "--fresh"])
             #expect(fresh.stderr.contains("starting with an empty jar (--fresh)"))
             #expect(!fresh.stderr.contains("restored"))
         }
     }
 
-    @Test func sessionCookiesAreLeftOutOfTheVaultWhenTheSiteSaysSo() throws {
-        try LoginCLIWorld.with { world in
+    @Test func sessionCookiesAreLeftOutOfTheVaultWhenTheSiteSaysSo() async throws {
+        try await LoginCLIWorld.with { world in
             let site = world.folder.path("sites/demo.yaml")
             let text = try String(contentsOfFile: site, encoding: .utf8)
                 .replacingOccurrences(of: "accept: main-document-domain", with: "accept: main-document-domain\n  persist_session_cookies: false")
             try text.write(toFile: site, atomically: true, encoding: .utf8)
-            let run = try world.login(["--verbose"])
+            let run = try await world.login(["--verbose"])
             #expect(run.status == 0, "stderr: \(run.stderr)")
             // demo_csrf is a session cookie (no Max-Age): left out; demo_session has a Max-Age: kept.
             #expect(run.stderr.contains("stored 1 cookie(s) in the vault (demo_session); left out 1 expired or session cookie(s)"))
-            let again = try world.login(["--verbose"])
+            let again = try await world.login(["--verbose"])
             #expect(again.stderr.contains("restored 1 cookie(s) from the vault (demo_session)"))
         }
     }
 
-    @Test func insecureTLSWarningMissingSecretAndDamagedVaultItem() throws {
-        try LoginCLIWorld.with { world in
+    @Test func insecureTLSWarningMissingSecretAndDamagedVaultItem() async throws {
+        try await LoginCLIWorld.with { world in
             let site = world.folder.path("sites/demo.yaml")
             let original = try String(contentsOfFile: site, encoding: .utf8)
 
             // http.insecure: the warning is printed at every login.
             try (original + "http: {insecure: true}\n").write(toFile: site, atomically: true, encoding: .utf8)
-            let insecure = try world.login([])
+            let insecure = try await world.login([])
             #expect(insecure.status == 0, "stderr: \(insecure.stderr)")
             #expect(insecure.stderr.contains("sessionkeeper: warning: TLS certificate verification is disabled (http.insecure)"))
 
@@ -126,17 +127,17 @@ import Testing
             var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
             bytes[bytes.count - 5] ^= 0x01
             try bytes.write(to: URL(fileURLWithPath: path))
-            let damaged = try world.login(["--verbose"])
+            let damaged = try await world.login(["--verbose"])
             #expect(damaged.status == 0, "stderr: \(damaged.stderr)")
             #expect(damaged.stderr.contains("warning: cannot read the stored session, logging in from an empty jar"))
             #expect(damaged.stderr.contains("site state 'demo'"), "stderr: \(damaged.stderr)")
-            let repaired = try world.login(["--verbose"])
+            let repaired = try await world.login(["--verbose"])
             #expect(repaired.stderr.contains("restored 2 cookie(s) from the vault"))
 
             // A credential that is not in the vault fails the login, saying which secret.
             try original.replacingOccurrences(of: "{env: DEMO_PASSWORD}", with: "{secret: demo/absent}")
                 .write(toFile: site, atomically: true, encoding: .utf8)
-            let missing = try world.login(["--fresh"])
+            let missing = try await world.login(["--fresh"])
             #expect(missing.status == 1)
             #expect(missing.stderr.contains("site 'demo'"))
             #expect(missing.stderr.contains("demo/absent"), "stderr: \(missing.stderr)")
@@ -146,11 +147,11 @@ import Testing
     /// On a terminal the current step is shown as a progress line rewritten in place (`script` gives the
     /// command a pseudo-terminal); the request lines and the final line still appear.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) for a pseudo-terminal"))
-    func progressLineOnATerminal() throws {
-        try LoginCLIWorld.with { world in
+    func progressLineOnATerminal() async throws {
+        try await LoginCLIWorld.with { world in
             let binary = try #require(CLIRunner.executable).path
             let command = "\(binary) login demo --config \(world.configPath)"
-            let run = try world.runTool("/usr/bin/script", ["-qec", command, "/dev/null"], environment: ["DEMO_PASSWORD": LoginCLITests.password])
+            let run = try await world.runTool("/usr/bin/script", ["-qec", command, "/dev/null"], environment: ["DEMO_PASSWORD": LoginCLITests.password])
             #expect(run.status == 0, "output: \(run.stdout)")
             #expect(run.stdout.contains("\r\u{1B}[K[1/2] login page …"))
             #expect(run.stdout.contains("logged in to demo: demo_session until "))
@@ -163,15 +164,15 @@ import Testing
     /// state folder, the config folder and the jar files — is searched for the password and every cookie value.
     /// The jar files are deliberately plaintext cookies (that is what `--jar` is for), so they are left out
     /// of the cookie-value search, but not out of the password search.
-    @Test func noPasswordOrCookieValueIsWrittenInClear() throws {
-        try LoginCLIWorld.with(passwordFromVault: true) { world in
+    @Test func noPasswordOrCookieValueIsWrittenInClear() async throws {
+        try await LoginCLIWorld.with(passwordFromVault: true) { world in
             let firstJar = world.folder.path("first.json"), secondJar = world.folder.path("second.txt")
-            let first = try world.login(["--verbose", "--jar", firstJar])
+            let first = try await world.login(["--verbose", "--jar", firstJar])
             #expect(first.status == 0, "stderr: \(first.stderr)")
-            let second = try world.login(["--verbose", "--jar", secondJar])
+            let second = try await world.login(["--verbose", "--jar", secondJar])
             #expect(second.status == 0, "stderr: \(second.stderr)")
             #expect(second.stderr.contains("restored 2 cookie(s) from the vault"))
-            let failed = try world.login(["--verbose"], site: "demo-bad")
+            let failed = try await world.login(["--verbose"], site: "demo-bad")
             #expect(failed.status == 1)
 
             var cookieValues = Set<String>()
@@ -215,8 +216,15 @@ final class LoginCLIWorld {
     private let demo: Process
     var configPath: String { folder.path("config.yaml") }
 
-    private init(passwordFromVault: Bool) throws {
-        folder = try TemporaryFolder()
+    private init(folder: TemporaryFolder, port: Int, demo: Process) {
+        self.folder = folder
+        self.port = port
+        self.demo = demo
+    }
+
+    /// Starts demo-site (waiting for its port file on a dedicated thread) and writes the config and site files.
+    private static func start(passwordFromVault: Bool) async throws -> LoginCLIWorld {
+        let folder = try TemporaryFolder()
         let binaries = try #require(CLIRunner.executable, "the sessionkeeper executable was not built beside the tests")
             .deletingLastPathComponent()
         let demoBinary = ProcessInfo.processInfo.environment["DEMO_SITE_BINARY"].map { URL(fileURLWithPath: $0) }
@@ -224,29 +232,36 @@ final class LoginCLIWorld {
         try #require(FileManager.default.isExecutableFile(atPath: demoBinary.path), "demo-site was not built beside sessionkeeper")
 
         let portFile = folder.path("demo.port")
-        demo = Process()
+        let demo = Process()
         demo.executableURL = demoBinary
         demo.arguments = ["--host", "127.0.0.1", "--port", "0", "--port-file", portFile]
         demo.environment = ["DEMO_PASSWORD": LoginCLITests.password, "PATH": "/usr/bin:/bin"]
         demo.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         demo.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try demo.run()
-        var found: Int?
-        for _ in 0..<200 {
-            if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let value = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-                found = value
-                break
+        try launch(demo)
+        let found: Int? = await onDedicatedThread {
+            for _ in 0..<200 {
+                if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let value = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                    return value
+                }
+                guard demo.isRunning else { return nil }
+                Thread.sleep(forTimeInterval: 0.05)
             }
-            guard demo.isRunning else { break }
-            Thread.sleep(forTimeInterval: 0.05)
+            return nil
         }
-        guard let found else {
-            demo.terminate()
-            demo.waitUntilExit()
-            throw CLIWorldError(message: "demo-site did not report its port")
+        let world: LoginCLIWorld
+        do {
+            guard let found else { throw CLIWorldError(message: "demo-site did not report its port") }
+            world = LoginCLIWorld(folder: folder, port: found, demo: demo)
+            try await world.writeFiles(passwordFromVault: passwordFromVault)
+        } catch {
+            await stop(demo)
+            throw error
         }
-        port = found
+        return world
+    }
 
+    private func writeFiles(passwordFromVault: Bool) async throws {
         try FileManager.default.createDirectory(atPath: folder.path("sites"), withIntermediateDirectories: true)
         try """
             state_dir: state
@@ -257,27 +272,37 @@ final class LoginCLIWorld {
         // The same site with a password that is wrong on purpose, for the failure path of the secrecy test.
         try Self.siteYAML(port: port, passwordSource: "{env: WRONG_PASSWORD}").write(toFile: folder.path("sites/demo-bad.yaml"), atomically: true, encoding: .utf8)
         if passwordFromVault {
-            let stored = try run(["secret", "set", "demo/password", "--config", configPath], stdin: Data(LoginCLITests.password.utf8))
+            let stored = try await run(["secret", "set", "demo/password", "--config", configPath], stdin: Data(LoginCLITests.password.utf8))
             try #require(stored.status == 0, "secret set failed: \(stored.stderr)")
         }
     }
 
     /// Runs `body` with a fresh world and always stops the demo site and removes the folder afterwards.
-    static func with(passwordFromVault: Bool = false, _ body: (LoginCLIWorld) throws -> Void) throws {
-        let world = try LoginCLIWorld(passwordFromVault: passwordFromVault)
-        defer { world.stop() }
-        try body(world)
+    static func with(passwordFromVault: Bool = false, _ body: (LoginCLIWorld) async throws -> Void) async throws {
+        let world = try await start(passwordFromVault: passwordFromVault)
+        do {
+            try await body(world)
+        } catch {
+            await world.stop()
+            throw error
+        }
+        await world.stop()
     }
 
+    /// Stops demo-site (see `stop(_:)`).
+    func stop() async { await Self.stop(demo) }
+
     /// SIGTERM, then SIGKILL when demo-site has not exited five seconds later (a test runner may start
-    /// children with SIGTERM blocked).
-    func stop() {
-        guard demo.isRunning else { return }
-        demo.terminate()
-        let deadline = Date().addingTimeInterval(5)
-        while demo.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        if demo.isRunning { kill(demo.processIdentifier, SIGKILL) }
-        demo.waitUntilExit()
+    /// children with SIGTERM blocked); the waiting happens on a dedicated thread.
+    private static func stop(_ demo: Process) async {
+        await onDedicatedThread {
+            guard demo.isRunning else { return }
+            demo.terminate()
+            let deadline = Date().addingTimeInterval(5)
+            while demo.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+            if demo.isRunning { kill(demo.processIdentifier, SIGKILL) }
+            demo.waitUntilExit()
+        }
     }
 
     static func siteYAML(port: Int, passwordSource: String) -> String {
@@ -314,49 +339,26 @@ final class LoginCLIWorld {
     }
 
     /// `sessionkeeper login SITE --config CONFIG ARGS...`, with DEMO_PASSWORD set to `password`.
-    func login(_ arguments: [String], site: String = "demo", password: String = LoginCLITests.password) throws -> CLIRunner.Output {
-        try run(["login", site, "--config", configPath] + arguments, environment: ["DEMO_PASSWORD": password, "WRONG_PASSWORD": "wrong-\(UUID().uuidString)"])
+    func login(_ arguments: [String], site: String = "demo", password: String = LoginCLITests.password) async throws -> CLIRunner.Output {
+        try await run(["login", site, "--config", configPath] + arguments, environment: ["DEMO_PASSWORD": password, "WRONG_PASSWORD": "wrong-\(UUID().uuidString)"])
     }
 
-    func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) throws -> CLIRunner.Output {
+    func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) async throws -> CLIRunner.Output {
         let binary = try #require(CLIRunner.executable)
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        process.currentDirectoryURL = folder.url
-        process.environment = ["PATH": "/usr/bin:/bin", "HOME": folder.url.path].merging(environment) { $1 }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let input = Pipe()
-        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
-        try process.run()
-        if let stdin {
-            input.fileHandleForWriting.write(stdin)
-            try input.fileHandleForWriting.close()
-        }
-        let errData = Data.Async(err.fileHandleForReading)
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return CLIRunner.Output(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                                stderr: String(decoding: errData.wait(), as: UTF8.self))
+        let result = try await runProgram(
+            binary.path, arguments, environment: ["PATH": "/usr/bin:/bin", "HOME": folder.url.path].merging(environment) { $1 },
+            directory: folder.url.path, input: stdin)
+        return CLIRunner.Output(result)
     }
 
-    /// Runs any tool in the world's folder with the given environment (for `script`).
-    func runTool(_ path: String, _ arguments: [String], environment: [String: String]) throws -> CLIRunner.Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.currentDirectoryURL = folder.url
-        process.environment = ["PATH": "/usr/bin:/bin", "HOME": folder.url.path, "TERM": "dumb"].merging(environment) { $1 }
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return CLIRunner.Output(status: process.terminationStatus, stdout: String(decoding: data, as: UTF8.self), stderr: "")
+    /// Runs any tool in the world's folder with the given environment (for `script`); standard error is
+    /// merged into `stdout`.
+    func runTool(_ path: String, _ arguments: [String], environment: [String: String]) async throws -> CLIRunner.Output {
+        let result = try await runProgram(
+            path, arguments,
+            environment: ["PATH": "/usr/bin:/bin", "HOME": folder.url.path, "TERM": "dumb"].merging(environment) { $1 },
+            directory: folder.url.path, standardError: .mergedWithOutput)
+        return CLIRunner.Output(status: result.status, stdout: result.outputText, stderr: "")
     }
 
     /// The item files of the vault (everything but the keyring).
@@ -382,19 +384,11 @@ final class LoginCLIWorld {
 
     /// Whether the demo site's /api/me accepts this session cookie: asked with the curl tool, the Cookie
     /// header passed on its standard input (`-H @-`) so the value is never on a command line.
-    func demoAccepts(sessionValue: String) throws -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "@-", "http://127.0.0.1:\(port)/api/me"]
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        input.fileHandleForWriting.write(Data("Cookie: demo_session=\(sessionValue)\n".utf8))
-        try input.fileHandleForWriting.close()
-        let status = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return status == "200"
+    func demoAccepts(sessionValue: String) async throws -> Bool {
+        let result = try await runProgram(
+            "/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "@-", "http://127.0.0.1:\(port)/api/me"],
+            input: Data("Cookie: demo_session=\(sessionValue)\n".utf8), standardError: .inherited)
+        return result.outputText == "200"
     }
 }
 

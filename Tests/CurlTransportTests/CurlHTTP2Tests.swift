@@ -1,6 +1,7 @@
 import CurlTransport
 import Foundation
 import HTTPTransport
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -14,7 +15,7 @@ private let nghttpdPath = ["/usr/sbin/nghttpd", "/usr/bin/nghttpd"].first { File
 struct CurlHTTP2Tests {
     @Test("HTTP/2 is negotiated by ALPN; headers and body arrive; concurrent requests multiplex on it")
     func http2() async throws {
-        let material = try TLSMaterial.generate()
+        let material = try await TLSMaterial.generate()
         defer { material.remove() }
         let root = material.directory.appendingPathComponent("root")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
@@ -26,11 +27,25 @@ struct CurlHTTP2Tests {
         server.arguments = ["-a", "127.0.0.1", "-d", root.path, "\(port)", material.serverKey, material.serverCertificate]
         server.standardOutput = FileHandle.nullDevice
         server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer {
-            kill(server.processIdentifier, SIGKILL)
+        try launch(server)
+        do {
+            try await exerciseHTTP2(port: port, material: material)
+        } catch {
+            await Self.kill(server)
+            throw error
+        }
+        await Self.kill(server)
+    }
+
+    /// SIGKILLs nghttpd and waits for it on a dedicated thread.
+    private static func kill(_ server: Process) async {
+        await onDedicatedThread {
+            _ = Glibc.kill(server.processIdentifier, SIGKILL)
             server.waitUntilExit()
         }
+    }
+
+    private func exerciseHTTP2(port: Int, material: TLSMaterial) async throws {
         try await waitUntilListening(port: port)
 
         let client = try CurlHTTPClient()

@@ -217,7 +217,7 @@ struct CurlHTTPClientTests {
     func connectionRefused() async throws {
         let server = try await FixtureServer.start()
         let url = server.url("/echo")
-        server.stop()
+        await server.stop()
         let client = try CurlHTTPClient()
         defer { client.shutdown() }
         let error = await expectTransportError { () async throws(TransportError) in
@@ -286,7 +286,7 @@ struct CurlHTTPClientTests {
 
             let closed = try await FixtureServer.start()
             let closedPort = closed.port
-            closed.stop()
+            await closed.stop()
             options.proxy = "http://user:proxysecret@127.0.0.1:\(closedPort)"
             let error = await expectTransportError { () async throws(TransportError) in
                 try await client.send(HTTPRequest(url: server.url("/echo")), options: options)
@@ -434,7 +434,16 @@ struct CurlHTTPClientTests {
     @Test("shutdown fails running and later requests")
     func shutdown() async throws {
         let server = try await FixtureServer.start()
-        defer { server.stop() }
+        do {
+            try await shutdownFailsRequests(server)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    private func shutdownFailsRequests(_ server: FixtureServer) async throws {
         let client = try CurlHTTPClient()
         let url = server.url("/slow?delay=10")
         let running = Task { () async throws(TransportError) -> HTTPResponse in

@@ -10,7 +10,7 @@ struct CurlTLSTests {
 
     private func withTLSServer(requireClientCertificate: Bool = false,
                                _ body: (FixtureServer, CurlHTTPClient, TLSMaterial) async throws -> Void) async throws {
-        let material = try TLSMaterial.generate()
+        let material = try await TLSMaterial.generate()
         defer { material.remove() }
         var arguments = ["--tls-cert", material.serverCertificate, "--tls-key", material.serverKey]
         if requireClientCertificate { arguments += ["--client-ca", material.clientCA] }

@@ -1,6 +1,7 @@
 import Foundation
 import CurlTransport
 import HTTPTransport
+import TestSupport
 import Testing
 
 /// A running `Fixtures/server.py`: started on 127.0.0.1 port 0, the port read from its first stdout line.
@@ -31,27 +32,25 @@ final class FixtureServer: @unchecked Sendable {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
-        // Read the port line on a plain thread: a blocking read must not hold a cooperative-pool thread
+        try launch(process)
+        // Read the port line on a dedicated thread: a blocking read must not hold a cooperative-pool thread
         // while dozens of tests start their servers at once.
         let reader = output.fileHandleForReading
-        let line = await withCheckedContinuation { (continuation: CheckedContinuation<Data, Never>) in
-            Thread {
-                var line = Data()
-                while !line.contains(0x0A) {
-                    let chunk = reader.availableData
-                    if chunk.isEmpty { break }
-                    line.append(chunk)
-                }
-                continuation.resume(returning: line)
-            }.start()
-        }
-        guard let text = String(data: line, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines),
-            let port = Int(text)
-        else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw StartFailure(description: "server.py did not print its port")
+        let port = try await onDedicatedThread { () throws(StartFailure) -> Int in
+            var line = Data()
+            while !line.contains(0x0A) {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                line.append(chunk)
+            }
+            guard let text = String(data: line, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines),
+                let port = Int(text)
+            else {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                throw StartFailure(description: "server.py did not print its port")
+            }
+            return port
         }
         return FixtureServer(port: port, process: process, input: input)
     }
@@ -60,13 +59,19 @@ final class FixtureServer: @unchecked Sendable {
         URL(string: "\(scheme)://\(host):\(port)\(path)")!
     }
 
-    func stop() {
+    /// Kills the server and waits for it on a dedicated thread.
+    func stop() async {
+        await onDedicatedThread { self.stopOnThisThread() }
+    }
+
+    /// Blocks until the server is gone; only `deinit` calls it directly, for a server a failing test left running.
+    private func stopOnThisThread() {
         // SIGKILL: Foundation may start children with SIGTERM blocked, and the server holds nothing to flush.
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 
-    deinit { stop() }
+    deinit { stopOnThisThread() }
 }
 
 /// Runs `body` with a fresh server and client; both are stopped afterwards, whatever `body` did.
@@ -74,10 +79,16 @@ func withServer<T>(
     arguments: [String] = [], _ body: (FixtureServer, CurlHTTPClient) async throws -> T
 ) async throws -> T {
     let server = try await FixtureServer.start(arguments: arguments)
-    defer { server.stop() }
-    let client = try CurlHTTPClient()
-    defer { client.shutdown() }
-    return try await body(server, client)
+    do {
+        let client = try CurlHTTPClient()
+        defer { client.shutdown() }
+        let result = try await body(server, client)
+        await server.stop()
+        return result
+    } catch {
+        await server.stop()
+        throw error
+    }
 }
 
 /// The server's view of a request, as `/echo` reports it.
@@ -123,37 +134,32 @@ struct TLSMaterial {
     var clientCertificate: String { directory.appendingPathComponent("client.pem").path }
     var clientKey: String { directory.appendingPathComponent("client.key").path }
 
-    static func generate() throws -> TLSMaterial {
+    static func generate() async throws -> TLSMaterial {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("curl-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let material = TLSMaterial(directory: directory)
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"]
-        try openssl(["req", "-x509"] + ec + [
+        try await openssl(["req", "-x509"] + ec + [
             "-keyout", material.serverKey, "-out", material.serverCertificate, "-subj", "/CN=secure.test",
             "-addext", "subjectAltName=DNS:secure.test,IP:127.0.0.1",
         ])
         let caKey = directory.appendingPathComponent("client-ca.key").path
-        try openssl(["req", "-x509"] + ec + ["-keyout", caKey, "-out", material.clientCA, "-subj", "/CN=Fixture Client CA"])
+        try await openssl(["req", "-x509"] + ec + ["-keyout", caKey, "-out", material.clientCA, "-subj", "/CN=Fixture Client CA"])
         let request = directory.appendingPathComponent("client.csr").path
-        try openssl(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        try await openssl(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
                      "-keyout", material.clientKey, "-out", request, "-subj", "/CN=fixture-client"])
-        try openssl(["x509", "-req", "-in", request, "-CA", material.clientCA, "-CAkey", caKey, "-CAcreateserial",
+        try await openssl(["x509", "-req", "-in", request, "-CA", material.clientCA, "-CAkey", caKey, "-CAcreateserial",
                      "-out", material.clientCertificate, "-days", "2"])
         return material
     }
 
     func remove() { try? FileManager.default.removeItem(at: directory) }
 
-    private static func openssl(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw FixtureServer.StartFailure(description: "openssl \(arguments[0]) failed with \(process.terminationStatus)")
+    /// Runs the openssl CLI to its end on a dedicated thread.
+    private static func openssl(_ arguments: [String]) async throws {
+        let result = try await runProgram("/usr/bin/env", ["openssl"] + arguments, standardError: .discarded)
+        guard result.status == 0 else {
+            throw FixtureServer.StartFailure(description: "openssl \(arguments[0]) failed with \(result.status)")
         }
     }
 }

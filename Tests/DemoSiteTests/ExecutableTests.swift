@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import TestSupport
 import Testing
 
 /// Runs the real `demo-site` binary that `swift build` put beside this test bundle.
@@ -38,7 +39,7 @@ struct ExecutableTests {
         process.environment = ["DEMO_TEST_PASSWORD": password, "LOG_LEVEL": "trace"]
         process.standardOutput = try FileHandle(forWritingTo: outputFile)
         process.standardError = try FileHandle(forWritingTo: errorFile)
-        try process.run()
+        try launch(process)
         defer { if process.isRunning { process.terminate() } }
 
         var port: Int?
@@ -89,17 +90,10 @@ struct ExecutableTests {
     }
 
     @Test("An invalid flag value exits with a usage error naming the flag")
-    func invalidFlag() throws {
-        let process = Process()
-        process.executableURL = try Self.binary()
-        process.arguments = ["--totp-secret", "1!", "--port", "0"]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 64)
+    func invalidFlag() async throws {
+        let result = try await runProgram(try Self.binary().path, ["--totp-secret", "1!", "--port", "0"])
+        let message = result.errorText
+        #expect(result.status == 64)
         #expect(message.contains("--totp-secret"))
         #expect(!message.contains("1!"), "the secret is not echoed")
     }

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTransport
 import SiteConfig
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import LoginFlow
@@ -59,17 +60,20 @@ import Testing
         #expect(elapsed >= .milliseconds(500))
         #expect(elapsed < .seconds(10))
         let grandchild = try #require(Int32(try String(contentsOf: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
-        #expect(Self.isGoneOrZombie(grandchild))
+        #expect(await Self.isGoneOrZombie(grandchild))
     }
 
-    /// A killed orphan may linger as a zombie until init reaps it; either way it no longer runs.
-    static func isGoneOrZombie(_ pid: Int32) -> Bool {
-        for _ in 0..<50 {
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
-            if let close = stat.lastIndex(of: ")"), stat[stat.index(close, offsetBy: 2)] == "Z" { return true }
-            usleep(20_000)
+    /// A killed orphan may linger as a zombie until init reaps it; either way it no longer runs. Polled
+    /// on a dedicated thread.
+    static func isGoneOrZombie(_ pid: Int32) async -> Bool {
+        await onDedicatedThread {
+            for _ in 0..<50 {
+                guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+                if let close = stat.lastIndex(of: ")"), stat[stat.index(close, offsetBy: 2)] == "Z" { return true }
+                usleep(20_000)
+            }
+            return false
         }
-        return false
     }
 
     @Test func cancellationKillsThePlugin() async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import Vault
 
@@ -8,7 +9,8 @@ import Testing
     static let kills = 220
     static let items = 5
 
-    @Test func killedWritersNeverLeaveATornOrLostItem() throws {
+    @Test func killedWritersNeverLeaveATornOrLostItem() async throws {
+        let binary = try sessionkeeperBinary()
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }
         var known: [Int: Int] = [:]
@@ -17,11 +19,16 @@ import Testing
         for iteration in 0..<Self.kills {
             let firstRound = iteration * 1_000_000 + 1
             let rotate = iteration % 3 == 2
-            let writer = try CrashWriter(
-                state: folder.state, keyFile: folder.keyFile, items: Self.items, firstRound: firstRound, rotate: rotate)
-            try writer.waitUntilReady()
-            usleep(UInt32.random(in: 0...30_000, using: &generator))
-            let acknowledged = writer.kill()
+            let pause = UInt32.random(in: 0...30_000, using: &generator)
+            // Spawning, waiting for `ready`, the pause and the kill all block: one dedicated thread per round.
+            let acknowledged = try await onDedicatedThread {
+                let writer = try CrashWriter(
+                    binary: binary, state: folder.state, keyFile: folder.keyFile, items: Self.items, firstRound: firstRound,
+                    rotate: rotate)
+                try writer.waitUntilReady()
+                usleep(pause)
+                return writer.kill()
+            }
 
             let vault = try Vault.open(stateDirectory: folder.state, key: .keyFile(path: folder.keyFile))
             if vault.keyGenerations.count > 1 { rotationsKilled += 1 }

@@ -1,36 +1,43 @@
 import Foundation
 import Platform
+import TestSupport
 import Testing
 
+/// `ChildProcess.run` blocks its caller until the child ends, so every call here runs on a dedicated thread.
 @Suite struct ChildProcessTests {
-    @Test func capturesOutputAndExitStatusWithoutAShell() throws {
-        let output = try ChildProcess.run(["sh", "-c", "printf out; printf err >&2; exit 7"], timeout: .seconds(10))
+    @Test func capturesOutputAndExitStatusWithoutAShell() async throws {
+        let output = try await onDedicatedThread { try ChildProcess.run(["sh", "-c", "printf out; printf err >&2; exit 7"], timeout: .seconds(10)) }
         #expect(output.status == .exited(7))
         #expect(output.standardOutput == Array("out".utf8))
         #expect(output.standardError == Array("err".utf8))
-        let literal = try ChildProcess.run(["echo", "$HOME", "*", ";"], timeout: .seconds(10))
+        let literal = try await onDedicatedThread { try ChildProcess.run(["echo", "$HOME", "*", ";"], timeout: .seconds(10)) }
         #expect(String(decoding: literal.standardOutput, as: UTF8.self) == "$HOME * ;\n")
     }
 
-    @Test func passesTheGivenEnvironmentOnly() throws {
-        let output = try ChildProcess.run(["/usr/bin/env"], environment: ["ONLY": "this"], timeout: .seconds(10))
+    @Test func passesTheGivenEnvironmentOnly() async throws {
+        let output = try await onDedicatedThread { try ChildProcess.run(["/usr/bin/env"], environment: ["ONLY": "this"], timeout: .seconds(10)) }
         #expect(String(decoding: output.standardOutput, as: UTF8.self) == "ONLY=this\n")
     }
 
-    @Test func reportsASignalledChild() throws {
-        let output = try ChildProcess.run(["sh", "-c", "kill -TERM $$"], timeout: .seconds(10))
+    @Test func reportsASignalledChild() async throws {
+        let output = try await onDedicatedThread { try ChildProcess.run(["sh", "-c", "kill -TERM $$"], timeout: .seconds(10)) }
         #expect(output.status == .signaled(SIGTERM))
     }
 
-    @Test func aTimeoutKillsTheWholeProcessGroup() throws {
+    @Test func aTimeoutKillsTheWholeProcessGroup() async throws {
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }
         let pidFile = folder.path + "/grandchild.pid"
-        let started = ContinuousClock.now
-        let error = #expect(throws: ChildProcessError.self) {
-            try ChildProcess.run(["sh", "-c", "sleep 30 & echo $! > \(pidFile); echo waiting >&2; sleep 30"], timeout: .milliseconds(500))
+        // Timed on the thread that makes the call, as the call itself takes it.
+        let (outcome, elapsed) = await onDedicatedThread {
+            let started = ContinuousClock.now
+            let outcome = Result { () throws(ChildProcessError) -> ProcessOutput in
+                try ChildProcess.run(["sh", "-c", "sleep 30 & echo $! > \(pidFile); echo waiting >&2; sleep 30"], timeout: .milliseconds(500))
+            }
+            return (outcome, ContinuousClock.now - started)
         }
-        #expect(ContinuousClock.now - started < .seconds(10))
+        let error = #expect(throws: ChildProcessError.self) { try outcome.get() }
+        #expect(elapsed < .seconds(10))
         guard case let .timedOut(_, _, standardError)? = error else {
             Issue.record("expected a timeout, got \(String(describing: error))")
             return
@@ -38,22 +45,27 @@ import Testing
         #expect(String(decoding: standardError, as: UTF8.self) == "waiting\n")
         let grandchild = try #require(Int32(String(decoding: readFile(pidFile), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
         // Dead means gone or a zombie waiting for its new parent to reap it.
-        var dead = false
-        for _ in 0..<100 where !dead {
-            let stat = String(decoding: readFile("/proc/\(grandchild)/stat"), as: UTF8.self)
-            dead = stat.isEmpty || stat.contains(") Z ")
-            if !dead { usleep(20_000) }
+        let dead = await onDedicatedThread {
+            var dead = false
+            for _ in 0..<100 where !dead {
+                let stat = String(decoding: readFile("/proc/\(grandchild)/stat"), as: UTF8.self)
+                dead = stat.isEmpty || stat.contains(") Z ")
+                if !dead { usleep(20_000) }
+            }
+            return dead
         }
         #expect(dead, "the background sleep (pid \(grandchild)) survived the timeout")
     }
 
-    @Test func refusesOutputBeyondTheLimitAndMissingPrograms() throws {
-        #expect(throws: ChildProcessError.self) {
-            try ChildProcess.run(["head", "-c", "100000", "/dev/zero"], timeout: .seconds(10), outputLimit: 1000)
+    @Test func refusesOutputBeyondTheLimitAndMissingPrograms() async throws {
+        await #expect(throws: ChildProcessError.self) {
+            try await onDedicatedThread { try ChildProcess.run(["head", "-c", "100000", "/dev/zero"], timeout: .seconds(10), outputLimit: 1000) }
         }
-        let missing = #expect(throws: ChildProcessError.self) { try ChildProcess.run(["no-such-program-here"], timeout: .seconds(10)) }
+        let missing = await #expect(throws: ChildProcessError.self) {
+            try await onDedicatedThread { try ChildProcess.run(["no-such-program-here"], timeout: .seconds(10)) }
+        }
         #expect(missing?.description.contains("cannot run no-such-program-here") == true)
-        #expect(throws: ChildProcessError.self) { try ChildProcess.run([], timeout: .seconds(1)) }
+        await #expect(throws: ChildProcessError.self) { try await onDedicatedThread { try ChildProcess.run([], timeout: .seconds(1)) } }
     }
 }
 

@@ -1,4 +1,6 @@
 import Foundation
+import Synchronization
+import TestSupport
 import Testing
 
 /// The `sessionkeeper` executable built beside this test bundle (`swift build --build-tests` builds
@@ -19,40 +21,29 @@ struct CommandResult {
     var standardError: String
 }
 
-/// Runs `sessionkeeper ARGS` with `input` on standard input.
-func runCLI(_ arguments: [String], input: String = "", environment: [String: String] = [:], in directory: String) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: try sessionkeeperBinary())
-    process.arguments = arguments
-    process.currentDirectoryURL = URL(fileURLWithPath: directory)
+/// Runs `sessionkeeper ARGS` with `input` on standard input, to its end on a dedicated thread.
+func runCLI(_ arguments: [String], input: String = "", environment: [String: String] = [:], in directory: String) async throws -> CommandResult {
+    let binary = try sessionkeeperBinary()
     var merged = ProcessInfo.processInfo.environment
     merged["SESSIONKEEPER_CONFIG"] = nil
     for (key, value) in environment { merged[key] = value }
-    process.environment = merged
-    let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = stdout
-    process.standardError = stderr
-    try process.run()
-    stdin.fileHandleForWriting.write(Data(input.utf8))
-    try stdin.fileHandleForWriting.close()
-    let out = stdout.fileHandleForReading.readDataToEndOfFile()
-    let err = stderr.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return CommandResult(
-        status: process.terminationStatus, standardOutput: String(decoding: out, as: UTF8.self),
-        standardError: String(decoding: err, as: UTF8.self))
+    let result = try await runProgram(binary, arguments, environment: merged, directory: directory, input: Data(input.utf8))
+    return CommandResult(status: result.status, standardOutput: result.outputText, standardError: result.errorText)
 }
 
-/// A running `sessionkeeper vault crash-writer` child.
-final class CrashWriter {
+/// A running `sessionkeeper vault crash-writer` child. Its methods block: call them inside
+/// `onDedicatedThread`, never on a test's task.
+final class CrashWriter: Sendable {
     let process = Process()
     private let output = Pipe()
     private let errors = Pipe()
-    private var buffer = Data()
+    /// What the child printed so far; only one thread at a time uses a writer, the lock makes that checkable.
+    private let buffer = Mutex(Data())
 
-    init(state: String, keyFile: String, items: Int, firstRound: Int, rotate: Bool) throws {
-        process.executableURL = URL(fileURLWithPath: try sessionkeeperBinary())
+    /// Starts `binary vault crash-writer ...`; `binary` comes from `sessionkeeperBinary()`, called on the
+    /// test's task (its `#require` records the failure there).
+    init(binary: String, state: String, keyFile: String, items: Int, firstRound: Int, rotate: Bool) throws {
+        process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["vault", "crash-writer", "--state", state, "--key-file", keyFile,
                              "--items", String(items), "--first-round", String(firstRound)] + (rotate ? ["--rotate"] : [])
         var environment = ProcessInfo.processInfo.environment
@@ -61,7 +52,7 @@ final class CrashWriter {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = output
         process.standardError = errors
-        try process.run()
+        try launch(process)
     }
 
     var pid: Int32 { process.processIdentifier }
@@ -69,14 +60,14 @@ final class CrashWriter {
     /// Blocks until the child printed `ready` (it holds the vault open). Throws with its stderr if it
     /// exited instead.
     func waitUntilReady() throws {
-        while !String(decoding: buffer, as: UTF8.self).hasPrefix("ready\n") {
+        while !buffer.withLock({ String(decoding: $0, as: UTF8.self) }).hasPrefix("ready\n") {
             let chunk = output.fileHandleForReading.availableData
             if chunk.isEmpty {
                 process.waitUntilExit()
                 let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 throw CrashWriterFailed(message: "crash-writer exited (\(process.terminationStatus)) before ready: \(message)")
             }
-            buffer.append(chunk)
+            buffer.withLock { $0.append(chunk) }
         }
     }
 
@@ -84,9 +75,10 @@ final class CrashWriter {
     func kill() -> [Int: Int] {
         _ = Foundation.kill(pid, SIGKILL)
         process.waitUntilExit()
-        buffer.append(output.fileHandleForReading.readDataToEndOfFile())
+        let rest = output.fileHandleForReading.readDataToEndOfFile()
+        let printed = buffer.withLock { $0.append(rest); return String(decoding: $0, as: UTF8.self) }
         var acknowledged: [Int: Int] = [:]
-        for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n").dropFirst() {
+        for line in printed.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ")
             // A line cut by the kill is not an acknowledgement.
             guard fields.count == 2, let item = Int(fields[0]), let round = Int(fields[1]) else { continue }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import Vault
 
@@ -11,37 +12,37 @@ import Testing
         folder.write("state_dir: state\nvault:\n  key: \(key)\n", to: "config.yaml")
     }
 
-    @Test func secretsRoundTripThroughTheCLIAndNeverAppearInClear() throws {
+    @Test func secretsRoundTripThroughTheCLIAndNeverAppearInClear() async throws {
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }
         let config = writeConfig(folder, key: "{file: master.key}")
         var transcript: [CommandResult] = []
-        func run(_ arguments: [String], input: String = "", environment: [String: String] = [:]) throws -> CommandResult {
-            let result = try runCLI(arguments + ["--config", config], input: input, environment: environment, in: folder.path)
+        func run(_ arguments: [String], input: String = "", environment: [String: String] = [:]) async throws -> CommandResult {
+            let result = try await runCLI(arguments + ["--config", config], input: input, environment: environment, in: folder.path)
             transcript.append(result)
             return result
         }
 
-        #expect(try run(["vault", "init"]).status == 0)
-        #expect(try run(["vault", "init"]).status == 2)
-        let set = try run(["secret", "set", "wiki/password"], input: Self.secretValue + "\n")
+        #expect(try await run(["vault", "init"]).status == 0)
+        #expect(try await run(["vault", "init"]).status == 2)
+        let set = try await run(["secret", "set", "wiki/password"], input: Self.secretValue + "\n")
         #expect(set.status == 0)
         #expect(set.standardError.contains("stored secret 'wiki/password'"))
-        let empty = try run(["secret", "set", "wiki/empty"], input: "")
+        let empty = try await run(["secret", "set", "wiki/empty"], input: "")
         #expect(empty.status == 2)
         #expect(empty.standardError.contains("empty value refused"))
-        let badName = try run(["secret", "set", "bad\tname"], input: "second value")
+        let badName = try await run(["secret", "set", "bad\tname"], input: "second value")
         #expect(badName.status == 2)
         #expect(badName.standardError.contains("invalid secret name"))
-        #expect(try run(["secret", "set", "other"], input: "second value").status == 0)
-        #expect(try run(["secret", "list"]).standardOutput == "other\nwiki/password\n")
+        #expect(try await run(["secret", "set", "other"], input: "second value").status == 0)
+        #expect(try await run(["secret", "list"]).standardOutput == "other\nwiki/password\n")
 
         let vault = try Vault.open(stateDirectory: folder.state, key: .keyFile(path: folder.keyFile))
         #expect(try vault.value(of: ItemReference(.credential, "wiki/password")) == bytes(Self.secretValue))
         #expect(try vault.value(of: ItemReference(.credential, "other")) == bytes("second value"))
         vault.close()
 
-        let rotate = try run(["vault", "rotate"])
+        let rotate = try await run(["vault", "rotate"])
         #expect(rotate.status == 0)
         #expect(rotate.standardOutput.contains("re-encrypted 2 item(s)"))
 
@@ -53,25 +54,25 @@ import Testing
         var damaged = original
         damaged[20] ^= 0x04
         writeFile(files[0], damaged)
-        let listed = try run(["secret", "list"])
+        let listed = try await run(["secret", "list"])
         #expect(listed.status == 1)
         #expect(listed.standardOutput.split(separator: "\n").count == 1)
         #expect(listed.standardError.contains("authentication failed"))
         writeFile(files[0], original)
 
-        let rekey = try run(["vault", "rekey", "--new-passphrase-env", "NEW_VAULT_PASS"], environment: ["NEW_VAULT_PASS": "a new passphrase"])
+        let rekey = try await run(["vault", "rekey", "--new-passphrase-env", "NEW_VAULT_PASS"], environment: ["NEW_VAULT_PASS": "a new passphrase"])
         #expect(rekey.status == 0)
-        let oldKey = try run(["secret", "list"])
+        let oldKey = try await run(["secret", "list"])
         #expect(oldKey.status == 2)
         _ = writeConfig(folder, key: "{passphrase_env: NEW_VAULT_PASS}")
-        let afterRekey = try run(["secret", "list"], environment: ["NEW_VAULT_PASS": "a new passphrase"])
+        let afterRekey = try await run(["secret", "list"], environment: ["NEW_VAULT_PASS": "a new passphrase"])
         #expect(afterRekey.standardOutput == "other\nwiki/password\n")
-        let wrong = try run(["secret", "list"], environment: ["NEW_VAULT_PASS": "not it"])
+        let wrong = try await run(["secret", "list"], environment: ["NEW_VAULT_PASS": "not it"])
         #expect(wrong.status == 2)
         #expect(wrong.standardError.contains("wrong key"))
 
-        #expect(try run(["secret", "rm", "other"], environment: ["NEW_VAULT_PASS": "a new passphrase"]).status == 0)
-        let again = try run(["secret", "rm", "other"], environment: ["NEW_VAULT_PASS": "a new passphrase"])
+        #expect(try await run(["secret", "rm", "other"], environment: ["NEW_VAULT_PASS": "a new passphrase"]).status == 0)
+        let again = try await run(["secret", "rm", "other"], environment: ["NEW_VAULT_PASS": "a new passphrase"])
         #expect(again.status == 1)
         #expect(again.standardError.contains("no secret 'other'"))
 
@@ -91,22 +92,13 @@ import Testing
 
     /// The umask is per process, so this runs the CLI under `umask 000` rather than changing the test
     /// process's own (which would affect every test running beside it).
-    @Test func foldersAre0700AndFiles0600WhateverTheUmask() throws {
+    @Test func foldersAre0700AndFiles0600WhateverTheUmask() async throws {
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }
         let config = writeConfig(folder, key: "{file: master.key}")
         let command = "umask 000; exec \(try sessionkeeperBinary()) secret set umask/test --config \(config)"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        let input = Pipe()
-        process.standardInput = input
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        input.fileHandleForWriting.write(Data("value".utf8))
-        try input.fileHandleForWriting.close()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let result = try await runProgram("/bin/sh", ["-c", command], input: Data("value".utf8), standardError: .discarded)
+        #expect(result.status == 0)
         #expect(mode(of: folder.state) == 0o700)
         #expect(mode(of: folder.state + "/vault") == 0o700)
         #expect(mode(of: folder.keyFile) == 0o600)
@@ -116,51 +108,55 @@ import Testing
         for name in names { #expect(mode(of: folder.state + "/vault/" + name) == 0o600, "\(name)") }
     }
 
-    @Test func aLooseKeyFileIsRefusedByTheCLI() throws {
+    @Test func aLooseKeyFileIsRefusedByTheCLI() async throws {
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }
         let config = writeConfig(folder, key: "{file: master.key}")
-        #expect(try runCLI(["secret", "set", "x", "--config", config], input: "v", in: folder.path).status == 0)
+        #expect(try await runCLI(["secret", "set", "x", "--config", config], input: "v", in: folder.path).status == 0)
         chmod(folder.keyFile, 0o644)
-        let refused = try runCLI(["secret", "list", "--config", config], in: folder.path)
+        let refused = try await runCLI(["secret", "list", "--config", config], in: folder.path)
         #expect(refused.status == 2)
         #expect(refused.standardError.contains("mode 0644"))
         #expect(refused.standardError.contains("chmod 600"))
     }
 
-    @Test func aStateFolderHeldByAnotherProcessIsRefusedNamingItsPid() throws {
+    @Test func aStateFolderHeldByAnotherProcessIsRefusedNamingItsPid() async throws {
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }
         let config = writeConfig(folder, key: "{file: master.key}")
-        let holder = try CrashWriter(state: folder.state, keyFile: folder.keyFile, items: 1, firstRound: 1, rotate: false)
-        try holder.waitUntilReady()
-        let refused = try runCLI(["secret", "list", "--config", config], in: folder.path)
+        let binary = try sessionkeeperBinary()
+        let holder = try await onDedicatedThread {
+            let writer = try CrashWriter(binary: binary, state: folder.state, keyFile: folder.keyFile, items: 1, firstRound: 1, rotate: false)
+            try writer.waitUntilReady()
+            return writer
+        }
+        let refused = try await runCLI(["secret", "list", "--config", config], in: folder.path)
         let inProcess = #expect(throws: VaultError.self) { try openWithKeyFile(folder) }
-        _ = holder.kill()
+        _ = await onDedicatedThread { holder.kill() }
         #expect(refused.status == 1)
         #expect(refused.standardError.contains("locked by another process (pid \(holder.pid))"))
         #expect(inProcess?.description.contains("pid \(holder.pid)") == true)
         // The lock died with its holder.
-        #expect(try runCLI(["secret", "list", "--config", config], in: folder.path).status == 0)
+        #expect(try await runCLI(["secret", "list", "--config", config], in: folder.path).status == 0)
     }
 
-    @Test func theCrashWriterRefusesToRunOutsideTheCrashTest() throws {
+    @Test func theCrashWriterRefusesToRunOutsideTheCrashTest() async throws {
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }
-        let result = try runCLI(["vault", "crash-writer", "--state", folder.state, "--key-file", folder.keyFile], in: folder.path)
+        let result = try await runCLI(["vault", "crash-writer", "--state", folder.state, "--key-file", folder.keyFile], in: folder.path)
         #expect(result.status == 2)
         #expect(result.standardError.contains("test helper"))
         #expect(!FileManager.default.fileExists(atPath: folder.state))
     }
 
-    @Test func aMissingConfigIsAUsageError() throws {
+    @Test func aMissingConfigIsAUsageError() async throws {
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }
-        let result = try runCLI(["secret", "list", "--config", folder.path + "/absent.yaml"], in: folder.path)
+        let result = try await runCLI(["secret", "list", "--config", folder.path + "/absent.yaml"], in: folder.path)
         #expect(result.status == 2)
         #expect(result.standardError.contains("no such file"))
         // `secret set` says so before reading any value.
-        let set = try runCLI(["secret", "set", "x", "--config", folder.path + "/absent.yaml"], input: "never read", in: folder.path)
+        let set = try await runCLI(["secret", "set", "x", "--config", folder.path + "/absent.yaml"], input: "never read", in: folder.path)
         #expect(set.status == 2)
         #expect(set.standardError.contains("no such file"))
     }

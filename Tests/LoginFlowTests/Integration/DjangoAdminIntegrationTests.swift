@@ -4,6 +4,8 @@ import Foundation
 import HTTPTransport
 import LoginFlow
 import SiteConfig
+import Synchronization
+import TestSupport
 import Testing
 
 /// Django, installed from PyPI at test time into a temporary folder (`pip install --target`), shared by
@@ -15,16 +17,29 @@ enum DjangoInstall {
         var libraryFolder: URL
     }
 
-    static let installed: Installed? = {
+    /// The installation, made once (on a dedicated thread: pip takes seconds) when first asked for.
+    static var installed: Installed? {
+        get async { await installation.value }
+    }
+
+    private static let installation = Task { await onDedicatedThread { install() } }
+
+    /// The library folder to remove when the process ends.
+    private static let folderToRemove = Mutex<URL?>(nil)
+
+    /// Blocks while pip runs; called only on a dedicated thread.
+    private static func install() -> Installed? {
         guard let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }),
               let folder = try? Integration.temporaryFolder("integ-django-lib")
         else { return nil }
-        atexit { if let folder = DjangoInstall.installed?.libraryFolder { try? FileManager.default.removeItem(at: folder) } }
+        folderToRemove.withLock { $0 = folder }
+        atexit { if let folder = DjangoInstall.folderToRemove.withLock({ $0 }) { try? FileManager.default.removeItem(at: folder) } }
         var environment = ProcessInfo.processInfo.environment
         environment["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
         environment["PIP_DEFAULT_TIMEOUT"] = "60"
-        guard let result = try? Integration.runTool(
-            python, ["-m", "pip", "install", "--quiet", "--target", folder.path, "django"], environment: environment),
+        guard let result = try? runProgramOnThisThread(
+            python, ["-m", "pip", "install", "--quiet", "--target", folder.path, "django"], environment: environment,
+            standardError: .mergedWithOutput),
             result.status == 0,
             FileManager.default.fileExists(atPath: folder.appendingPathComponent("django").path)
         else {
@@ -32,14 +47,14 @@ enum DjangoInstall {
             return nil
         }
         return Installed(python: python, libraryFolder: folder)
-    }()
+    }
 }
 
 /// A flow that logs into Django's admin, a real third-party application (not written by us), on
 /// 127.0.0.1: CSRF token from the form (form_from) and the csrftoken cookie, sessionid as the essential
 /// cookie, and a check of /admin/.
 @Suite(.serialized, .enabled("Django could not be installed from PyPI (no network or no pip?); skipping the third-party login test") {
-    DjangoInstall.installed != nil
+    await DjangoInstall.installed != nil
 })
 struct DjangoAdminIntegrationTests {
     static let password = "Dj4ngo-admin-Secret"
@@ -76,16 +91,26 @@ struct DjangoAdminIntegrationTests {
 
     /// Starts Django's admin in a fresh folder, runs `body`, stops the server and removes the folder.
     static func withDjango(_ body: (Int, CurlHTTPClient) async throws -> Void) async throws {
-        let install = try #require(DjangoInstall.installed)
+        let install = try #require(await DjangoInstall.installed)
         let folder = try Integration.temporaryFolder("integ-django-site")
         defer { try? FileManager.default.removeItem(at: folder) }
         var environment = ProcessInfo.processInfo.environment
         environment["PYTHONPATH"] = install.libraryFolder.path
         environment["DJANGO_ADMIN_PASSWORD"] = password
-        let server = try PythonServer(
+        let server = try await PythonServer.start(
             script: Integration.fixtures.appendingPathComponent("django_admin_site.py").path, arguments: [folder.path],
             environment: environment, executable: install.python)
-        defer { server.stop() }
+        do {
+            try await withServer(server, body)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    /// Waits until Django answers, then runs `body` with a libcurl client.
+    private static func withServer(_ server: PythonServer, _ body: (Int, CurlHTTPClient) async throws -> Void) async throws {
         let client = try CurlHTTPClient()
         defer { client.shutdown() }
 

@@ -6,6 +6,7 @@ import HTTPTransport
 import LoginFlow
 import SiteConfig
 import Synchronization
+import TestSupport
 import Testing
 
 /// Shared pieces of the integration tests: real servers on 127.0.0.1 started and stopped by each test,
@@ -58,11 +59,16 @@ enum Integration {
     static func withOddServer(
         _ arguments: [String] = [], _ body: (Int, CurlHTTPClient) async throws -> Void
     ) async throws {
-        let server = try PythonServer(script: fixtures.appendingPathComponent("odd_server.py").path, arguments: arguments)
-        defer { server.stop() }
-        let client = try CurlHTTPClient()
-        defer { client.shutdown() }
-        try await body(server.port, client)
+        let server = try await PythonServer.start(script: fixtures.appendingPathComponent("odd_server.py").path, arguments: arguments)
+        do {
+            let client = try CurlHTTPClient()
+            defer { client.shutdown() }
+            try await body(server.port, client)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
     }
 
     /// A JSON body as a dictionary.
@@ -70,22 +76,13 @@ enum Integration {
         try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
     }
 
-    /// Runs a command and returns its exit status (output discarded), for openssl and pip.
+    /// Runs a command to its end on a dedicated thread and returns its exit status and its standard output
+    /// and error interleaved, for openssl.
     @discardableResult
-    static func runTool(_ path: String, _ arguments: [String], environment: [String: String]? = nil, directory: URL? = nil) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        if let directory { process.currentDirectoryURL = directory }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    static func runTool(_ path: String, _ arguments: [String], environment: [String: String]? = nil, directory: URL? = nil) async throws -> (status: Int32, output: String) {
+        let result = try await runProgram(
+            path, arguments, environment: environment, directory: directory?.path, standardError: .mergedWithOutput)
+        return (result.status, result.outputText)
     }
 
     /// A fresh private temporary folder.
@@ -98,12 +95,20 @@ enum Integration {
 
 /// A Python script serving HTTP on 127.0.0.1 that prints its port on its first line. Stopped by `stop()`
 /// (SIGTERM, then waited for); `deinit` stops it too, so a failing test never leaves it running.
-final class PythonServer {
+final class PythonServer: Sendable {
     let port: Int
     private let process: Process
 
-    init(script: String, arguments: [String] = [], environment: [String: String]? = nil, executable: String = "/usr/bin/python3") throws {
-        process = Process()
+    private init(port: Int, process: Process) {
+        self.port = port
+        self.process = process
+    }
+
+    /// Starts the script and waits (on a dedicated thread, at most 30 s) for the port it prints.
+    static func start(
+        script: String, arguments: [String] = [], environment: [String: String]? = nil, executable: String = "/usr/bin/python3"
+    ) async throws -> PythonServer {
+        let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["-u", script] + arguments
         if let environment { process.environment = environment }
@@ -111,28 +116,37 @@ final class PythonServer {
         process.standardOutput = output
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let reader = output.fileHandleForReading
-        var line = Data()
-        let deadline = Date().addingTimeInterval(30)
-        while !line.contains(UInt8(ascii: "\n")) && Date() < deadline {
-            let chunk = reader.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
+        try launch(process)
+        let port = try await onDedicatedThread { () throws(PythonServerError) -> Int in
+            let reader = output.fileHandleForReading
+            var line = Data()
+            let deadline = Date().addingTimeInterval(30)
+            while !line.contains(UInt8(ascii: "\n")) && Date() < deadline {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                line.append(chunk)
+            }
+            guard let text = String(data: line, encoding: .utf8)?.split(separator: "\n").first,
+                  let port = Int(text.trimmingCharacters(in: .whitespaces))
+            else {
+                process.terminate()
+                process.waitUntilExit()
+                throw PythonServerError(script: script)
+            }
+            return port
         }
-        guard let text = String(data: line, encoding: .utf8)?.split(separator: "\n").first,
-              let port = Int(text.trimmingCharacters(in: .whitespaces))
-        else {
-            process.terminate()
-            process.waitUntilExit()
-            throw PythonServerError(script: script)
-        }
-        self.port = port
+        return PythonServer(port: port, process: process)
+    }
+
+    /// Stops the script (see `stopOnThisThread`), waiting on a dedicated thread.
+    func stop() async {
+        await onDedicatedThread { self.stopOnThisThread() }
     }
 
     /// SIGTERM, then SIGKILL when the script has not exited two seconds later (a runner may start
-    /// children with SIGTERM blocked).
-    func stop() {
+    /// children with SIGTERM blocked). Blocks: only `deinit` calls it directly, for a server a failing
+    /// test left running.
+    private func stopOnThisThread() {
         guard process.isRunning else { return }
         process.terminate()
         let deadline = Date().addingTimeInterval(2)
@@ -141,7 +155,7 @@ final class PythonServer {
         process.waitUntilExit()
     }
 
-    deinit { stop() }
+    deinit { stopOnThisThread() }
 }
 
 struct PythonServerError: Error, CustomStringConvertible {

@@ -286,7 +286,7 @@ import Testing
         let folder = try Integration.temporaryFolder("integ-tls")
         defer { try? FileManager.default.removeItem(at: folder) }
         let cert = folder.appendingPathComponent("cert.pem").path, key = folder.appendingPathComponent("key.pem").path
-        let made = try Integration.runTool("/usr/bin/openssl", [
+        let made = try await Integration.runTool("/usr/bin/openssl", [
             "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
             "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
         ])
