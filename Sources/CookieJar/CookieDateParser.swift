@@ -6,7 +6,8 @@ import Foundation
 public enum CookieDateParser {
     /// The date a cookie-date string denotes, or nil when the algorithm fails (the attribute is then ignored).
     public static func parse(_ text: String) -> Date? {
-        parse(Array(text.utf8)[...])
+        var text = text
+        return text.withUTF8 { parse($0[...]) }
     }
 
     /// delimiter = %x09 / %x20-2F / %x3B-40 / %x5B-60 / %x7B-7E
@@ -19,7 +20,7 @@ public enum CookieDateParser {
     @inline(__always)
     static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
 
-    static func parse(_ bytes: ArraySlice<UInt8>) -> Date? {
+    static func parse(_ bytes: CookieBytes) -> Date? {
         var hour: Int64?, minute: Int64?, second: Int64?
         var dayOfMonth: Int64?, month: Int64?, year: Int64?
         var index = bytes.startIndex
@@ -51,7 +52,7 @@ public enum CookieDateParser {
     }
 
     /// `1*2DIGIT`-style prefix of `minCount...maxCount` digits, followed by nothing or a non-digit and any octets.
-    static func matchDigits(_ token: ArraySlice<UInt8>, minCount: Int, maxCount: Int) -> Int64? {
+    static func matchDigits(_ token: CookieBytes, minCount: Int, maxCount: Int) -> Int64? {
         var value: Int64 = 0
         var count = 0
         var index = token.startIndex
@@ -65,8 +66,8 @@ public enum CookieDateParser {
     }
 
     /// time = hms-time [ non-digit *OCTET ]; hms-time = time-field ":" time-field ":" time-field; time-field = 1*2DIGIT
-    static func matchTime(_ token: ArraySlice<UInt8>) -> (Int64, Int64, Int64)? {
-        var fields: [Int64] = []
+    static func matchTime(_ token: CookieBytes) -> (Int64, Int64, Int64)? {
+        var fields: (Int64, Int64, Int64) = (0, 0, 0)
         var index = token.startIndex
         for part in 0..<3 {
             var value: Int64 = 0
@@ -78,27 +79,35 @@ public enum CookieDateParser {
                 index += 1
             }
             guard count >= 1 else { return nil }
-            fields.append(value)
+            switch part {
+            case 0: fields.0 = value
+            case 1: fields.1 = value
+            default: fields.2 = value
+            }
             if part < 2 {
                 guard index < token.endIndex, token[index] == 0x3A else { return nil }
                 index += 1
             }
         }
         // Whatever follows must start with a non-digit, which the digit loop above guarantees.
-        return (fields[0], fields[1], fields[2])
+        return fields
     }
 
-    static let months: [[UInt8]] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-        .map { Array($0.utf8) }
+    /// The month names' three bytes packed as `b0 << 16 | b1 << 8 | b2`, January first.
+    static let months: [UInt32] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+        .map { $0.utf8.reduce(0) { $0 << 8 | UInt32($1) } }
 
     /// month = ( "jan" / "feb" / ... / "dec" ) *OCTET, case-insensitively.
-    static func matchMonth(_ token: ArraySlice<UInt8>) -> Int64? {
+    static func matchMonth(_ token: CookieBytes) -> Int64? {
         guard token.count >= 3 else { return nil }
         let start = token.startIndex
-        let prefix = [token[start] | 0x20, token[start + 1] | 0x20, token[start + 2] | 0x20]
+        let prefix = UInt32(token[start] | 0x20) << 16 | UInt32(token[start + 1] | 0x20) << 8 | UInt32(token[start + 2] | 0x20)
         for (number, name) in months.enumerated() where name == prefix {
             return Int64(number + 1)
         }
         return nil
     }
 }
+
+/// UTF-8 bytes borrowed from a String for the duration of a parse: no copy, no reference counting.
+typealias CookieBytes = Slice<UnsafeBufferPointer<UInt8>>

@@ -50,7 +50,12 @@ public enum SetCookieParser {
 
     /// Parses one Set-Cookie header value (without the `Set-Cookie:` field name).
     public static func parse(_ header: String) -> Result<ParsedSetCookie, SetCookieParseFailure> {
-        let bytes = Array(header.utf8)
+        // The header's own UTF-8 storage (made contiguous first only if it is not native): no copy per header.
+        var header = header
+        return header.withUTF8 { parse(bytes: $0[...]) }
+    }
+
+    private static func parse(bytes: CookieBytes) -> Result<ParsedSetCookie, SetCookieParseFailure> {
         // RFC 6265bis 5.6 step 1: CTLs other than HTAB make the whole header invalid.
         for byte in bytes where (byte < 0x20 && byte != 0x09) || byte == 0x7F {
             return .failure(.controlCharacter)
@@ -74,14 +79,14 @@ public enum SetCookieParser {
             let end = bytes[index...].firstIndex(of: 0x3B) ?? bytes.endIndex
             let av = bytes[index..<end]
             index = end
-            let attributeName: ArraySlice<UInt8>
-            let attributeValue: ArraySlice<UInt8>
+            let attributeName: CookieBytes
+            let attributeValue: CookieBytes
             if let eq = av.firstIndex(of: 0x3D) {
                 attributeName = trimWhitespace(av[..<eq])
                 attributeValue = trimWhitespace(av[(eq + 1)...])
             } else {
                 attributeName = trimWhitespace(av)
-                attributeValue = []
+                attributeValue = av[av.endIndex...]
             }
             guard attributeValue.count <= maxAttributeValueBytes else { continue }
             guard let kind = Attribute(attributeName) else { continue }  // 5.2 step 6: unknown attributes are ignored.
@@ -95,20 +100,51 @@ public enum SetCookieParser {
         case expires, maxAge = "max-age", domain, path, secure, httpOnly = "httponly", sameSite = "samesite"
         case version, comment, commentURL = "commenturl", port
 
-        static let spellings: [(Attribute, [UInt8])] = allCases.map { ($0, Array($0.rawValue.utf8)) }
-
-        init?(_ name: ArraySlice<UInt8>) {
-            for (attribute, spelling) in Self.spellings where spelling.count == name.count {
-                if zip(spelling, name).allSatisfy({ $0 == (($1 >= 0x41 && $1 <= 0x5A) ? $1 | 0x20 : $1) }) {
-                    self = attribute
-                    return
-                }
+        /// The lower-case spelling, as bytes without a String in between.
+        var spelling: StaticString {
+            switch self {
+            case .expires: "expires"
+            case .maxAge: "max-age"
+            case .domain: "domain"
+            case .path: "path"
+            case .secure: "secure"
+            case .httpOnly: "httponly"
+            case .sameSite: "samesite"
+            case .version: "version"
+            case .comment: "comment"
+            case .commentURL: "commenturl"
+            case .port: "port"
             }
-            return nil
+        }
+
+        init?(_ name: CookieBytes) {
+            // The length and first letter pick the one candidate (path/port also by the second letter); the
+            // whole name is then compared with it, so any other name is still refused.
+            guard name.count >= 4, name.count <= 10 else { return nil }
+            let first = name[name.startIndex] | 0x20
+            let candidate: Attribute
+            switch (name.count, first) {
+            case (7, 0x65): candidate = .expires   // e
+            case (7, 0x6D): candidate = .maxAge    // m
+            case (6, 0x64): candidate = .domain    // d
+            case (4, 0x70): candidate = name[name.startIndex + 1] | 0x20 == 0x61 ? .path : .port  // p, a/o
+            case (6, 0x73): candidate = .secure    // s
+            case (8, 0x68): candidate = .httpOnly  // h
+            case (8, 0x73): candidate = .sameSite  // s
+            case (7, 0x76): candidate = .version   // v
+            case (7, 0x63): candidate = .comment   // c
+            case (10, 0x63): candidate = .commentURL
+            default: return nil
+            }
+            let matches = candidate.spelling.withUTF8Buffer { spelling in
+                zip(spelling, name).allSatisfy { $0 == (($1 >= 0x41 && $1 <= 0x5A) ? $1 | 0x20 : $1) }
+            }
+            guard matches else { return nil }
+            self = candidate
         }
     }
 
-    private static func apply(_ attribute: Attribute, value: ArraySlice<UInt8>, to cookie: inout ParsedSetCookie) {
+    private static func apply(_ attribute: Attribute, value: CookieBytes, to cookie: inout ParsedSetCookie) {
         switch attribute {
         case .expires:
             // 5.2.1: an unparsable date is ignored.
@@ -148,7 +184,7 @@ public enum SetCookieParser {
     }
 
     /// 5.2.2: a leading DIGIT or "-", then only DIGITs; otherwise the attribute is ignored. Huge values saturate.
-    static func parseMaxAge(_ value: ArraySlice<UInt8>) -> Int64? {
+    static func parseMaxAge(_ value: CookieBytes) -> Int64? {
         guard let first = value.first, first == 0x2D || CookieDateParser.isDigit(first) else { return nil }
         let digits = first == 0x2D ? value.dropFirst() : value
         guard !digits.isEmpty, digits.allSatisfy(CookieDateParser.isDigit) else { return nil }
@@ -163,7 +199,7 @@ public enum SetCookieParser {
     }
 
     /// WSP (SP and HTAB) removed at both ends, as section 5.2 says; other whitespace stays.
-    static func trimWhitespace(_ slice: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+    static func trimWhitespace(_ slice: CookieBytes) -> CookieBytes {
         var start = slice.startIndex
         var end = slice.endIndex
         while start < end, slice[start] == 0x20 || slice[start] == 0x09 { start += 1 }
@@ -171,18 +207,18 @@ public enum SetCookieParser {
         return slice[start..<end]
     }
 
-    static func unquoted(_ slice: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+    static func unquoted(_ slice: CookieBytes) -> CookieBytes {
         if slice.count >= 2, slice.first == 0x22, slice.last == 0x22 { return slice.dropFirst().dropLast() }
         return slice
     }
 
-    static func string(_ slice: ArraySlice<UInt8>) -> String {
-        // Through the buffer: String's fast validating path, not the generic collection one.
-        slice.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }
+    static func string(_ slice: CookieBytes) -> String {
+        // From the buffer: String's fast validating path, not the generic collection one.
+        String(decoding: UnsafeBufferPointer(rebasing: slice), as: UTF8.self)
     }
 
     /// ASCII lower-casing (attribute names and domains are compared case-insensitively only for ASCII).
-    static func lowercased(_ slice: ArraySlice<UInt8>) -> String {
+    static func lowercased(_ slice: CookieBytes) -> String {
         // Most domains and SameSite values arrive in lower case already: no intermediate array for them.
         guard slice.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return string(slice) }
         return String(decoding: slice.map { ($0 >= 0x41 && $0 <= 0x5A) ? $0 | 0x20 : $0 }, as: UTF8.self)
