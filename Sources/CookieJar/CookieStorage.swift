@@ -88,7 +88,7 @@ public final class CookieStorage: Sendable {
     @discardableResult
     public func setCookies(fromHeaders setCookieValues: [String], for url: URL, mainDocumentURL: URL?) -> [CookieDecision] {
         let now = clock()
-        guard let origin = RequestOrigin(url) else {
+        guard let origin = origin(of: url) else {
             return setCookieValues.map { .rejected(name: Self.nameForReport($0), reason: CookieRejection.noHost.description) }
         }
         let secureOrigin = origin.isSecure
@@ -130,6 +130,17 @@ public final class CookieStorage: Sendable {
         }
         publish(events)
         return decisions
+    }
+
+    /// The origin of the last URL cookies were set for: clients often hand over a response's Set-Cookie
+    /// headers one call each, and Foundation's host, scheme and path getters cost more than comparing URLs.
+    private let lastOrigin = Mutex<RequestOrigin?>(nil)
+
+    private func origin(of url: URL) -> RequestOrigin? {
+        if let known = lastOrigin.withLock({ $0 }), known.url == url { return known }
+        guard let origin = RequestOrigin(url) else { return nil }
+        lastOrigin.withLock { $0 = origin }
+        return origin
     }
 
     /// The name part of a header the parser refused, for reports; nil when there is none. Never the value.
