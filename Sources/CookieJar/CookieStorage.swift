@@ -176,35 +176,50 @@ public final class CookieStorage: Sendable {
             return .failure(.overlaysSecureCookie)
         }
         let key = cookie.key
+        // The bucket is found with one hash and then mutated in place through the dictionary's values (the
+        // position stays valid: nothing below inserts or removes a bucket before its last use).
+        let position = state.buckets.index(forKey: key.domain)
         // Field by field, name first (it differs most often), without building a CookieKey per entry.
-        let existingIndex = state.buckets[key.domain]?.firstIndex {
-            $0.cookie.name == key.name && $0.cookie.path == key.path && $0.cookie.domain == key.domain
+        let existingIndex = position.flatMap { position in
+            state.buckets.values[position].firstIndex {
+                $0.cookie.name == key.name && $0.cookie.path == key.path && $0.cookie.domain == key.domain
+            }
         }
         if cookie.isExpired(at: now) {
             // Step 12 of 6265bis / the RFC's eviction of expired cookies: the server deleted the cookie.
-            if let existingIndex, let removed = state.buckets[key.domain]?.remove(at: existingIndex) {
+            if let position, let existingIndex {
+                let removed = state.buckets.values[position].remove(at: existingIndex)
                 Self.forget(removed.cookie, state: &state)
-                if state.buckets[key.domain]?.isEmpty == true { state.buckets[key.domain] = nil }
+                if state.buckets.values[position].isEmpty { state.buckets.remove(at: position) }
                 events.append(.removed(removed.cookie))
             }
             return .failure(.expiredOnArrival)
         }
-        if let existingIndex, let old = state.buckets[key.domain]?[existingIndex] {
+        let bucketCount: Int
+        if let position, let existingIndex {
+            let old = state.buckets.values[position][existingIndex]
             // Step 11.3: the replacement keeps the old creation time (and so its place in the order).
             cookie.created = old.cookie.created
-            state.buckets[key.domain]![existingIndex].cookie = cookie
+            state.buckets.values[position][existingIndex].cookie = cookie
+            bucketCount = state.buckets.values[position].count
             if old.cookie.secure { Self.forgetSecure(old.cookie, state: &state) }
             if cookie.secure { state.secureNames[cookie.name, default: [:]][cookie.domain, default: 0] += 1 }
             events.append(.updated(old: old.cookie, new: cookie))
         } else {
-            // Appending through the dictionary's accessor mutates the bucket in place (no copy).
-            state.buckets[key.domain, default: []].append(Entry(cookie: cookie, sequence: state.nextSequence))
+            let entry = Entry(cookie: cookie, sequence: state.nextSequence)
+            if let position {
+                state.buckets.values[position].append(entry)
+                bucketCount = state.buckets.values[position].count
+            } else {
+                state.buckets[key.domain] = [entry]
+                bucketCount = 1
+            }
             state.nextSequence += 1
             state.count += 1
             if cookie.secure { state.secureNames[cookie.name, default: [:]][cookie.domain, default: 0] += 1 }
             events.append(.added(cookie))
         }
-        enforceLimits(domain: key.domain, now: now, state: &state, events: &events)
+        enforceLimits(domain: key.domain, bucketCount: bucketCount, now: now, state: &state, events: &events)
         return .success(cookie)
     }
 
@@ -235,8 +250,9 @@ public final class CookieStorage: Sendable {
 
     /// RFC 6265 section 5.3, after step 12: over a limit, evict expired cookies first, then the least recently
     /// accessed — within the domain for the per-domain limit, across the jar for the total.
-    private func enforceLimits(domain: String, now: Date, state: inout State, events: inout EventLog) {
-        if var bucket = state.buckets[domain], bucket.count > limits.maxCookiesPerDomain {
+    /// `bucketCount` is how many cookies the domain's bucket holds now (its lookup is skipped under the limit).
+    private func enforceLimits(domain: String, bucketCount: Int, now: Date, state: inout State, events: inout EventLog) {
+        if bucketCount > limits.maxCookiesPerDomain, var bucket = state.buckets[domain] {
             while bucket.count > limits.maxCookiesPerDomain {
                 let victim = Self.evictionVictim(in: bucket, now: now)
                 let removed = bucket.remove(at: victim)
