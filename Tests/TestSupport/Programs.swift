@@ -67,10 +67,12 @@ private let launchLock = NSLock()
 
 /// Bounds how many child programs `runProgram` runs at once. Hundreds of parameterised test cases each
 /// start a program; with every one of them on its own thread at the same moment the machine (two cores)
-/// only thrashes, so the rest wait, suspended, for a free slot.
+/// only thrashes, so the rest wait, suspended, for a free slot. The programs are CPU-bound, so one per
+/// core keeps the cores busy without starving the tests that run beside them (the crash test's writer
+/// must make progress within its random pause).
 public actor ProgramSlots {
-    /// The slots `runProgram` uses: twice the active processor count, at least four.
-    public static let shared = ProgramSlots(limit: max(4, 2 * ProcessInfo.processInfo.activeProcessorCount))
+    /// The slots `runProgram` uses: one per active processor, at least two.
+    public static let shared = ProgramSlots(limit: max(2, ProcessInfo.processInfo.activeProcessorCount))
 
     /// How many programs may run at once.
     public let limit: Int
