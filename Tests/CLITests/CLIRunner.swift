@@ -24,10 +24,11 @@ struct CLIRunner {
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }()
 
-    /// Runs `sessionkeeper ARGS` (standard input /dev/null) to its end on a dedicated thread.
+    /// Runs `sessionkeeper ARGS` (standard input /dev/null) to its end on a dedicated thread. The jar suite's
+    /// hundreds of parameterised cases call this, so it takes one of the shared program slots.
     static func run(_ arguments: [String]) async throws -> Output {
         let binary = try #require(executable, "the sessionkeeper executable was not built beside the tests")
-        return Output(try await runProgram(binary.path, arguments))
+        return Output(try await runProgramInSharedSlot(binary.path, arguments))
     }
 }
 

@@ -29,8 +29,7 @@ public enum StandardErrorDestination: Sendable {
 }
 
 /// Runs `executable` with `arguments` to its end on a dedicated thread (never blocking the cooperative
-/// pool) and returns its status and output. At most `ProgramSlots.shared.limit` programs run at once
-/// through here; a caller beyond that is suspended (not blocked) until one ends.
+/// pool) and returns its status and output.
 ///
 /// - Parameters:
 ///   - environment: the child's whole environment; nil inherits the test process's.
@@ -40,12 +39,23 @@ public func runProgram(
     _ executable: String, _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil,
     input: Data? = nil, standardError: StandardErrorDestination = .captured
 ) async throws -> ProgramResult {
+    try await onDedicatedThread {
+        try runProgramOnThisThread(
+            executable, arguments, environment: environment, directory: directory, input: input, standardError: standardError)
+    }
+}
+
+/// `runProgram` for tests that start programs by the hundred (parameterised cases): first waits, suspended,
+/// for one of `ProgramSlots.shared`'s slots, so those cases do not all run their programs at the same moment.
+/// Tests that run a few programs in sequence call `runProgram` and never queue behind them.
+public func runProgramInSharedSlot(
+    _ executable: String, _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil,
+    input: Data? = nil, standardError: StandardErrorDestination = .captured
+) async throws -> ProgramResult {
     await ProgramSlots.shared.acquire()
     do {
-        let result = try await onDedicatedThread {
-            try runProgramOnThisThread(
-                executable, arguments, environment: environment, directory: directory, input: input, standardError: standardError)
-        }
+        let result = try await runProgram(
+            executable, arguments, environment: environment, directory: directory, input: input, standardError: standardError)
         await ProgramSlots.shared.release()
         return result
     } catch {
@@ -65,13 +75,13 @@ public func launch(_ process: Process) throws {
 
 private let launchLock = NSLock()
 
-/// Bounds how many child programs `runProgram` runs at once. Hundreds of parameterised test cases each
+/// Bounds how many child programs `runProgramInSharedSlot` runs at once. Hundreds of parameterised test cases each
 /// start a program; with every one of them on its own thread at the same moment the machine (two cores)
 /// only thrashes, so the rest wait, suspended, for a free slot. The programs are CPU-bound, so one per
 /// core keeps the cores busy without starving the tests that run beside them (the crash test's writer
 /// must make progress within its random pause).
 public actor ProgramSlots {
-    /// The slots `runProgram` uses: one per active processor, at least two.
+    /// The slots `runProgramInSharedSlot` uses: one per active processor, at least two.
     public static let shared = ProgramSlots(limit: max(2, ProcessInfo.processInfo.activeProcessorCount))
 
     /// How many programs may run at once.
