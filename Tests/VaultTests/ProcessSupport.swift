@@ -60,12 +60,25 @@ final class CrashWriter: Sendable {
     /// Blocks until the child printed `ready` (it holds the vault open). Throws with its stderr if it
     /// exited instead.
     func waitUntilReady() throws {
-        while !buffer.withLock({ String(decoding: $0, as: UTF8.self) }).hasPrefix("ready\n") {
+        try readUntil { $0.hasPrefix("ready\n") }
+    }
+
+    /// Blocks until the child acknowledged a write of every item from 0 to `items - 1`.
+    func waitUntilEveryItemWritten(items: Int) throws {
+        try readUntil { printed in
+            let lines = printed.split(separator: "\n").dropFirst()
+            return (0..<items).allSatisfy { item in lines.contains { $0.hasPrefix("\(item) ") } }
+        }
+    }
+
+    /// Reads the child's output until `done` holds for all of it. Throws with its stderr if it exited first.
+    private func readUntil(_ done: (String) -> Bool) throws {
+        while !done(buffer.withLock({ String(decoding: $0, as: UTF8.self) })) {
             let chunk = output.fileHandleForReading.availableData
             if chunk.isEmpty {
                 process.waitUntilExit()
                 let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                throw CrashWriterFailed(message: "crash-writer exited (\(process.terminationStatus)) before ready: \(message)")
+                throw CrashWriterFailed(message: "crash-writer exited (\(process.terminationStatus)) early: \(message)")
             }
             buffer.withLock { $0.append(chunk) }
         }
