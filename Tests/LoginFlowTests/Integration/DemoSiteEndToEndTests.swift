@@ -53,7 +53,7 @@ import Testing
         try await Integration.withDemo(.init(port: 0, password: Self.password)) { server, client in
             let site = try Integration.site(Self.formLoginYAML(server.baseURL))
             let storage = CookieStorage(acceptPolicy: .mainDocumentDomain)
-            let events = IntegrationEvents()
+            let events = EventLog()
             let result = try await Integration.engine(client, credentials: Self.credentials)
                 .login(site, storage: storage, observer: events.observer)
 
@@ -133,7 +133,7 @@ import Testing
                 """
             let site = try Integration.site(yaml)
             let storage = CookieStorage(acceptPolicy: .always)
-            let events = IntegrationEvents()
+            let events = EventLog()
             _ = try await Integration.engine(client).login(site, storage: storage, observer: events.observer)
 
             #expect(events.exchanges.map(\.url) == [

@@ -133,7 +133,7 @@ struct DjangoAdminIntegrationTests {
             let site = try Integration.site(Self.siteYAML(port: port), name: "django")
             let storage = CookieStorage(acceptPolicy: .mainDocumentDomain)
             let engine = Integration.engine(client, credentials: ["username": "admin", "password": Self.password])
-            let events = IntegrationEvents()
+            let events = EventLog()
             let result = try await engine.login(site, storage: storage, observer: events.observer)
 
             #expect(result.steps.map(\.status) == [200, 302])

@@ -5,7 +5,6 @@ import Foundation
 import HTTPTransport
 import LoginFlow
 import SiteConfig
-import Synchronization
 import TestSupport
 import Testing
 
@@ -28,7 +27,7 @@ enum Integration {
 
     /// An engine over `client` with these credentials and no environment.
     static func engine(_ client: CurlHTTPClient, credentials: [String: String] = [:]) -> FlowEngine {
-        FlowEngine(client: client, credentials: IntegrationCredentials(values: credentials), environment: [:])
+        FlowEngine(client: client, credentials: DictionaryCredentials(values: credentials), environment: [:])
     }
 
     /// Runs `body` with a demo site and a libcurl client; both are stopped afterwards, also on failure.
@@ -161,34 +160,6 @@ final class PythonServer: Sendable {
 struct PythonServerError: Error, CustomStringConvertible {
     var script: String
     var description: String { "\(script) did not print its port" }
-}
-
-/// Credentials from a dictionary.
-struct IntegrationCredentials: CredentialProvider {
-    struct Missing: Error, CustomStringConvertible {
-        var name: String
-        var description: String { "no credential named \(name)" }
-    }
-
-    var values: [String: String]
-
-    func value(of name: String, site: String) async throws -> String {
-        guard let value = values[name] else { throw Missing(name: name) }
-        return value
-    }
-}
-
-/// Records a run's events.
-final class IntegrationEvents: Sendable {
-    private let events = Mutex<[FlowEvent]>([])
-    var observer: FlowObserver { { [self] event in events.withLock { $0.append(event) } } }
-
-    var exchanges: [FlowEvent.Exchange] {
-        events.withLock { $0 }.compactMap { if case .exchange(let exchange) = $0 { exchange } else { nil } }
-    }
-    var warnings: [String] {
-        events.withLock { $0 }.compactMap { if case .warning(_, let message) = $0 { message } else { nil } }
-    }
 }
 
 /// RFC 6238 TOTP (HMAC-SHA-1, 6 digits, 30 s), computed in the test independently of the demo site's code.

@@ -78,7 +78,7 @@ import Testing
                           - {path: /cookie, equals: pagecookie=pc-value}
                           - {path: /body, equals: "\(expectedBody)"}
                 """
-            let events = IntegrationEvents()
+            let events = EventLog()
             _ = try await Integration.engine(client).login(try Integration.site(yaml), storage: CookieStorage(), observer: events.observer)
             #expect(events.exchanges.map(\.status) == [200, 200, 200, 302, 200, 200])
         }
@@ -184,7 +184,7 @@ import Testing
                           - {path: /content_type, equals: \(keepsBody ? "application/x-www-form-urlencoded" : "null")}
                           - {path: /cookie, equals: hop\(status)=seen}
                 """
-            let events = IntegrationEvents()
+            let events = EventLog()
             _ = try await Integration.engine(client).login(try Integration.site(yaml), storage: CookieStorage(), observer: events.observer)
             #expect(events.exchanges.map { "\($0.method) \($0.status)" } == ["POST \(status)", "\(method) 200"])
         }
@@ -306,7 +306,7 @@ import Testing
             let result = try await Integration.engine(client).login(trusted, storage: CookieStorage())
             #expect(result.steps.map(\.status) == [200])
 
-            let events = IntegrationEvents()
+            let events = EventLog()
             let insecure = try Integration.site(base + "\nhttp: {insecure: true}\n")
             _ = try await Integration.engine(client).login(insecure, storage: CookieStorage(), observer: events.observer)
             #expect(events.warnings.count == 1)
