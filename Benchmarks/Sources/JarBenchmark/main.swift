@@ -1,6 +1,7 @@
 // JarBenchmark: (a) Set-Cookie parsing throughput of CookieJar next to libcurl's own cookie parser fed the
 // same headers through CURLOPT_COOKIELIST, in the same run; (b) CookieStorage.cookies(for:) latency with
 // 100,000 cookies over 10,000 domains. Build with `-c release`; prints a table.
+// `JarBenchmark login-shaped` runs only (c): the jar calls of one demo-site login on a fresh, small jar.
 import CCurlBenchmark
 import CookieJar
 import Foundation
@@ -46,6 +47,97 @@ let only: String? = CommandLine.arguments.firstIndex(of: "--only").flatMap {
 }
 
 let clock = ContinuousClock()
+
+// MARK: (c) login-shaped: the jar calls of one login, on a fresh jar
+
+/// CPU time (user + system) of this process so far.
+func cpuTime() -> Duration {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func duration(_ time: timeval) -> Duration { .seconds(time.tv_sec) + .microseconds(time.tv_usec) }
+    return duration(usage.ru_utime) + duration(usage.ru_stime)
+}
+
+if CommandLine.arguments.dropFirst().first == "login-shaped" {
+    // What the flow engine asks of a fresh `CookieStorage(acceptPolicy: .always)` while logging into the demo
+    // site (issue 4): GET /login (no cookie yet; the response sets the CSRF cookie), POST /login (the response
+    // sets the session cookie and redirects), GET /account; the CSRF cookie read by name; `allCookies` for the
+    // secret masker and the result. The URLs are the engine's cached ones, the same objects every login.
+    let baseURL = URL(string: "http://127.0.0.1:41125/")!
+    let loginURL = URL(string: "http://127.0.0.1:41125/login")!
+    let accountURL = URL(string: "http://127.0.0.1:41125/account")!
+    let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+    func token(_ seed: Int) -> String {
+        String((0..<43).map { alphabet[($0 &* 31 &+ seed &* 17) % alphabet.count] })
+    }
+    let csrfHeader = "demo_csrf=\(token(1)).\(token(2)); Path=/; HttpOnly; SameSite=Strict"
+    let sessionHeader = "demo_session=\(token(3)); Path=/; HttpOnly; SameSite=Lax; Max-Age=3600"
+
+    /// Counts only (never a value), so the optimiser keeps every call.
+    var sink = 0
+    func login() {
+        let storage = CookieStorage(acceptPolicy: .always)
+        sink &+= storage.allCookies.count  // the masker learns what the jar held at the start
+        // GET /login
+        sink &+= storage.cookieHeader(for: loginURL)?.utf8.count ?? 0
+        for case .stored(let cookie) in storage.setCookies(fromHeaders: [csrfHeader], for: loginURL, mainDocumentURL: baseURL) {
+            sink &+= cookie.value.utf8.count
+        }
+        // The form step reads the CSRF cookie by name.
+        sink &+= storage.cookies(for: loginURL).filter { $0.name == "demo_csrf" }.count
+        // POST /login, then the redirect to /account
+        sink &+= storage.cookieHeader(for: loginURL)?.utf8.count ?? 0
+        for case .stored(let cookie) in storage.setCookies(fromHeaders: [sessionHeader], for: loginURL, mainDocumentURL: baseURL) {
+            sink &+= cookie.value.utf8.count
+        }
+        sink &+= storage.cookieHeader(for: accountURL)?.utf8.count ?? 0
+        sink &+= storage.cookies(for: accountURL).filter { $0.name == "demo_session" }.count
+        // Essential cookies and the result
+        sink &+= storage.allCookies.count
+        sink &+= storage.allCookies.count
+    }
+
+    let logins = CommandLine.arguments.dropFirst(2).first.flatMap(Int.init) ?? 50_000
+    for _ in 0..<2_000 { login() }  // warm-up: lazy globals (PSL), caches, page faults
+    var cpuSamples: [Double] = []
+    var wallSamples: [Double] = []
+    for _ in 0..<5 {
+        let cpuStart = cpuTime()
+        let wallStart = clock.now
+        for _ in 0..<logins { login() }
+        wallSamples.append(seconds(clock.now - wallStart) * 1e9 / Double(logins))
+        cpuSamples.append(seconds(cpuTime() - cpuStart) * 1e9 / Double(logins))
+    }
+    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    print(String(format: "login-shaped: %.0f ns CPU per login (median of 5 x %d; batches %@), wall %.0f ns",
+                 median(cpuSamples), logins, cpuSamples.map { String(format: "%.0f", $0) }.joined(separator: "/"),
+                 median(wallSamples)))
+
+    // The same calls one kind at a time on a jar holding the two cookies (setCookies replaces them), for
+    // where the time goes.
+    let filled = CookieStorage(acceptPolicy: .always)
+    filled.setCookies(fromHeaders: [csrfHeader, sessionHeader], for: loginURL, mainDocumentURL: baseURL)
+    let rounds = logins * 2
+    func perCall(_ name: String, _ body: () -> Void) {
+        var samples: [Double] = []
+        for _ in 0..<5 {
+            let start = cpuTime()
+            for _ in 0..<rounds { body() }
+            samples.append(seconds(cpuTime() - start) * 1e9 / Double(rounds))
+        }
+        print("  " + name.padding(toLength: 40, withPad: " ", startingAt: 0) + String(format: "%6.0f ns", median(samples)))
+    }
+    perCall("cookieHeader(for:), 2 cookies") { sink &+= filled.cookieHeader(for: loginURL)?.utf8.count ?? 0 }
+    perCall("cookieHeader(for:), empty jar") { sink &+= CookieStorage().cookieHeader(for: loginURL)?.utf8.count ?? 0 }
+    perCall("setCookies, one header (replacing)") {
+        sink &+= filled.setCookies(fromHeaders: [sessionHeader], for: loginURL, mainDocumentURL: baseURL).count
+    }
+    perCall("cookies(for:), 2 cookies") { sink &+= filled.cookies(for: accountURL).count }
+    perCall("allCookies, 2 cookies") { sink &+= filled.allCookies.count }
+    perCall("CookieStorage() alone") { sink &+= CookieStorage().limits.maxCookies }
+    if sink == 42 { print("") }  // keeps `sink` alive without printing anything derived from a value
+    exit(0)
+}
 
 // MARK: (a) parsing throughput
 
