@@ -36,24 +36,44 @@ public final class Document {
     ///   document's own `<meta charset>` decides, and UTF-8 when there is none (libxml2 would otherwise
     ///   assume ISO-8859-1).
     public static func html(_ data: Data, url: URL? = nil, encoding: String? = nil) throws(XMLQueryError) -> Document {
-        try html(Array(data), url: url, encoding: encoding)
+        // The bytes are read in place, not copied into an array first.
+        let parsed: Result<Document, XMLQueryError> = data.withUnsafeBytes { raw in
+            do throws(XMLQueryError) {
+                return .success(try html(raw.assumingMemoryBound(to: UInt8.self), url: url, encoding: encoding))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try parsed.get()
     }
 
     /// Parses HTML from a string (UTF-8).
     public static func html(_ text: String, url: URL? = nil) throws(XMLQueryError) -> Document {
-        try html(Array(text.utf8), url: url, encoding: "UTF-8")
+        try Array(text.utf8).withUnsafeBufferPointer { bytes throws(XMLQueryError) -> Document in
+            try html(bytes, url: url, encoding: "UTF-8")
+        }
+    }
+
+    static func html(_ bytes: [UInt8], url: URL?, encoding: String?, pooled: Bool = true) throws(XMLQueryError) -> Document {
+        try bytes.withUnsafeBufferPointer { buffer throws(XMLQueryError) -> Document in
+            try html(buffer, url: url, encoding: encoding, pooled: pooled)
+        }
     }
 
     /// - Parameter pooled: false parses with a context of its own (tests compare both ways).
-    static func html(_ bytes: [UInt8], url: URL?, encoding: String?, pooled: Bool = true) throws(XMLQueryError) -> Document {
+    static func html(
+        _ bytes: UnsafeBufferPointer<UInt8>, url: URL?, encoding: String?, pooled: Bool = true
+    ) throws(XMLQueryError) -> Document {
         LibXML.prepare()
         let options = Int32(HTML_PARSE_RECOVER.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue
             | HTML_PARSE_NONET.rawValue | HTML_PARSE_COMPACT.rawValue)
         let charset = encoding ?? (declaresCharset(bytes) ? nil : "UTF-8")
         // An empty buffer gives no document at all; an empty HTML page is still a page.
-        let input = bytes.isEmpty ? Array("<html></html>".utf8) : bytes
+        if bytes.isEmpty {
+            return try html(Array("<html></html>".utf8), url: url, encoding: encoding, pooled: pooled)
+        }
         let lease = pooled ? HTMLParserPool.take() : nil
-        let document = try parse(input, url: url, kind: .html, parser: lease) { buffer, length, urlText in
+        let document = try parse(bytes, url: url, kind: .html, parser: lease) { buffer, length, urlText in
             withOptionalCString(charset) { charsetText in
                 // A reused context reads exactly as a new one (htmlReadMemory builds and frees one per call,
                 // whose dictionary allocation alone costs more than the reset).
@@ -74,23 +94,23 @@ public final class Document {
         let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue
             | XML_PARSE_COMPACT.rawValue)
         xmlResetLastError()
-        return try parse(bytes, url: url, kind: .xml) { buffer, length, urlText in
-            xmlReadMemory(buffer, length, urlText, nil, options)
+        return try bytes.withUnsafeBufferPointer { bytes throws(XMLQueryError) -> Document in
+            try parse(bytes, url: url, kind: .xml) { buffer, length, urlText in
+                xmlReadMemory(buffer, length, urlText, nil, options)
+            }
         }
     }
 
     private static func parse(
-        _ bytes: [UInt8], url: URL?, kind: Kind, parser: HTMLParserLease? = nil,
+        _ bytes: UnsafeBufferPointer<UInt8>, url: URL?, kind: Kind, parser: HTMLParserLease? = nil,
         _ read: (UnsafePointer<CChar>, Int32, UnsafePointer<CChar>?) -> xmlDocPtr?
     ) throws(XMLQueryError) -> Document {
         guard bytes.count < Int(Int32.max) else {
             throw XMLQueryError(kind: .tooLarge, message: "\(bytes.count) bytes is more than libxml2 parses at once")
         }
-        let result: xmlDocPtr? = bytes.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { chars in
-                withOptionalCString(url?.absoluteString) { urlText in
-                    read(chars.baseAddress!, Int32(chars.count), urlText)
-                }
+        let result: xmlDocPtr? = bytes.withMemoryRebound(to: CChar.self) { chars in
+            withOptionalCString(url?.absoluteString) { urlText in
+                read(chars.baseAddress!, Int32(chars.count), urlText)
             }
         }
         guard let result else {
@@ -102,7 +122,7 @@ public final class Document {
 
     /// True when the first KiB declares a charset (a `<meta charset>` or `http-equiv` Content-Type), the
     /// window HTML's encoding sniffing looks at.
-    private static func declaresCharset(_ bytes: [UInt8]) -> Bool {
+    private static func declaresCharset(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         let head = String(decoding: bytes.prefix(1024), as: UTF8.self).lowercased()
         return head.contains("charset=") || head.contains("charset =") || head.hasPrefix("<?xml")
     }

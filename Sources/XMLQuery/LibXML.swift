@@ -55,11 +55,17 @@ final class XPathContext {
     func evaluate(_ expression: String, relativeTo node: xmlNodePtr? = nil) throws(XMLQueryError) -> XPathObject {
         xmlResetError(&pointer.pointee.lastError)
         if let node { pointer.pointee.node = node }
-        let compiled: xmlXPathCompExprPtr? = expression.withCString { text in
-            text.withMemoryRebound(to: xmlChar.self, capacity: 1) { xmlXPathCtxtCompile(pointer, $0) }
+        let compiled: xmlXPathCompExprPtr
+        if let known = CompiledXPathPool.take(expression) {
+            compiled = known
+        } else {
+            let fresh: xmlXPathCompExprPtr? = expression.withCString { text in
+                text.withMemoryRebound(to: xmlChar.self, capacity: 1) { xmlXPathCtxtCompile(pointer, $0) }
+            }
+            guard let fresh else { throw XMLQueryError(kind: .xpath, message: lastMessage(expression, "does not compile")) }
+            compiled = fresh
         }
-        guard let compiled else { throw XMLQueryError(kind: .xpath, message: lastMessage(expression, "does not compile")) }
-        defer { xmlXPathFreeCompExpr(compiled) }
+        defer { CompiledXPathPool.give(compiled, for: expression) }
         guard let result = xmlXPathCompiledEval(compiled, pointer), pointer.pointee.lastError.code == 0 else {
             throw XMLQueryError(kind: .xpath, message: lastMessage(expression, "cannot be evaluated"))
         }
@@ -101,6 +107,44 @@ final class XPathObject {
         let count = Int(set.pointee.nodeNr)
         guard count > 0, let table = set.pointee.nodeTab else { return [] }
         return (0..<count).compactMap { table[$0] }
+    }
+}
+
+/// Compiled XPath expressions kept for reuse, by expression text. A site's extractions repeat on every
+/// run, and compiling costs about a third of evaluating a short expression on a login page.
+///
+/// A compiled expression is lent to one evaluation at a time (libxml2 caches function lookups inside it
+/// while evaluating), so each text keeps a few idle copies. The expressions compile without namespaces,
+/// variables or a dictionary, so a copy does not depend on the context it was compiled with.
+enum CompiledXPathPool {
+    /// Distinct expressions remembered; others are compiled for each use.
+    static let expressionCapacity = 128
+    /// Idle copies kept per expression (about the number of evaluations of one expression at once).
+    static let copiesPerExpression = 4
+
+    private struct Idle: @unchecked Sendable {
+        var copies: [xmlXPathCompExprPtr] = []
+    }
+
+    private static let idle = Mutex<[String: Idle]>([:])
+
+    /// An idle compiled copy of `expression`, if one is kept.
+    static func take(_ expression: String) -> xmlXPathCompExprPtr? {
+        idle.withLock { $0[expression]?.copies.popLast() }
+    }
+
+    /// Keeps `compiled` for the next evaluation of `expression`, or frees it.
+    static func give(_ compiled: xmlXPathCompExprPtr, for expression: String) {
+        let kept = idle.withLock { idle in
+            if idle[expression] == nil {
+                guard idle.count < expressionCapacity else { return false }
+                idle[expression] = Idle()
+            }
+            guard idle[expression]!.copies.count < copiesPerExpression else { return false }
+            idle[expression]!.copies.append(compiled)
+            return true
+        }
+        if !kept { xmlXPathFreeCompExpr(compiled) }
     }
 }
 
