@@ -14,7 +14,9 @@ extension FlowEngine {
     ) async throws(FlowError) -> StepTiming {
         let site = state.site
         let started = ContinuousClock.now
-        try await state.prepare(step.variables, provider: credentials, step: name, mark: mark)
+        var prepared: [String] = []
+        step.forEachVariable { if RunState.needsPreparation($0) { prepared.append($0) } }
+        try await state.prepare(prepared, provider: credentials, step: name, mark: mark)
         var request = try buildRequest(step, name: name, mark: mark, state: state)
         let options = TransportOptions(site: site.http)
         let maxRedirects = site.http.maxRedirects ?? Self.defaultMaxRedirects
@@ -134,7 +136,7 @@ extension FlowEngine {
         case .form(let fields):
             var pairs: [(name: String, value: String)] = []
             for field in fields { pairs.append((field.name, try state.render(field.value, step: name, mark: field.mark ?? mark))) }
-            body = Data(FormEncoding.urlEncoded(pairs).utf8)
+            body = FormEncoding.urlEncodedData(pairs)
             contentType = HTMLForm.urlEncoded
         case .json(let template):
             body = Data(try state.render(template, step: name, mark: mark).serialized.utf8)
@@ -193,7 +195,9 @@ extension FlowEngine {
             finalURL = withQuery
         }
         if let contentType, !headers.contains("Content-Type") { headers.add(name: "Content-Type", value: contentType) }
-        return HTTPRequest(method: method.uppercased(), url: finalURL, headers: headers, body: body)
+        // Methods are upper case as parsed; uppercased() would copy the string on every request.
+        let upperMethod = method.utf8.contains(where: { $0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z") }) ? method.uppercased() : method
+        return HTTPRequest(method: upperMethod, url: finalURL, headers: headers, body: body)
     }
 
     /// A step URL: absolute, or relative to `base_url`; http and https only.

@@ -8,6 +8,11 @@ enum FormEncoding {
     static func encode(_ text: String) -> String {
         var output: [UInt8] = []
         output.reserveCapacity(text.utf8.count)
+        append(text, to: &output)
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    private static func append(_ text: String, to output: inout [UInt8]) {
         for byte in text.utf8 {
             switch byte {
             case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, UInt8(ascii: "*"), UInt8(ascii: "-"), UInt8(ascii: "."),
@@ -21,14 +26,30 @@ enum FormEncoding {
                 output.append(hexDigits[Int(byte & 0x0F)])
             }
         }
-        return String(decoding: output, as: UTF8.self)
     }
 
     private static let hexDigits = Array("0123456789ABCDEF".utf8)
 
     /// `name=value&name=value`, in order.
     static func urlEncoded(_ fields: [(name: String, value: String)]) -> String {
-        fields.map { encode($0.name) + "=" + encode($0.value) }.joined(separator: "&")
+        String(decoding: urlEncodedBytes(fields), as: UTF8.self)
+    }
+
+    /// ``urlEncoded(_:)`` as a request body, built in one buffer.
+    static func urlEncodedData(_ fields: [(name: String, value: String)]) -> Data {
+        Data(urlEncodedBytes(fields))
+    }
+
+    private static func urlEncodedBytes(_ fields: [(name: String, value: String)]) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 2 } + 16)
+        for (index, field) in fields.enumerated() {
+            if index > 0 { output.append(UInt8(ascii: "&")) }
+            append(field.name, to: &output)
+            output.append(UInt8(ascii: "="))
+            append(field.value, to: &output)
+        }
+        return output
     }
 
     /// A multipart/form-data body and its Content-Type (with the boundary).

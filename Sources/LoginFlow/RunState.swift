@@ -26,6 +26,12 @@ struct RunState: Sendable {
         masker.addValue(value)
     }
 
+    /// Whether ``prepare(_:provider:step:mark:)`` has anything to do for a variable name: callers collect
+    /// only these, so a step without credentials or environment variables allocates nothing.
+    static func needsPreparation(_ name: String) -> Bool {
+        name.hasPrefix("credentials.") || name.hasPrefix("env.")
+    }
+
     /// Gets placeholders ready before rendering: resolves, once per run, every `credentials.NAME` among
     /// `names`, and adds the `env.NAME` values used to the masked secrets.
     mutating func prepare(

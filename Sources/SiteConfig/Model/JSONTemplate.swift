@@ -135,6 +135,16 @@ public indirect enum JSONTemplate: Sendable, Hashable {
         }
     }
 
+    /// Calls `body` with every placeholder's variable name inside, in document order, repeats included.
+    public func forEachVariable<Failure: Error>(_ body: (String) throws(Failure) -> Void) throws(Failure) {
+        switch self {
+        case .string(let template): try template.forEachVariable(body)
+        case .array(let items): for item in items { try item.forEachVariable(body) }
+        case .object(let members): for member in members { try member.value.forEachVariable(body) }
+        case .null, .bool, .number: break
+        }
+    }
+
     /// Every variable used anywhere inside, in order of first appearance.
     public var variables: [String] {
         var seen = Set<String>()

@@ -73,6 +73,15 @@ public struct RequestStep: Sendable, Hashable {
         self.expect = expect
     }
 
+    /// Calls `body` with every variable name the request uses (URL, headers, query, body), in that order,
+    /// repeats included; allocates nothing (a flow asks this of every step it runs).
+    public func forEachVariable<Failure: Error>(_ body: (String) throws(Failure) -> Void) throws(Failure) {
+        try url?.forEachVariable(body)
+        for header in headers { try header.value.forEachVariable(body) }
+        for item in query { try item.value.forEachVariable(body) }
+        try self.body?.forEachVariable(body)
+    }
+
     /// Every variable the request uses (URL, headers, query, body), in order of first appearance.
     public var variables: [String] {
         var seen = Set<String>()
@@ -97,6 +106,15 @@ public enum RequestBody: Sendable, Hashable {
     /// `form_from: {xpath: ...}` — the HTML form the XPath selects in the previous response, all its
     /// fields (hidden ones included), its action and method; `form:` entries override or add fields.
     case formFrom(xpath: String, overrides: [NamedTemplate])
+
+    /// Calls `body` with every variable name used in the body, in order, repeats included.
+    public func forEachVariable<Failure: Error>(_ body: (String) throws(Failure) -> Void) throws(Failure) {
+        switch self {
+        case .form(let fields), .formFrom(_, let fields): for field in fields { try field.value.forEachVariable(body) }
+        case .json(let value): try value.forEachVariable(body)
+        case .raw(let template, _): try template.forEachVariable(body)
+        }
+    }
 
     /// Every variable used in the body.
     public var variables: [String] {
@@ -156,6 +174,12 @@ public struct PluginStep: Sendable, Hashable {
         self.environment = environment
         self.timeout = timeout
         self.passCredentials = passCredentials
+    }
+
+    /// Calls `body` with every variable name used in `with:` and `env:`, in order, repeats included.
+    public func forEachVariable<Failure: Error>(_ body: (String) throws(Failure) -> Void) throws(Failure) {
+        try with.forEachVariable(body)
+        for case .set(_, let value) in environment { try value.forEachVariable(body) }
     }
 
     /// Every variable used in `with:` and `env:`.

@@ -67,6 +67,11 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
         self.segments = text.isEmpty ? [] : [.literal(text)]
     }
 
+    /// Calls `body` with each placeholder's variable name, in order, repeats included; allocates nothing.
+    public func forEachVariable<Failure: Error>(_ body: (String) throws(Failure) -> Void) throws(Failure) {
+        for case .variable(let name) in segments { try body(name) }
+    }
+
     /// The variable names used, in order of first appearance, each once.
     public var variables: [String] {
         var seen = Set<String>()
