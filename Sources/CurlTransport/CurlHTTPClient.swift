@@ -5,7 +5,8 @@ import HTTPTransport
 ///
 /// One libcurl multi handle, driven by one dedicated thread, carries every request of the client: requests
 /// are queued to that thread, run concurrently, and their continuations resume as transfers finish. There is
-/// no thread per request. Connections stay open in the multi handle's cache and are reused for later requests
+/// no thread per request. The thread is also a task executor (``preferredTaskExecutor``), so callers can keep
+/// their request-heavy tasks on it. Connections stay open in the multi handle's cache and are reused for later requests
 /// to the same host; the DNS cache is shared the same way.
 ///
 /// The client sends exactly the request it is given plus `User-Agent` (when ``TransportOptions/userAgent`` is
@@ -73,6 +74,16 @@ public final class CurlHTTPClient: HTTPClient, Sendable {
         }
         return try result.get()
     }
+
+    /// The transport thread, as a task executor (SE-0417). A task that prefers it runs its nonisolated async
+    /// code there: it sends a request, the transfer's completion resumes it on the same thread, and the work
+    /// up to its next request (parsing the page, the cookie jar) follows without a hand-off to Swift's global
+    /// pool and back. ``FlowEngine`` runs flows on it; a caller that starts many flows saves the two hops per
+    /// flow by creating their tasks with this preference (`addTask(executorPreference:)`).
+    ///
+    /// Work that blocks must not run on it, as on any event loop: it would stall every transfer. Jobs
+    /// enqueued after ``shutdown()`` run on the global concurrent executor instead.
+    public var preferredTaskExecutor: (any TaskExecutor)? { engine }
 
     /// Stops the transport thread. Requests queued or running fail with an error of kind `.other`; later
     /// `send` calls fail at once. Returns after the thread exited. Idempotent.

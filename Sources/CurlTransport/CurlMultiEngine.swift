@@ -9,13 +9,15 @@ import Glibc
 import Darwin
 #endif
 
-/// One libcurl multi handle and the one thread that drives it.
+/// One libcurl multi handle and the one thread that drives it, which is also a task executor.
 ///
 /// Tasks hand transfers in through a lock-protected queue and wake the thread with `curl_multi_wakeup`; the
 /// thread adds them to the multi handle, runs `curl_multi_perform`, collects finished transfers with
-/// `curl_multi_info_read` and resumes their continuations, then sleeps in `curl_multi_poll`. The multi
+/// `curl_multi_info_read` and resumes their continuations, then sleeps in `curl_multi_poll`. Jobs of tasks
+/// that prefer the engine as their executor come in through the same queue and run at the top of each turn,
+/// so a continuation resumed by a finished transfer runs on this thread in the next turn. The multi
 /// handle's connection cache keeps connections open between requests, so requests to one host reuse them.
-final class CurlMultiEngine: Sendable {
+final class CurlMultiEngine: TaskExecutor, Sendable {
     /// What submitters and the thread share, always under `state`'s lock.
     private struct SharedState {
         var incoming: [CurlTransfer] = []
@@ -30,6 +32,8 @@ final class CurlMultiEngine: Sendable {
         var threadMayBeSleeping = false
         /// Reset easy handles kept for reuse (saves `curl_easy_init` and its allocations per request).
         var idleEasyHandles: [CurlEasyHandle] = []
+        /// Jobs of tasks that prefer this engine as their task executor, run on the engine thread in order.
+        var jobs: [UnownedJob] = []
         var thread: pthread_t?
         var nextID: UInt64 = 1
     }
@@ -37,6 +41,9 @@ final class CurlMultiEngine: Sendable {
     private let multi: CurlMultiHandle
     private let state = Mutex(SharedState())
     let configuration: CurlHTTPClient.Configuration
+
+    /// The engine thread's name.
+    static let threadName = "sk-transport"
 
     /// Easy handles kept for reuse; more than this many idle ones are freed.
     private static let maxIdleEasyHandles = 64
@@ -65,6 +72,9 @@ final class CurlMultiEngine: Sendable {
         let context = Unmanaged.passRetained(self).toOpaque()
         let result = pthread_create(&thread, nil, { context in
             let engine = Unmanaged<CurlMultiEngine>.fromOpaque(context!).takeRetainedValue()
+            // Named for `top -H`, perf and debuggers (at most 15 bytes on Linux); Foundation's setter calls
+            // pthread_setname_np, which Glibc's Swift module does not export.
+            Thread.current.name = CurlMultiEngine.threadName
             engine.runLoop()
             return nil
         }, context)
@@ -85,6 +95,20 @@ final class CurlMultiEngine: Sendable {
     /// A reset easy handle from the pool, or a new one (nil only when libcurl cannot allocate).
     func makeEasyHandle() -> CurlEasyHandle? {
         state.withLock { $0.idleEasyHandles.popLast() } ?? CurlEasyHandle()
+    }
+
+    /// Queues `job` to run on the engine thread at the start of its next turn (SE-0417 `TaskExecutor`).
+    /// After shutdown the job goes to the global concurrent executor, so no task is stranded.
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let (accepted, wake): (Bool, Bool) = state.withLock { state in
+            if state.stopping { return (false, false) }
+            state.jobs.append(job)
+            defer { state.threadMayBeSleeping = false }
+            return (true, state.threadMayBeSleeping)
+        }
+        if wake { multi.wakeUp() }
+        if !accepted { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
     }
 
     enum SubmitRefusal { case cancelled, shutDown }
@@ -160,6 +184,12 @@ final class CurlMultiEngine: Sendable {
         }
 
         while true {
+            let jobs = state.withLock { state in
+                defer { state.jobs.removeAll(keepingCapacity: true) }
+                return state.jobs
+            }
+            for job in jobs { job.runSynchronously(on: asUnownedTaskExecutor()) }
+
             let (incoming, cancels, stopping) = state.withLock { state in
                 let batch = (state.incoming, state.cancelRequests, state.stopping)
                 state.incoming.removeAll(keepingCapacity: true)
@@ -210,7 +240,9 @@ final class CurlMultiEngine: Sendable {
             }
 
             let mayPoll = state.withLock { state in
-                guard state.incoming.isEmpty, state.cancelRequests.isEmpty, !state.stopping else { return false }
+                guard state.incoming.isEmpty, state.cancelRequests.isEmpty, state.jobs.isEmpty, !state.stopping else {
+                    return false
+                }
                 state.threadMayBeSleeping = true
                 return true
             }

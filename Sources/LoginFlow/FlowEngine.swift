@@ -45,8 +45,20 @@ public struct FlowEngine: Sendable {
     /// `cookies.essential` cookie is set and unexpired.
     ///
     /// The storage is used as it is (the caller decides whether a login starts from an empty jar).
+    ///
+    /// The flow runs on the client's ``HTTPClient/preferredTaskExecutor`` when it has one (the libcurl
+    /// client's transport thread), so a response's continuation and the parsing after it need no hop to
+    /// another thread.
     public func login(
         _ site: SiteDefinition, storage: CookieStorage, observer: FlowObserver? = nil
+    ) async throws(FlowError) -> FlowResult {
+        try await withTaskExecutorPreference(client.preferredTaskExecutor) { () async throws(FlowError) -> FlowResult in
+            try await runLogin(site, storage: storage, observer: observer)
+        }
+    }
+
+    private func runLogin(
+        _ site: SiteDefinition, storage: CookieStorage, observer: FlowObserver?
     ) async throws(FlowError) -> FlowResult {
         let started = ContinuousClock.now
         if site.http.insecure {
@@ -105,7 +117,9 @@ public struct FlowEngine: Sendable {
         guard let probe = site.check else {
             throw FlowError(kind: .invalidRequest, site: site.name, step: "check", detail: "the site has no check:")
         }
-        let result = try await runProbe(probe, name: "check", site: site, storage: storage, observer: observer)
+        let result = try await withTaskExecutorPreference(client.preferredTaskExecutor) { () async throws(FlowError) -> ProbeResult in
+            try await runProbe(probe, name: "check", site: site, storage: storage, observer: observer)
+        }
         if let missing = result.essentialCookies.first(where: { !$0.isSet }) {
             throw FlowError(
                 kind: .essentialCookieMissing, site: site.name, step: "check", mark: probe.mark,
@@ -122,7 +136,9 @@ public struct FlowEngine: Sendable {
         guard let probe = site.keepalive else {
             throw FlowError(kind: .invalidRequest, site: site.name, step: "keepalive", detail: "the site has no keepalive:")
         }
-        return try await runProbe(probe, name: "keepalive", site: site, storage: storage, observer: observer)
+        return try await withTaskExecutorPreference(client.preferredTaskExecutor) { () async throws(FlowError) -> ProbeResult in
+            try await runProbe(probe, name: "keepalive", site: site, storage: storage, observer: observer)
+        }
     }
 
     private func runProbe(

@@ -108,3 +108,63 @@ import Testing
         #expect(finals == ["https://app.example.com/t/v1?…", "https://app.example.com/t/v2?…"])
     }
 }
+
+/// Flows run on the client's preferred task executor, when it has one.
+@Suite struct PreferredExecutorTests {
+    /// Counts the jobs it runs; runs them on Dispatch's global queue.
+    final class CountingExecutor: TaskExecutor, @unchecked Sendable {
+        let jobs = Atomic<Int>(0)
+        func enqueue(_ job: consuming ExecutorJob) {
+            jobs.add(1, ordering: .relaxed)
+            let job = UnownedJob(job)
+            DispatchQueue.global().async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        }
+    }
+
+    @Test func loginCheckAndKeepaliveRunOnTheClientsExecutor() async throws {
+        let executor = CountingExecutor()
+        let client = FakeHTTPClient(executor: executor) { request in Fixture.response(request, 200) }
+        let engine = Fixture.engine(client)
+        let site = Fixture.site([Fixture.step("page", Fixture.get("/page"))], check: Fixture.get("/check"), keepalive: Fixture.get("/keep"))
+        _ = try await engine.login(site, storage: CookieStorage())
+        let afterLogin = executor.jobs.load(ordering: .relaxed)
+        #expect(afterLogin > 0)
+        _ = try await engine.check(site, storage: CookieStorage())
+        let afterCheck = executor.jobs.load(ordering: .relaxed)
+        #expect(afterCheck > afterLogin)
+        _ = try await engine.keepalive(site, storage: CookieStorage())
+        #expect(executor.jobs.load(ordering: .relaxed) > afterCheck)
+    }
+
+    @Test func aClientWithoutExecutorRunsFlowsWhereTheCallerIs() async throws {
+        let client = FakeHTTPClient { request in Fixture.response(request, 200) }
+        #expect(client.preferredTaskExecutor == nil)
+        let result = try await Fixture.engine(client).login(Fixture.site([Fixture.step("page", Fixture.get("/page"))]), storage: CookieStorage())
+        #expect(result.steps.count == 1)
+    }
+}
+
+/// The allocation-free variable visitor sees what `variables` lists, and form bodies encode alike either way.
+@Suite struct VariableVisitorTests {
+    @Test func visitorMatchesTheVariableList() throws {
+        let step = RequestStep(
+            method: "POST", url: try Template(parsing: "/x/{{ a }}/{{ b }}"),
+            headers: [NamedTemplate(name: "H", value: try Template(parsing: "{{ credentials.token }} {{ a }}"))],
+            query: [NamedTemplate(name: "q", value: try Template(parsing: "{{ env.HOME }}"))],
+            body: .form([NamedTemplate(name: "u", value: try Template(parsing: "{{ credentials.user }}{{ b }}"))]))
+        var visited: [String] = []
+        step.forEachVariable { visited.append($0) }
+        #expect(visited == ["a", "b", "credentials.token", "a", "env.HOME", "credentials.user", "b"])
+        var unique: [String] = []
+        for name in visited where !unique.contains(name) { unique.append(name) }
+        #expect(unique == step.variables)
+        #expect(visited.filter(RunState.needsPreparation) == ["credentials.token", "env.HOME", "credentials.user"])
+    }
+
+    @Test func formBodyBytesMatchTheStringForm() {
+        let fields: [(name: String, value: String)] = [("user name", "al ice&bob"), ("pässwörd", "a=b+c/é"), ("", ""), ("csrf", "x.y-z_*~")]
+        #expect(String(decoding: FormEncoding.urlEncodedData(fields), as: UTF8.self) == FormEncoding.urlEncoded(fields))
+        #expect(FormEncoding.urlEncoded(fields) == "user+name=al+ice%26bob&p%C3%A4ssw%C3%B6rd=a%3Db%2Bc%2F%C3%A9&=&csrf=x.y-z_*%7E")
+        #expect(FormEncoding.urlEncodedData([]).isEmpty)
+    }
+}

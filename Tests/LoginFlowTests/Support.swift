@@ -12,8 +12,12 @@ final class FakeHTTPClient: HTTPClient {
     private let responder: Responder
     private let recorded = Mutex<[HTTPRequest]>([])
     private let recordedOptions = Mutex<[TransportOptions]>([])
+    let preferredTaskExecutor: (any TaskExecutor)?
 
-    init(_ responder: @escaping Responder) { self.responder = responder }
+    init(executor: (any TaskExecutor)? = nil, _ responder: @escaping Responder) {
+        self.responder = responder
+        preferredTaskExecutor = executor
+    }
 
     /// Answers by `METHOD path` (`GET /login`); anything else gets a 404.
     convenience init(routes: [String: @Sendable (HTTPRequest) -> HTTPResponse]) {
