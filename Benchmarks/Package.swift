@@ -32,6 +32,16 @@ let package = Package(
             swiftSettings: strict
         ),
         .executableTarget(
+            name: "FlowBenchmark",
+            dependencies: [
+                .product(name: "CookieJar", package: "SessionKeeper"),
+                .product(name: "HTTPTransport", package: "SessionKeeper"),
+                .product(name: "LoginFlow", package: "SessionKeeper"),
+                .product(name: "SiteConfig", package: "SessionKeeper"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
             name: "ConfigBenchmark",
             dependencies: [.product(name: "SiteConfig", package: "SessionKeeper")],
             swiftSettings: strict

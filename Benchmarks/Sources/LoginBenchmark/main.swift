@@ -4,6 +4,9 @@
 // CPU seconds of this process.
 //
 // usage: LoginBenchmark BASE_URL LOGINS CONCURRENCY [USER PASSWORD]
+//
+// The workers prefer the transport thread as their task executor; with SK_GLOBAL_EXECUTOR=1 in the
+// environment they run on Swift's global executor instead, and each login hops to that thread and back.
 import CookieJar
 import CurlTransport
 import Foundation
@@ -84,7 +87,9 @@ let start = ContinuousClock.now
 let failures = await withTaskGroup(of: Int.self) { group in
     for worker in 0..<concurrency {
         let share = logins / concurrency + (worker < logins % concurrency ? 1 : 0)
-        group.addTask {
+        // Each worker prefers the transport thread, as a caller running many flows should (see
+        // CurlHTTPClient.preferredTaskExecutor): its logins then never leave that thread.
+        group.addTask(executorPreference: getenv("SK_GLOBAL_EXECUTOR") == nil ? client.preferredTaskExecutor : nil) {
             var failed = 0
             for _ in 0..<share {
                 do {
