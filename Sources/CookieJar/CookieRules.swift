@@ -9,27 +9,112 @@ public enum CookieRules {
     /// RFC 6265 section 5.1.2 canonical host: lower case, IPv6 brackets removed.
     public static func canonicalHost(of url: URL) -> String? {
         // The encoded form is cheaper to get; hosts rarely hold a percent escape, decoded only then.
-        guard var host = url.host(percentEncoded: true), !host.isEmpty else { return nil }
+        guard let host = url.host(percentEncoded: true), !host.isEmpty else { return nil }
+        // Almost every host is ASCII without a '%': one pass over its bytes says what to change, and a host
+        // already in canonical form (the usual case) is returned without building a new String.
+        let scan = ASCIIHostScan(host)
+        guard scan.isPlainASCII else { return canonicalHost(decoding: host, of: url) }
+        guard scan.hasBrackets || scan.hasLeadingDot || scan.hasUpperCase else { return host }
+        var bytes = Array(host.utf8)
+        if scan.hasBrackets { bytes = Array(bytes.dropFirst().dropLast()) }
+        if bytes.first == 0x2E { bytes.removeFirst() }
+        return String(decoding: bytes.map { ($0 >= 0x41 && $0 <= 0x5A) ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+
+    /// The general form of ``canonicalHost(of:)`` for a host holding a percent escape or a non-ASCII byte,
+    /// where dropping brackets or a dot works on characters and lower-casing on Unicode (as it always has).
+    private static func canonicalHost(decoding encoded: String, of url: URL) -> String {
+        var host = encoded
         if host.utf8.contains(0x25), let decoded = url.host(percentEncoded: false) { host = decoded }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return canonicalDomain(host)
+    }
+
+    /// What ``canonicalHost(of:)`` needs to know about a host, read in one pass over its UTF-8 bytes.
+    private struct ASCIIHostScan {
+        /// Only ASCII bytes and no '%': bytes and characters coincide, nothing to percent-decode.
+        var isPlainASCII = true
+        var hasUpperCase = false
+        /// `[...]`, an IPv6 literal.
+        var hasBrackets = false
+        /// A leading '.' once any brackets are gone.
+        var hasLeadingDot = false
+
+        init(_ host: String) {
+            var isPlainASCII = true, hasUpperCase = false
+            let bytes = host.utf8
+            let scanned: Void? = bytes.withContiguousStorageIfAvailable { buffer in
+                for byte in buffer {
+                    if byte >= 0x80 || byte == 0x25 { isPlainASCII = false }
+                    if byte >= 0x41 && byte <= 0x5A { hasUpperCase = true }
+                }
+            }
+            if scanned == nil {
+                for byte in bytes {
+                    if byte >= 0x80 || byte == 0x25 { isPlainASCII = false }
+                    if byte >= 0x41 && byte <= 0x5A { hasUpperCase = true }
+                }
+            }
+            self.isPlainASCII = isPlainASCII
+            self.hasUpperCase = hasUpperCase
+            hasBrackets = bytes.count >= 2 && bytes.first == 0x5B && bytes.last == 0x5D
+            hasLeadingDot = hasBrackets ? bytes.dropFirst().first == 0x2E && bytes.count > 2 : bytes.first == 0x2E
+        }
     }
 
     /// Lower case (ASCII) with one leading dot removed: the form the jar stores domains in.
     static func canonicalDomain(_ domain: String) -> String {
         var text = domain
         if text.utf8.first == 0x2E { text.removeFirst() }
-        if text.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) { text = text.lowercased() }
+        if hasASCIIUpperCase(text) { text = text.lowercased() }
         return text
+    }
+
+    /// True when `text` holds an ASCII capital letter; over the contiguous bytes of a native string, not
+    /// through the generic collection path.
+    static func hasASCIIUpperCase(_ text: String) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { buffer in buffer.contains { $0 >= 0x41 && $0 <= 0x5A } }
+            ?? text.utf8.contains { $0 >= 0x41 && $0 <= 0x5A }
     }
 
     /// True for an IPv4 or IPv6 literal (which only ever get host-only cookies).
     public static func isIPAddress(_ host: String) -> Bool {
-        if host.utf8.contains(0x3A) { return true }
-        // A host name ends in a letter (top-level labels are never all digits); skip the system call for it.
-        if let last = host.utf8.last, !(last >= 0x30 && last <= 0x39) { return false }
-        var address = in_addr()
-        return inet_pton(AF_INET, host, &address) == 1
+        let bytes = host.utf8
+        // A host name ends in a letter (top-level labels are never all digits): no IPv4 parse for it.
+        if let last = bytes.last, !(last >= 0x30 && last <= 0x39) { return bytes.contains(0x3A) }
+        return bytes.withContiguousStorageIfAvailable { buffer in
+            buffer.contains(0x3A) || isIPv4Literal(buffer)
+        } ?? (bytes.contains(0x3A) || isIPv4Literal(Array(bytes)))
+    }
+
+    /// `inet_pton(AF_INET, text)` == 1, without the C string and the call: the algorithm glibc and the BSDs
+    /// share (ISC's inet_pton4), step for step. Exactly four dotted decimal parts of 0-255, no leading zero,
+    /// nothing else; the C function reads up to the first NUL, so this does too.
+    static func isIPv4Literal(_ text: some Collection<UInt8>) -> Bool {
+        var sawDigit = false
+        var octets = 0
+        var current: UInt32 = 0
+        for byte in text {
+            if byte == 0 { break }
+            if byte >= 0x30 && byte <= 0x39 {
+                let next = current * 10 + UInt32(byte - 0x30)
+                if sawDigit && current == 0 { return false }
+                if next > 255 { return false }
+                current = next
+                if !sawDigit {
+                    octets += 1
+                    if octets > 4 { return false }
+                    sawDigit = true
+                }
+            } else if byte == 0x2E && sawDigit {
+                if octets == 4 { return false }
+                current = 0
+                sawDigit = false
+            } else {
+                return false
+            }
+        }
+        return octets >= 4
     }
 
     /// RFC 6265 section 5.1.3 domain-match: identical, or `domain` is a dot-separated suffix of a host
@@ -152,7 +237,8 @@ func hasPrefixIgnoringASCIICase(_ text: String, _ prefix: StaticString) -> Bool 
     }
 }
 
-/// What the rules need to know about a request URL, worked out once per call.
+/// What the rules need to know about a request URL, worked out once per URL (the storage keeps the last one).
+/// It holds the URL's scheme-derived flags, host and path, never anything of a cookie.
 struct RequestOrigin {
     /// Canonical host (5.1.2).
     var host: String
@@ -160,23 +246,31 @@ struct RequestOrigin {
     /// https/wss, or a loopback host (see ``CookieRules/isSecureOrigin(_:)``).
     var isSecure: Bool
     let url: URL
+    /// The request path, when it was worked out up front (see ``init(_:resolvingPath:)``).
+    private let resolvedPath: String?
 
-    /// The request path as sent, `/` when empty (worked out only when needed: most Set-Cookie headers carry Path).
-    var path: String { CookieRules.requestPath(of: url) }
+    /// The request path as sent, `/` when empty.
+    var path: String { resolvedPath ?? CookieRules.requestPath(of: url) }
 
-    init?(_ url: URL) {
+    /// - Parameter resolvingPath: work the path out now, for an origin that is kept and asked again; otherwise
+    ///   only when needed (most Set-Cookie headers carry Path).
+    init?(_ url: URL, resolvingPath: Bool = false) {
         guard let host = CookieRules.canonicalHost(of: url) else { return nil }
         self.host = host
         isIP = CookieRules.isIPAddress(host)
-        let scheme = url.scheme
-        if scheme == "https" || scheme == "wss" {
-            isSecure = true
-        } else if let scheme, scheme.lowercased() == "https" || scheme.lowercased() == "wss" {
+        // Scheme names are ASCII: compared without lower-casing into a new String.
+        if let scheme = url.scheme, Self.equalsIgnoringASCIICase(scheme, "https") || Self.equalsIgnoringASCIICase(scheme, "wss") {
             isSecure = true
         } else {
             isSecure = host == "localhost" || host.hasSuffix(".localhost") || host == "::1" || (isIP && host.hasPrefix("127."))
         }
         self.url = url
+        resolvedPath = resolvingPath ? CookieRules.requestPath(of: url) : nil
+    }
+
+    /// `lowercase` must be lower case ASCII.
+    private static func equalsIgnoringASCIICase(_ text: String, _ lowercase: StaticString) -> Bool {
+        text.utf8.count == lowercase.utf8CodeUnitCount && hasPrefixIgnoringASCIICase(text, lowercase)
     }
 }
 

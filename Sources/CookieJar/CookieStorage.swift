@@ -38,6 +38,18 @@ public final class CookieStorage: Sendable {
         var secureNames: [String: [String: Int]] = [:]
         var subscribers: [Int: AsyncStream<CookieChange>.Continuation] = [:]
         var nextSubscriber = 0
+        /// The origin of the last URL a call was given: clients ask about one URL several times in a row (its
+        /// Cookie header, then the response's Set-Cookie headers, then a cookie by name), and comparing URLs
+        /// costs less than Foundation's host, scheme and path getters. It holds no cookie data.
+        var lastOrigin: RequestOrigin?
+
+        /// The origin of `url`, from `lastOrigin` when the URL is the same; nil when the URL has no host.
+        mutating func origin(of url: URL) -> RequestOrigin? {
+            if let lastOrigin, lastOrigin.url == url { return lastOrigin }
+            guard let origin = RequestOrigin(url, resolvingPath: true) else { return nil }
+            lastOrigin = origin
+            return origin
+        }
     }
 
     /// Creates an empty storage.
@@ -88,59 +100,59 @@ public final class CookieStorage: Sendable {
     @discardableResult
     public func setCookies(fromHeaders setCookieValues: [String], for url: URL, mainDocumentURL: URL?) -> [CookieDecision] {
         let now = clock()
-        guard let origin = origin(of: url) else {
-            return setCookieValues.map { .rejected(name: Self.nameForReport($0), reason: CookieRejection.noHost.description) }
-        }
-        let secureOrigin = origin.isSecure
-        let parsed = setCookieValues.map { header -> Result<Cookie, CookieRejection> in
-            switch SetCookieParser.parse(header) {
-            case .failure(let failure): return .failure(.parse(failure))
-            case .success(let parsed): return CookieRules.makeCookie(from: parsed, origin: origin, now: now)
-            }
-        }
-        // Only the main-document-domain policy needs the registrable domain; work it out at most once.
-        var mainRegistrableDomain: String??
-        func registrableDomain() -> String? {
-            if let known = mainRegistrableDomain { return known }
-            let host = mainDocumentURL.map(CookieRules.canonicalHost(of:)) ?? origin.host
-            let domain = host.map(PublicSuffixList.shared.registrableDomain(of:))
-            mainRegistrableDomain = .some(domain)
-            return domain
-        }
+        // Parsing needs neither the origin nor the jar, so it happens before taking the lock. Clients mostly
+        // hand over one header per call: that one needs no array.
+        let single = setCookieValues.count == 1 ? SetCookieParser.parse(setCookieValues[0]) : nil
+        let parsed = single == nil ? setCookieValues.map(SetCookieParser.parse) : []
         var decisions: [CookieDecision] = []
-        decisions.reserveCapacity(parsed.count)
+        decisions.reserveCapacity(setCookieValues.count)
         let events = state.withLock { state -> EventLog in
+            // One lock per call: the origin comes from the storage's last one when the URL is the same.
+            guard let origin = state.origin(of: url) else {
+                for header in setCookieValues {
+                    decisions.append(.rejected(name: Self.nameForReport(header), reason: CookieRejection.noHost.description))
+                }
+                return EventLog(enabled: false)
+            }
+            // Only the main-document-domain policy needs the registrable domain; work it out at most once.
+            var mainRegistrableDomain: String??
+            func registrableDomain() -> String? {
+                if let known = mainRegistrableDomain { return known }
+                let host = mainDocumentURL.map(CookieRules.canonicalHost(of:)) ?? origin.host
+                let domain = host.map(PublicSuffixList.shared.registrableDomain(of:))
+                mainRegistrableDomain = .some(domain)
+                return domain
+            }
             var events = EventLog(enabled: !state.subscribers.isEmpty)
-            for (header, result) in zip(setCookieValues, parsed) {
+            func decide(_ header: String, _ result: Result<ParsedSetCookie, SetCookieParseFailure>) {
+                let made: Result<Cookie, CookieRejection>
                 switch result {
+                case .failure(let failure): made = .failure(.parse(failure))
+                case .success(let parsed): made = CookieRules.makeCookie(from: parsed, origin: origin, now: now)
+                }
+                switch made {
                 case .failure(let rejection):
                     decisions.append(.rejected(name: Self.nameForReport(header), reason: rejection.description))
                 case .success(let cookie):
                     if let rejection = Self.policyRejection(cookie, policy: state.acceptPolicy, registrableDomain: registrableDomain) {
                         decisions.append(.rejected(name: cookie.name, reason: rejection.description))
-                        continue
+                        return
                     }
-                    switch store(cookie, now: now, secureOrigin: secureOrigin, state: &state, events: &events) {
+                    switch store(cookie, now: now, secureOrigin: origin.isSecure, state: &state, events: &events) {
                     case .success(let stored): decisions.append(.stored(stored))
                     case .failure(let rejection): decisions.append(.rejected(name: cookie.name, reason: rejection.description))
                     }
                 }
             }
+            if let single {
+                decide(setCookieValues[0], single)
+            } else {
+                for (header, result) in zip(setCookieValues, parsed) { decide(header, result) }
+            }
             return events
         }
         publish(events)
         return decisions
-    }
-
-    /// The origin of the last URL cookies were set for: clients often hand over a response's Set-Cookie
-    /// headers one call each, and Foundation's host, scheme and path getters cost more than comparing URLs.
-    private let lastOrigin = Mutex<RequestOrigin?>(nil)
-
-    private func origin(of url: URL) -> RequestOrigin? {
-        if let known = lastOrigin.withLock({ $0 }), known.url == url { return known }
-        guard let origin = RequestOrigin(url) else { return nil }
-        lastOrigin.withLock { $0 = origin }
-        return origin
     }
 
     /// The name part of a header the parser refused, for reports; nil when there is none. Never the value.
@@ -306,81 +318,165 @@ public final class CookieStorage: Sendable {
     /// creation). This is the HTTP API: HttpOnly cookies are included. Their last-access time becomes now;
     /// expired cookies met on the way are dropped (and reported as `.expired`).
     public func cookies(for url: URL) -> [Cookie] {
-        guard let origin = RequestOrigin(url) else { return [] }
-        let requestPath = origin.path
         let now = clock()
-        var expiredEvents: [CookieChange] = []
-        var found: [Cookie] = []
-        var order: [(pathLength: Int, created: Date, sequence: UInt64, index: Int)] = []
-        state.withLock { state in
-            // Each parent domain of the host is a bucket key; host-only cookies only match the host's own bucket.
-            var suffix = Substring(origin.host)
-            var isHostItself = true
-            while true {
-                let domain = String(suffix)
-                // One hash per level; the bucket is then mutated in place through the dictionary's values.
-                if let position = state.buckets.index(forKey: domain) {
-                    let removedAny = Self.collect(
-                        from: &state.buckets.values[position], origin: origin, requestPath: requestPath, isHostItself: isHostItself, now: now,
-                        found: &found, order: &order, expired: &expiredEvents)
-                    if removedAny {
-                        for case .expired(let cookie) in expiredEvents where cookie.domain == domain { Self.forget(cookie, state: &state) }
-                        if state.buckets[domain]?.isEmpty == true { state.buckets[domain] = nil }
-                    }
-                }
-                guard !origin.isIP, let dot = suffix.firstIndex(of: ".") else { break }
-                suffix = suffix[suffix.index(after: dot)...]
-                isHostItself = false
-                if suffix.isEmpty { break }
-            }
+        var expired: [Cookie] = []
+        let found = state.withLock { state -> [Cookie] in
+            guard let origin = state.origin(of: url) else { return [] }
+            let lookup = Self.lookUp(origin, now: now, state: &state, expired: &expired)
+            var found: [Cookie] = []
+            found.reserveCapacity(lookup.matches.count)
+            for match in lookup.matches { found.append(state.buckets.values[match.bucket][match.entry].cookie) }
+            if lookup.emptiedBucket { Self.removeEmptyBuckets(for: origin, state: &state) }
+            return found
         }
-        publish(expiredEvents)
-        // RFC 6265 section 5.4 step 2: longer paths first; equal paths, earlier creation first (then storage order).
-        order.sort { a, b in
-            if a.pathLength != b.pathLength { return a.pathLength > b.pathLength }
-            if a.created != b.created { return a.created < b.created }
-            return a.sequence < b.sequence
-        }
-        return order.map { found[$0.index] }
-    }
-
-    /// Scans one bucket in place: matching cookies get their last-access updated and are appended to
-    /// `found`; expired ones are removed. Returns true when it removed any.
-    private static func collect(
-        from bucket: inout [Entry], origin: RequestOrigin, requestPath: String, isHostItself: Bool, now: Date, found: inout [Cookie],
-        order: inout [(pathLength: Int, created: Date, sequence: UInt64, index: Int)], expired: inout [CookieChange]
-    ) -> Bool {
-        var removedAny = false
-        var index = bucket.startIndex
-        while index < bucket.endIndex {
-            if bucket[index].cookie.isExpired(at: now) {
-                expired.append(.expired(bucket.remove(at: index).cookie))
-                removedAny = true
-                continue
-            }
-            if isHostItself || !bucket[index].cookie.hostOnly, !bucket[index].cookie.secure || origin.isSecure,
-               CookieRules.pathMatches(requestPath: requestPath, cookiePath: bucket[index].cookie.path) {
-                bucket[index].cookie.lastAccess = now
-                order.append((bucket[index].cookie.path.utf8.count, bucket[index].cookie.created, bucket[index].sequence, found.count))
-                found.append(bucket[index].cookie)
-            }
-            index += 1
-        }
-        return removedAny
+        publish(expired.map(CookieChange.expired))
+        return found
     }
 
     /// The `Cookie` request header value for `url` (RFC 6265 section 5.4 step 4: `name=value` pairs joined by
     /// "; "), or nil when no cookie applies.
     public func cookieHeader(for url: URL) -> String? {
-        let cookies = cookies(for: url)
-        guard !cookies.isEmpty else { return nil }
-        return CookieCodec.encode(cookies, as: .header)
+        let now = clock()
+        var expired: [Cookie] = []
+        // Written straight from the jar into one String of the right capacity: no Cookie copies, no array of
+        // pairs (the same text as `CookieCodec.encode(cookies(for: url), as: .header)`).
+        let header = state.withLock { state -> String? in
+            guard let origin = state.origin(of: url) else { return nil }
+            let lookup = Self.lookUp(origin, now: now, state: &state, expired: &expired)
+            defer { if lookup.emptiedBucket { Self.removeEmptyBuckets(for: origin, state: &state) } }
+            guard !lookup.matches.isEmpty else { return nil }
+            var length = 2 * (lookup.matches.count - 1)
+            for match in lookup.matches {
+                let cookie = state.buckets.values[match.bucket][match.entry].cookie
+                length += cookie.name.utf8.count + 1 + cookie.value.utf8.count
+            }
+            var header = String()
+            header.reserveCapacity(length)
+            for (position, match) in lookup.matches.enumerated() {
+                let cookie = state.buckets.values[match.bucket][match.entry].cookie
+                if position > 0 { header.append("; ") }
+                header.append(cookie.name)
+                header.append("=")
+                header.append(cookie.value)
+            }
+            return header
+        }
+        publish(expired.map(CookieChange.expired))
+        return header
+    }
+
+    /// Where a cookie a request carries sits in the jar, and its RFC 6265 section 5.4 sort key.
+    private struct Match {
+        var bucket: Dictionary<String, [Entry]>.Index
+        var entry: Int
+        var pathLength: Int
+        var created: Date
+        var sequence: UInt64
+
+        /// RFC 6265 section 5.4 step 2: longer paths first; equal paths, earlier creation first (then storage
+        /// order). Sequences are unique, so this is a total order.
+        func precedes(_ other: Match) -> Bool {
+            if pathLength != other.pathLength { return pathLength > other.pathLength }
+            if created != other.created { return created < other.created }
+            return sequence < other.sequence
+        }
+    }
+
+    /// Under the lock: the cookies a request to `origin` carries, in section 5.4 order, their last access set
+    /// to `now`; expired cookies met on the way leave the jar and are appended to `expired`.
+    /// The matches are positions in `state.buckets`, valid until a bucket is inserted or removed, so a bucket
+    /// left empty stays until ``removeEmptyBuckets(for:state:)`` (`emptiedBucket` says whether to call it).
+    private static func lookUp(_ origin: RequestOrigin, now: Date, state: inout State, expired: inout [Cookie])
+        -> (matches: [Match], emptiedBucket: Bool) {
+        var matches: [Match] = []
+        var emptiedBucket = false
+        let requestPath = origin.path
+        // Each parent domain of the host is a bucket key; host-only cookies only match the host's own bucket.
+        var suffix = Substring(origin.host)
+        var isHostItself = true
+        while true {
+            // The host itself is looked up as it is; only parent domains need a String of their own.
+            let domain = isHostItself ? origin.host : String(suffix)
+            // One hash per level; the bucket is then mutated in place through the dictionary's values.
+            if let position = state.buckets.index(forKey: domain) {
+                let expiredBefore = expired.count
+                collect(
+                    from: &state.buckets.values[position], position: position, origin: origin, requestPath: requestPath,
+                    isHostItself: isHostItself, now: now, matches: &matches, expired: &expired)
+                if expired.count > expiredBefore {
+                    for cookie in expired[expiredBefore...] { forget(cookie, state: &state) }
+                    if state.buckets.values[position].isEmpty { emptiedBucket = true }
+                }
+            }
+            guard !origin.isIP, let dot = suffix.firstIndex(of: ".") else { break }
+            suffix = suffix[suffix.index(after: dot)...]
+            isHostItself = false
+            if suffix.isEmpty { break }
+        }
+        // Buckets keep storage order, so the matches are usually in order already (one path, one bucket).
+        if matches.count > 1, !zip(matches, matches.dropFirst()).allSatisfy({ $0.precedes($1) }) {
+            matches.sort { $0.precedes($1) }
+        }
+        return (matches, emptiedBucket)
+    }
+
+    /// Drops the buckets ``lookUp(_:now:state:expired:)`` left empty, on the same domains it visited.
+    private static func removeEmptyBuckets(for origin: RequestOrigin, state: inout State) {
+        var suffix = Substring(origin.host)
+        while true {
+            let domain = String(suffix)
+            if state.buckets[domain]?.isEmpty == true { state.buckets[domain] = nil }
+            guard !origin.isIP, let dot = suffix.firstIndex(of: ".") else { break }
+            suffix = suffix[suffix.index(after: dot)...]
+            if suffix.isEmpty { break }
+        }
+    }
+
+    /// Scans one bucket in place: matching cookies get their last-access updated and are appended to
+    /// `matches`; expired ones are removed and appended to `expired`. Removal only shifts the entries after
+    /// the one removed, so the positions already in `matches` stay valid.
+    private static func collect(
+        from bucket: inout [Entry], position: Dictionary<String, [Entry]>.Index, origin: RequestOrigin, requestPath: String,
+        isHostItself: Bool, now: Date, matches: inout [Match], expired: inout [Cookie]
+    ) {
+        var index = bucket.startIndex
+        while index < bucket.endIndex {
+            if bucket[index].cookie.isExpired(at: now) {
+                expired.append(bucket.remove(at: index).cookie)
+                continue
+            }
+            if isHostItself || !bucket[index].cookie.hostOnly, !bucket[index].cookie.secure || origin.isSecure,
+               CookieRules.pathMatches(requestPath: requestPath, cookiePath: bucket[index].cookie.path) {
+                bucket[index].cookie.lastAccess = now
+                matches.append(Match(
+                    bucket: position, entry: index, pathLength: bucket[index].cookie.path.utf8.count,
+                    created: bucket[index].cookie.created, sequence: bucket[index].sequence))
+            }
+            index += 1
+        }
     }
 
     /// Every stored cookie, expired ones included until removed, in creation order.
     public var allCookies: [Cookie] {
-        let entries = state.withLock { state in state.buckets.values.flatMap { $0 } }
-        return entries.sorted { ($0.cookie.created, $0.sequence) < ($1.cookie.created, $1.sequence) }.map(\.cookie)
+        let (inOrder, outOfOrder) = state.withLock { state -> ([Cookie], [Entry]) in
+            var cookies: [Cookie] = []
+            cookies.reserveCapacity(state.count)
+            // A bucket keeps storage order, which is creation order unless a caller stored cookies with older
+            // creation times: when the jar's cookies come out in order (one domain, as in a login), no sort.
+            var last: (created: Date, sequence: UInt64)?
+            for bucket in state.buckets.values {
+                for entry in bucket {
+                    let key = (created: entry.cookie.created, sequence: entry.sequence)
+                    if let previous = last, !(previous < key) { return ([], state.buckets.values.flatMap { $0 }) }
+                    last = key
+                    cookies.append(entry.cookie)
+                }
+            }
+            return (cookies, [])
+        }
+        // Sorted outside the lock.
+        guard !outOfOrder.isEmpty else { return inOrder }
+        return outOfOrder.sorted { ($0.cookie.created, $0.sequence) < ($1.cookie.created, $1.sequence) }.map(\.cookie)
     }
 
     // MARK: Removing
