@@ -53,7 +53,7 @@ public final class CurlHTTPClient: HTTPClient, Sendable {
     /// task aborts the transfer and throws an error of kind `.other`.
     public func send(_ request: HTTPRequest, options: TransportOptions) async throws(TransportError) -> HTTPResponse {
         let transfer = try CurlTransfer(
-            id: engine.makeID(), request: request, options: options, makeEasyHandle: engine.makeEasyHandle)
+            id: engine.makeID(), request: request, options: options, makeEasyHandle: { self.engine.makeEasyHandle(for: options) })
         let engine = self.engine
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CurlTransfer.Completion) in

@@ -14,9 +14,16 @@ final class CurlEasyHandle: @unchecked Sendable {
     let raw: UnsafeMutableRawPointer
     /// `CURLOPT_ERRORBUFFER`'s memory, owned by the handle so it outlives every use libcurl makes of it.
     let errorBuffer: UnsafeMutablePointer<CChar>
-    /// C memory the handle's options point at (header and resolve lists): kept until the next reset or
-    /// the cleanup, whichever transfer object lives longer.
-    private var attachments: [CurlStringList] = []
+    /// The transport options the handle's per-handle settings (callbacks, protocols, timeouts, proxy, TLS,
+    /// HTTP version) were made for; nil while it has libcurl's defaults. A transfer with equal options sets
+    /// only its own request's settings.
+    var configuredOptions: TransportOptions?
+    /// C memory the handle's per-handle options point at (the proxy header list): kept until the reset.
+    private var handleAttachments: [CurlStringList] = []
+    /// C memory the last request's options point at (header and resolve lists): kept until the next
+    /// request replaces them, so the handle never points at freed memory.
+    private var requestAttachments: [CurlStringList] = []
+    private var nextRequestAttachments: [CurlStringList] = []
 
     init?() {
         guard let raw = curl_easy_init() else { return nil }
@@ -25,14 +32,38 @@ final class CurlEasyHandle: @unchecked Sendable {
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
     }
 
-    /// Keeps `list` alive as long as an option of this handle may point at it.
-    func attach(_ list: CurlStringList) { attachments.append(list) }
+    /// Keeps `list` alive as long as a per-handle option may point at it.
+    func attachToHandle(_ list: CurlStringList) { handleAttachments.append(list) }
+
+    /// Keeps `list` alive as long as an option of the request being configured may point at it.
+    func attachToRequest(_ list: CurlStringList) { nextRequestAttachments.append(list) }
+
+    /// Called once the request's options are all set: the previous request's lists are no longer pointed at.
+    func requestConfigured() {
+        requestAttachments = nextRequestAttachments
+        nextRequestAttachments.removeAll()
+    }
 
     /// `curl_easy_reset`: every option back to its default (no pointer into a finished transfer remains);
     /// connections and caches belong to the multi handle and stay.
     func reset() {
         curl_easy_reset(raw)
-        attachments.removeAll()
+        handleAttachments.removeAll()
+        requestAttachments.removeAll()
+        nextRequestAttachments.removeAll()
+        configuredOptions = nil
+        errorBuffer[0] = 0
+    }
+
+    /// After a transfer, when the handle is kept for another with the same options: drops what must not
+    /// outlive the request in libcurl's copy (the request body, which may hold a password, and the URL) and
+    /// the pointers into the finished transfer object. The next request sets every request option again.
+    func finishRequest() {
+        _ = ccurl_easy_setopt_pointer(raw, CURLOPT_POSTFIELDS, nil)  // frees libcurl's COPYPOSTFIELDS copy
+        _ = ccurl_easy_setopt_long(raw, CURLOPT_HTTPGET, 1)
+        _ = ccurl_easy_setopt_string(raw, CURLOPT_URL, nil)
+        _ = ccurl_easy_setopt_pointer(raw, CURLOPT_WRITEDATA, nil)
+        _ = ccurl_easy_setopt_pointer(raw, CURLOPT_HEADERDATA, nil)
         errorBuffer[0] = 0
     }
 

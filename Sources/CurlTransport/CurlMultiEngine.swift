@@ -92,9 +92,16 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
         }
     }
 
-    /// A reset easy handle from the pool, or a new one (nil only when libcurl cannot allocate).
-    func makeEasyHandle() -> CurlEasyHandle? {
-        state.withLock { $0.idleEasyHandles.popLast() } ?? CurlEasyHandle()
+    /// An idle easy handle from the pool, preferably one already configured for `options` (the most
+    /// recently used such one), or a new one (nil only when libcurl cannot allocate).
+    func makeEasyHandle(for options: TransportOptions) -> CurlEasyHandle? {
+        let idle = state.withLock { state -> CurlEasyHandle? in
+            if let index = state.idleEasyHandles.lastIndex(where: { $0.configuredOptions == options }) {
+                return state.idleEasyHandles.remove(at: index)
+            }
+            return state.idleEasyHandles.popLast()
+        }
+        return idle ?? CurlEasyHandle()
     }
 
     /// Queues `job` to run on the engine thread at the start of its next turn (SE-0417 `TaskExecutor`).
@@ -265,9 +272,11 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
     }
 
     /// Returns a finished transfer's easy handle to the pool. The transfer keeps its reference but never
-    /// touches the handle again; the reset clears every option (and with it every pointer into the transfer).
+    /// touches the handle again; `finishRequest` clears the pointers into the transfer and the request's
+    /// body, and keeps the per-handle settings for the next transfer with the same options (as a program
+    /// reusing one easy handle does).
     private func recycle(_ easy: CurlEasyHandle) {
-        easy.reset()
+        easy.finishRequest()
         state.withLock { state in
             if state.idleEasyHandles.count < Self.maxIdleEasyHandles { state.idleEasyHandles.append(easy) }
         }

@@ -44,15 +44,37 @@ final class CurlTransfer: @unchecked Sendable {
     private func configure(_ options: TransportOptions) throws(TransportError) {
         let handle = easy.raw
         let me = Unmanaged.passUnretained(self).toOpaque()
+        // A handle made for other options starts again from libcurl's defaults; one made for these keeps
+        // its per-handle settings and only gets this request's.
+        if easy.configuredOptions != options {
+            if easy.configuredOptions != nil { easy.reset() }
+            try configureHandle(options)
+            easy.configuredOptions = options
+        }
+        try check(ccurl_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, me), "CURLOPT_WRITEDATA")
+        try check(ccurl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, me), "CURLOPT_HEADERDATA")
+        try check(ccurl_easy_setopt_string(handle, CURLOPT_URL, request.url.absoluteString), "CURLOPT_URL")
+        try configureMethodAndBody()
+        try configureHeaders()
+        if !options.resolve.isEmpty {
+            // Applied to the shared DNS cache when a transfer starts, once per setting: set for every request
+            // so that a pin removed meanwhile (another site's `-HOST:PORT`) comes back.
+            let resolveList = newRequestList()
+            for entry in options.resolve { try append(entry, to: resolveList) }
+            try check(ccurl_easy_setopt_slist(handle, CURLOPT_RESOLVE, resolveList.raw), "CURLOPT_RESOLVE")
+        }
+        easy.requestConfigured()
+    }
 
+    /// The settings that depend only on the options, made once per handle and options.
+    private func configureHandle(_ options: TransportOptions) throws(TransportError) {
+        let handle = easy.raw
         // Plumbing: callbacks, error text, threads. NOSIGNAL because libcurl must not use SIGALRM off the main thread.
         easy.errorBuffer[0] = 0
         try check(ccurl_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, easy.errorBuffer), "CURLOPT_ERRORBUFFER")
         try check(ccurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1), "CURLOPT_NOSIGNAL")
         try check(ccurl_easy_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION, curlWriteCallback), "CURLOPT_WRITEFUNCTION")
-        try check(ccurl_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, me), "CURLOPT_WRITEDATA")
         try check(ccurl_easy_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION, curlHeaderCallback), "CURLOPT_HEADERFUNCTION")
-        try check(ccurl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, me), "CURLOPT_HEADERDATA")
 
         // What the transport never does: follow redirects (the flow engine does, hop by hop through the jar),
         // run libcurl's cookie engine (COOKIEFILE/COOKIEJAR/COOKIELIST are never set), read .netrc, or
@@ -60,10 +82,11 @@ final class CurlTransfer: @unchecked Sendable {
         try check(ccurl_easy_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0), "CURLOPT_FOLLOWLOCATION")
         try check(ccurl_easy_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"), "CURLOPT_PROTOCOLS_STR")
         try check(ccurl_easy_setopt_long(handle, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1), "CURLOPT_SUPPRESS_CONNECT_HEADERS")
-
-        try check(ccurl_easy_setopt_string(handle, CURLOPT_URL, request.url.absoluteString), "CURLOPT_URL")
-        try configureMethodAndBody()
-        try configureHeaders(options)
+        if let userAgent = options.userAgent {
+            try check(ccurl_easy_setopt_string(handle, CURLOPT_USERAGENT, userAgent), "CURLOPT_USERAGENT")
+        }
+        // "" = offer every encoding this libcurl decodes (gzip, deflate, br, zstd) and decode the body.
+        try check(ccurl_easy_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""), "CURLOPT_ACCEPT_ENCODING")
         try configureConnection(options)
         try configureTLS(options)
     }
@@ -72,15 +95,17 @@ final class CurlTransfer: @unchecked Sendable {
         let handle = easy.raw
         let method = request.method
         let body = request.body
+        // A reused handle may carry the last request's method: HTTPGET resets it (and NOBODY, UPLOAD), and
+        // CUSTOMREQUEST is set or cleared every time.
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_HTTPGET, 1), "CURLOPT_HTTPGET")
+        let custom: String? = method == "GET" || method == "HEAD" || method == "POST" ? nil : method
+        try check(ccurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, custom), "CURLOPT_CUSTOMREQUEST")
         switch method {
         case "GET" where body == nil:
-            try check(ccurl_easy_setopt_long(handle, CURLOPT_HTTPGET, 1), "CURLOPT_HTTPGET")
+            break
         case "HEAD":
             try check(ccurl_easy_setopt_long(handle, CURLOPT_NOBODY, 1), "CURLOPT_NOBODY")
         default:
-            if method != "POST" {
-                try check(ccurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, method), "CURLOPT_CUSTOMREQUEST")
-            }
             if let body {
                 try setBody(body)
             } else if RequestValidation.methodsWithBodySemantics.contains(method) {
@@ -102,9 +127,9 @@ final class CurlTransfer: @unchecked Sendable {
         try check(code, "CURLOPT_COPYPOSTFIELDS")
     }
 
-    private func configureHeaders(_ options: TransportOptions) throws(TransportError) {
+    private func configureHeaders() throws(TransportError) {
         let handle = easy.raw
-        let headerList = newList()
+        let headerList = newRequestList()
         for field in request.headers {
             // libcurl derives Content-Length from the body it sends; a second, possibly different one would
             // make the request ambiguous (RFC 9112 section 6.3).
@@ -121,11 +146,6 @@ final class CurlTransfer: @unchecked Sendable {
             try append("Content-Type:", to: headerList)
         }
         try check(ccurl_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList.raw), "CURLOPT_HTTPHEADER")
-        if let userAgent = options.userAgent {
-            try check(ccurl_easy_setopt_string(handle, CURLOPT_USERAGENT, userAgent), "CURLOPT_USERAGENT")
-        }
-        // "" = offer every encoding this libcurl decodes (gzip, deflate, br, zstd) and decode the body.
-        try check(ccurl_easy_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""), "CURLOPT_ACCEPT_ENCODING")
     }
 
     private func configureConnection(_ options: TransportOptions) throws(TransportError) {
@@ -137,16 +157,11 @@ final class CurlTransfer: @unchecked Sendable {
         // An empty proxy string disables the http_proxy/https_proxy/all_proxy environment variables too.
         try check(ccurl_easy_setopt_string(handle, CURLOPT_PROXY, options.proxy ?? ""), "CURLOPT_PROXY")
         if usedProxy {
-            let proxyHeaderList = newList()
+            let proxyHeaderList = newHandleList()
             // libcurl adds the legacy "Proxy-Connection: Keep-Alive" to requests it sends through an HTTP proxy
             // without a tunnel; the proxy may pass it on to the site. Nobody asked for it.
             try append("Proxy-Connection:", to: proxyHeaderList)
             try check(ccurl_easy_setopt_slist(handle, CURLOPT_PROXYHEADER, proxyHeaderList.raw), "CURLOPT_PROXYHEADER")
-        }
-        if !options.resolve.isEmpty {
-            let resolveList = newList()
-            for entry in options.resolve { try append(entry, to: resolveList) }
-            try check(ccurl_easy_setopt_slist(handle, CURLOPT_RESOLVE, resolveList.raw), "CURLOPT_RESOLVE")
         }
         let version: Int
         switch options.httpVersion {
@@ -177,10 +192,17 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
-    /// A list the handle keeps alive until it is reset or cleaned up.
-    private func newList() -> CurlStringList {
+    /// A list for a per-handle option, kept alive until the handle is reset or cleaned up.
+    private func newHandleList() -> CurlStringList {
         let list = CurlStringList()
-        easy.attach(list)
+        easy.attachToHandle(list)
+        return list
+    }
+
+    /// A list for this request's options, kept alive until the next request on the handle replaces it.
+    private func newRequestList() -> CurlStringList {
+        let list = CurlStringList()
+        easy.attachToRequest(list)
         return list
     }
 
