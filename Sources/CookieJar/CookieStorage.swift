@@ -43,6 +43,18 @@ public final class CookieStorage: Sendable {
         /// costs less than Foundation's host, scheme and path getters. It holds no cookie data.
         var lastOrigin: RequestOrigin?
 
+        /// The position of `domain`'s bucket. A small jar (a login's holds one or two domains) is searched by
+        /// comparing keys, which costs less than hashing the domain; a larger one by hash.
+        func bucketPosition(of domain: String) -> Dictionary<String, [Entry]>.Index? {
+            guard buckets.count <= 4 else { return buckets.index(forKey: domain) }
+            var position = buckets.startIndex
+            while position != buckets.endIndex {
+                if buckets.keys[position] == domain { return position }
+                buckets.formIndex(after: &position)
+            }
+            return nil
+        }
+
         /// The origin of `url`, from `lastOrigin` when the URL is the same; nil when the URL has no host.
         mutating func origin(of url: URL) -> RequestOrigin? {
             if let lastOrigin, lastOrigin.url == url { return lastOrigin }
@@ -102,57 +114,69 @@ public final class CookieStorage: Sendable {
         let now = clock()
         // Parsing needs neither the origin nor the jar, so it happens before taking the lock. Clients mostly
         // hand over one header per call: that one needs no array.
-        let single = setCookieValues.count == 1 ? SetCookieParser.parse(setCookieValues[0]) : nil
-        let parsed = single == nil ? setCookieValues.map(SetCookieParser.parse) : []
+        if setCookieValues.count == 1 {
+            return store(CollectionOfOne(SetCookieParser.parse(setCookieValues[0])), headers: setCookieValues, url: url,
+                         mainDocumentURL: mainDocumentURL, now: now)
+        }
+        return store(setCookieValues.map(SetCookieParser.parse), headers: setCookieValues, url: url, mainDocumentURL: mainDocumentURL, now: now)
+    }
+
+    /// The rest of ``setCookies(fromHeaders:for:mainDocumentURL:)``, under one lock: the origin (the storage's
+    /// last one when the URL is the same), then each header's fate in header order.
+    private func store(_ parsed: some Collection<Result<ParsedSetCookie, SetCookieParseFailure>>, headers: [String], url: URL,
+                       mainDocumentURL: URL?, now: Date) -> [CookieDecision] {
         var decisions: [CookieDecision] = []
-        decisions.reserveCapacity(setCookieValues.count)
+        decisions.reserveCapacity(headers.count)
         let events = state.withLock { state -> EventLog in
-            // One lock per call: the origin comes from the storage's last one when the URL is the same.
             guard let origin = state.origin(of: url) else {
-                for header in setCookieValues {
+                for header in headers {
                     decisions.append(.rejected(name: Self.nameForReport(header), reason: CookieRejection.noHost.description))
                 }
                 return EventLog(enabled: false)
             }
-            // Only the main-document-domain policy needs the registrable domain; work it out at most once.
-            var mainRegistrableDomain: String??
-            func registrableDomain() -> String? {
-                if let known = mainRegistrableDomain { return known }
-                let host = mainDocumentURL.map(CookieRules.canonicalHost(of:)) ?? origin.host
-                let domain = host.map(PublicSuffixList.shared.registrableDomain(of:))
-                mainRegistrableDomain = .some(domain)
-                return domain
-            }
             var events = EventLog(enabled: !state.subscribers.isEmpty)
-            func decide(_ header: String, _ result: Result<ParsedSetCookie, SetCookieParseFailure>) {
-                let made: Result<Cookie, CookieRejection>
-                switch result {
-                case .failure(let failure): made = .failure(.parse(failure))
-                case .success(let parsed): made = CookieRules.makeCookie(from: parsed, origin: origin, now: now)
-                }
-                switch made {
-                case .failure(let rejection):
-                    decisions.append(.rejected(name: Self.nameForReport(header), reason: rejection.description))
-                case .success(let cookie):
-                    if let rejection = Self.policyRejection(cookie, policy: state.acceptPolicy, registrableDomain: registrableDomain) {
-                        decisions.append(.rejected(name: cookie.name, reason: rejection.description))
-                        return
-                    }
-                    switch store(cookie, now: now, secureOrigin: origin.isSecure, state: &state, events: &events) {
-                    case .success(let stored): decisions.append(.stored(stored))
-                    case .failure(let rejection): decisions.append(.rejected(name: cookie.name, reason: rejection.description))
-                    }
-                }
-            }
-            if let single {
-                decide(setCookieValues[0], single)
-            } else {
-                for (header, result) in zip(setCookieValues, parsed) { decide(header, result) }
+            // Only the main-document-domain policy needs the registrable domain; worked out at most once.
+            var registrableDomain: String??
+            for (header, result) in zip(headers, parsed) {
+                decisions.append(decide(
+                    header, result, origin: origin, now: now, mainDocumentURL: mainDocumentURL, registrableDomain: &registrableDomain,
+                    state: &state, events: &events))
             }
             return events
         }
         publish(events)
         return decisions
+    }
+
+    /// One Set-Cookie header's fate: the RFC 6265 section 5.3 rules for the origin, the accept policy, then
+    /// the storage rules.
+    private func decide(
+        _ header: String, _ parsed: Result<ParsedSetCookie, SetCookieParseFailure>, origin: RequestOrigin, now: Date,
+        mainDocumentURL: URL?, registrableDomain: inout String??, state: inout State, events: inout EventLog
+    ) -> CookieDecision {
+        let made: Result<Cookie, CookieRejection>
+        switch parsed {
+        case .failure(let failure): made = .failure(.parse(failure))
+        case .success(let parsed): made = CookieRules.makeCookie(from: parsed, origin: origin, now: now)
+        }
+        switch made {
+        case .failure(let rejection):
+            return .rejected(name: Self.nameForReport(header), reason: rejection.description)
+        case .success(let cookie):
+            if state.acceptPolicy != .always {
+                if state.acceptPolicy == .mainDocumentDomain, registrableDomain == nil {
+                    let host = mainDocumentURL.map(CookieRules.canonicalHost(of:)) ?? origin.host
+                    registrableDomain = .some(host.map(PublicSuffixList.shared.registrableDomain(of:)))
+                }
+                if let rejection = Self.policyRejection(cookie, policy: state.acceptPolicy, registrableDomain: registrableDomain ?? nil) {
+                    return .rejected(name: cookie.name, reason: rejection.description)
+                }
+            }
+            switch store(cookie, now: now, secureOrigin: origin.isSecure, state: &state, events: &events) {
+            case .success(let stored): return .stored(stored)
+            case .failure(let rejection): return .rejected(name: cookie.name, reason: rejection.description)
+            }
+        }
     }
 
     /// The name part of a header the parser refused, for reports; nil when there is none. Never the value.
@@ -164,21 +188,22 @@ public final class CookieStorage: Sendable {
         return name
     }
 
-    private static func policyRejection(_ cookie: Cookie, policy: CookieAcceptPolicy, registrableDomain: () -> String?) -> CookieRejection? {
+    /// `registrableDomain` is the main document's (nil when it has none); only `mainDocumentDomain` reads it.
+    private static func policyRejection(_ cookie: Cookie, policy: CookieAcceptPolicy, registrableDomain: String?) -> CookieRejection? {
         switch policy {
         case .always:
             return nil
         case .never:
             return .policyNever
         case .mainDocumentDomain:
-            guard let registrableDomain = registrableDomain() else { return .outsideMainDocumentDomain(domain: cookie.domain, registrableDomain: "(none)") }
+            guard let registrableDomain else { return .outsideMainDocumentDomain(domain: cookie.domain, registrableDomain: "(none)") }
             if CookieRules.domainMatches(host: cookie.domain, domain: registrableDomain) { return nil }
             return .outsideMainDocumentDomain(domain: cookie.domain, registrableDomain: registrableDomain)
         }
     }
 
     /// RFC 6265 section 5.3 steps 11-12 plus the limits: the part of storage that depends on the jar's content.
-    private func store(_ incoming: Cookie, now: Date, secureOrigin: Bool, state: inout State,
+    private func store(_ incoming: consuming Cookie, now: Date, secureOrigin: Bool, state: inout State,
                        events: inout EventLog) -> Result<Cookie, CookieRejection> {
         var cookie = incoming
         guard cookie.nameValueByteCount <= limits.maxCookieBytes else { return .failure(.tooLarge(limit: limits.maxCookieBytes)) }
@@ -187,14 +212,13 @@ public final class CookieStorage: Sendable {
            Self.hasSecureCookieOverlaid(by: cookie, domains: domains.keys, in: state) {
             return .failure(.overlaysSecureCookie)
         }
-        let key = cookie.key
-        // The bucket is found with one hash and then mutated in place through the dictionary's values (the
-        // position stays valid: nothing below inserts or removes a bucket before its last use).
-        let position = state.buckets.index(forKey: key.domain)
+        // The bucket is found once and then mutated in place through the dictionary's values (the position
+        // stays valid: nothing below inserts or removes a bucket before its last use).
+        let position = state.bucketPosition(of: cookie.domain)
         // Field by field, name first (it differs most often), without building a CookieKey per entry.
         let existingIndex = position.flatMap { position in
             state.buckets.values[position].firstIndex {
-                $0.cookie.name == key.name && $0.cookie.path == key.path && $0.cookie.domain == key.domain
+                $0.cookie.name == cookie.name && $0.cookie.path == cookie.path && $0.cookie.domain == cookie.domain
             }
         }
         if cookie.isExpired(at: now) {
@@ -209,21 +233,24 @@ public final class CookieStorage: Sendable {
         }
         let bucketCount: Int
         if let position, let existingIndex {
-            let old = state.buckets.values[position][existingIndex]
             // Step 11.3: the replacement keeps the old creation time (and so its place in the order).
-            cookie.created = old.cookie.created
+            cookie.created = state.buckets.values[position][existingIndex].cookie.created
+            let oldWasSecure = state.buckets.values[position][existingIndex].cookie.secure
+            // The old cookie is copied out only for a subscriber's `.updated` event.
+            let old = events.enabled ? state.buckets.values[position][existingIndex].cookie : nil
             state.buckets.values[position][existingIndex].cookie = cookie
             bucketCount = state.buckets.values[position].count
-            if old.cookie.secure { Self.forgetSecure(old.cookie, state: &state) }
+            // Same name and domain as the new cookie, so the secure-name index is updated with either.
+            if oldWasSecure { Self.forgetSecure(cookie, state: &state) }
             if cookie.secure { state.secureNames[cookie.name, default: [:]][cookie.domain, default: 0] += 1 }
-            events.append(.updated(old: old.cookie, new: cookie))
+            if let old { events.append(.updated(old: old, new: cookie)) }
         } else {
             let entry = Entry(cookie: cookie, sequence: state.nextSequence)
             if let position {
                 state.buckets.values[position].append(entry)
                 bucketCount = state.buckets.values[position].count
             } else {
-                state.buckets[key.domain] = [entry]
+                state.buckets[cookie.domain] = [entry]
                 bucketCount = 1
             }
             state.nextSequence += 1
@@ -231,7 +258,7 @@ public final class CookieStorage: Sendable {
             if cookie.secure { state.secureNames[cookie.name, default: [:]][cookie.domain, default: 0] += 1 }
             events.append(.added(cookie))
         }
-        enforceLimits(domain: key.domain, bucketCount: bucketCount, now: now, state: &state, events: &events)
+        enforceLimits(domain: cookie.domain, bucketCount: bucketCount, now: now, state: &state, events: &events)
         return .success(cookie)
     }
 
@@ -345,19 +372,22 @@ public final class CookieStorage: Sendable {
             let lookup = Self.lookUp(origin, now: now, state: &state, expired: &expired)
             defer { if lookup.emptiedBucket { Self.removeEmptyBuckets(for: origin, state: &state) } }
             guard !lookup.matches.isEmpty else { return nil }
+            // The cookies are read in place (a Cookie copied out would retain and release each of its fields).
             var length = 2 * (lookup.matches.count - 1)
             for match in lookup.matches {
-                let cookie = state.buckets.values[match.bucket][match.entry].cookie
-                length += cookie.name.utf8.count + 1 + cookie.value.utf8.count
+                state.buckets.values[match.bucket].withUnsafeBufferPointer { entries in
+                    length += entries[match.entry].cookie.name.utf8.count + 1 + entries[match.entry].cookie.value.utf8.count
+                }
             }
             var header = String()
             header.reserveCapacity(length)
             for (position, match) in lookup.matches.enumerated() {
-                let cookie = state.buckets.values[match.bucket][match.entry].cookie
-                if position > 0 { header.append("; ") }
-                header.append(cookie.name)
-                header.append("=")
-                header.append(cookie.value)
+                state.buckets.values[match.bucket].withUnsafeBufferPointer { entries in
+                    if position > 0 { header.append("; ") }
+                    header.append(entries[match.entry].cookie.name)
+                    header.append("=")
+                    header.append(entries[match.entry].cookie.value)
+                }
             }
             return header
         }
@@ -398,7 +428,7 @@ public final class CookieStorage: Sendable {
             // The host itself is looked up as it is; only parent domains need a String of their own.
             let domain = isHostItself ? origin.host : String(suffix)
             // One hash per level; the bucket is then mutated in place through the dictionary's values.
-            if let position = state.buckets.index(forKey: domain) {
+            if let position = state.bucketPosition(of: domain) {
                 let expiredBefore = expired.count
                 collect(
                     from: &state.buckets.values[position], position: position, origin: origin, requestPath: requestPath,
@@ -439,6 +469,8 @@ public final class CookieStorage: Sendable {
         from bucket: inout [Entry], position: Dictionary<String, [Entry]>.Index, origin: RequestOrigin, requestPath: String,
         isHostItself: Bool, now: Date, matches: inout [Match], expired: inout [Cookie]
     ) {
+        // At most the whole bucket matches: one allocation, not one per doubling.
+        matches.reserveCapacity(matches.count + bucket.count)
         var index = bucket.startIndex
         while index < bucket.endIndex {
             if bucket[index].cookie.isExpired(at: now) {
