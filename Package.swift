@@ -99,6 +99,7 @@ let package = Package(
         .testTarget(name: "CookieJarTests", dependencies: ["CookieJar"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "XMLQueryTests", dependencies: ["XMLQuery"], swiftSettings: strict),
         .testTarget(name: "SiteConfigTests", dependencies: ["SiteConfig"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"], swiftSettings: strict),
         .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "HTTPTransport", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(
             name: "LoginFlowTests",

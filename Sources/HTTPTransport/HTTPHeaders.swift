@@ -42,12 +42,19 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     public mutating func replaceOrAdd(name: String, value: String) {
         if let first = fields.firstIndex(where: { $0.name.caseInsensitiveEquals(name) }) {
             fields[first].value = value
-            fields = fields.enumerated().filter { $0.offset == first || !$0.element.name.caseInsensitiveEquals(name) }
-                .map(\.element)
+            // Later duplicates are rare: look for one before rebuilding the array.
+            let after = fields.index(after: first)
+            if fields[after...].contains(where: { $0.name.caseInsensitiveEquals(name) }) {
+                fields = fields.enumerated().filter { $0.offset == first || !$0.element.name.caseInsensitiveEquals(name) }
+                    .map(\.element)
+            }
         } else {
             add(name: name, value: value)
         }
     }
+
+    /// Makes room for `count` fields in all, so that adding them allocates once.
+    public mutating func reserveCapacity(_ count: Int) { fields.reserveCapacity(count) }
 
     /// Removes every field of that name.
     public mutating func remove(name: String) { fields.removeAll { $0.name.caseInsensitiveEquals(name) } }

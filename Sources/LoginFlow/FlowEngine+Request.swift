@@ -122,6 +122,8 @@ extension FlowEngine {
         }
 
         var headers = HTTPHeaders()
+        // Room for the Content-Type and the Cookie header added later too.
+        headers.reserveCapacity(site.http.headers.count + state.pluginHeaders.count + step.headers.count + 2)
         for header in site.http.headers { headers.replaceOrAdd(name: header.name, value: header.value) }
         for field in state.pluginHeaders { headers.replaceOrAdd(name: field.name, value: field.value) }
         for header in step.headers {

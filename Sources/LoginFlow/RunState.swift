@@ -18,6 +18,8 @@ struct RunState: Sendable {
     init(site: SiteDefinition, environment: [String: String]) {
         self.site = site
         self.environment = environment
+        if case .steps(let steps) = site.login { timings.reserveCapacity(steps.count) }
+        credentials.reserveCapacity(site.credentials.count)
     }
 
     /// Sets a variable (extracted or from a plugin) and remembers its value for masking.

@@ -73,12 +73,12 @@ public final class Document {
             return try html(Array("<html></html>".utf8), url: url, encoding: encoding, pooled: pooled)
         }
         let lease = pooled ? HTMLParserPool.take() : nil
-        let document = try parse(bytes, url: url, kind: .html, parser: lease) { buffer, length, urlText in
+        let document = try parse(bytes, url: url, kind: .html, parser: lease) { buffer, length in
             withOptionalCString(charset) { charsetText in
                 // A reused context reads exactly as a new one (htmlReadMemory builds and frees one per call,
                 // whose dictionary allocation alone costs more than the reset).
-                if let lease { return htmlCtxtReadMemory(lease.context, buffer, length, urlText, charsetText, options) }
-                return htmlReadMemory(buffer, length, urlText, charsetText, options)
+                if let lease { return htmlCtxtReadMemory(lease.context, buffer, length, nil, charsetText, options) }
+                return htmlReadMemory(buffer, length, nil, charsetText, options)
             }
         }
         return document
@@ -95,23 +95,23 @@ public final class Document {
             | XML_PARSE_COMPACT.rawValue)
         xmlResetLastError()
         return try bytes.withUnsafeBufferPointer { bytes throws(XMLQueryError) -> Document in
-            try parse(bytes, url: url, kind: .xml) { buffer, length, urlText in
-                xmlReadMemory(buffer, length, urlText, nil, options)
+            try parse(bytes, url: url, kind: .xml) { buffer, length in
+                xmlReadMemory(buffer, length, nil, nil, options)
             }
         }
     }
 
     private static func parse(
         _ bytes: UnsafeBufferPointer<UInt8>, url: URL?, kind: Kind, parser: HTMLParserLease? = nil,
-        _ read: (UnsafePointer<CChar>, Int32, UnsafePointer<CChar>?) -> xmlDocPtr?
+        _ read: (UnsafePointer<CChar>, Int32) -> xmlDocPtr?
     ) throws(XMLQueryError) -> Document {
         guard bytes.count < Int(Int32.max) else {
             throw XMLQueryError(kind: .tooLarge, message: "\(bytes.count) bytes is more than libxml2 parses at once")
         }
+        // libxml2 is not given the URL: nothing here reads the document's own base (forms resolve against
+        // `url` in Swift), and libxml2 would re-escape and copy it for every page.
         let result: xmlDocPtr? = bytes.withMemoryRebound(to: CChar.self) { chars in
-            withOptionalCString(url?.absoluteString) { urlText in
-                read(chars.baseAddress!, Int32(chars.count), urlText)
-            }
+            read(chars.baseAddress!, Int32(chars.count))
         }
         guard let result else {
             let message = xmlGetLastError().map { LibXML.describe($0.pointee) } ?? "libxml2 returned no document"
