@@ -142,6 +142,17 @@ public enum CookieRules {
     /// RFC 6265 section 5.1.4 path-match.
     public static func pathMatches(requestPath: String, cookiePath: String) -> Bool {
         if requestPath == cookiePath { return true }
+        // Native strings are contiguous UTF-8: a memcmp and two byte reads, not the generic collection path.
+        let contiguous = requestPath.utf8.withContiguousStorageIfAvailable { request in
+            cookiePath.utf8.withContiguousStorageIfAvailable { cookie -> Bool in
+                guard request.count >= cookie.count else { return false }
+                guard let cookieLast = cookie.last else { return request.first == 0x2F }
+                guard memcmp(request.baseAddress!, cookie.baseAddress!, cookie.count) == 0 else { return false }
+                if cookieLast == 0x2F { return true }
+                return request.count > cookie.count && request[cookie.count] == 0x2F
+            }
+        }
+        if let contiguous, let matches = contiguous { return matches }
         // Octet comparisons, as the RFC's string operations are (and no Unicode normalisation cost).
         guard requestPath.utf8.starts(with: cookiePath.utf8) else { return false }
         if cookiePath.utf8.last == 0x2F { return true }
@@ -179,7 +190,7 @@ public enum CookieRules {
         return makeCookie(from: parsed, origin: origin, now: now)
     }
 
-    static func makeCookie(from parsed: ParsedSetCookie, origin: RequestOrigin, now: Date) -> Result<Cookie, CookieRejection> {
+    static func makeCookie(from parsed: consuming ParsedSetCookie, origin: RequestOrigin, now: Date) -> Result<Cookie, CookieRejection> {
         let host = origin.host
         // Step 3: Max-Age wins over Expires; 6265bis 5.6.1/5.6.2: capped at 400 days.
         var expires: Date?

@@ -112,24 +112,17 @@ public final class CookieStorage: Sendable {
     @discardableResult
     public func setCookies(fromHeaders setCookieValues: [String], for url: URL, mainDocumentURL: URL?) -> [CookieDecision] {
         let now = clock()
-        // Parsing needs neither the origin nor the jar, so it happens before taking the lock. Clients mostly
-        // hand over one header per call: that one needs no array.
-        if setCookieValues.count == 1 {
-            return store(CollectionOfOne(SetCookieParser.parse(setCookieValues[0])), headers: setCookieValues, url: url,
-                         mainDocumentURL: mainDocumentURL, now: now)
-        }
-        return store(setCookieValues.map(SetCookieParser.parse), headers: setCookieValues, url: url, mainDocumentURL: mainDocumentURL, now: now)
-    }
-
-    /// The rest of ``setCookies(fromHeaders:for:mainDocumentURL:)``, under one lock: the origin (the storage's
-    /// last one when the URL is the same), then each header's fate in header order.
-    private func store(_ parsed: some Collection<Result<ParsedSetCookie, SetCookieParseFailure>>, headers: [String], url: URL,
-                       mainDocumentURL: URL?, now: Date) -> [CookieDecision] {
+        // Parsing needs neither the origin nor the jar: a response's headers are parsed before taking the lock,
+        // so a long response does not hold it. A single header (clients mostly hand over one per call) is parsed
+        // where it is decided, which spares an array and the copies of its parse result.
+        let parsed = setCookieValues.count > 1 ? setCookieValues.map(SetCookieParser.parse) : nil
         var decisions: [CookieDecision] = []
-        decisions.reserveCapacity(headers.count)
+        decisions.reserveCapacity(setCookieValues.count)
+        // One lock per call: the origin (the storage's last one when the URL is the same), then each header's
+        // fate in header order.
         let events = state.withLock { state -> EventLog in
             guard let origin = state.origin(of: url) else {
-                for header in headers {
+                for header in setCookieValues {
                     decisions.append(.rejected(name: Self.nameForReport(header), reason: CookieRejection.noHost.description))
                 }
                 return EventLog(enabled: false)
@@ -137,10 +130,11 @@ public final class CookieStorage: Sendable {
             var events = EventLog(enabled: !state.subscribers.isEmpty)
             // Only the main-document-domain policy needs the registrable domain; worked out at most once.
             var registrableDomain: String??
-            for (header, result) in zip(headers, parsed) {
+            for index in setCookieValues.indices {
+                let header = setCookieValues[index]
                 decisions.append(decide(
-                    header, result, origin: origin, now: now, mainDocumentURL: mainDocumentURL, registrableDomain: &registrableDomain,
-                    state: &state, events: &events))
+                    header, parsed?[index] ?? SetCookieParser.parse(header), origin: origin, now: now, mainDocumentURL: mainDocumentURL,
+                    registrableDomain: &registrableDomain, state: &state, events: &events))
             }
             return events
         }
@@ -151,15 +145,16 @@ public final class CookieStorage: Sendable {
     /// One Set-Cookie header's fate: the RFC 6265 section 5.3 rules for the origin, the accept policy, then
     /// the storage rules.
     private func decide(
-        _ header: String, _ parsed: Result<ParsedSetCookie, SetCookieParseFailure>, origin: RequestOrigin, now: Date,
+        _ header: String, _ parsed: consuming Result<ParsedSetCookie, SetCookieParseFailure>, origin: RequestOrigin, now: Date,
         mainDocumentURL: URL?, registrableDomain: inout String??, state: inout State, events: inout EventLog
     ) -> CookieDecision {
+        // Consumed down to the stored cookie: the parsed name, value and path move into it, not copied.
         let made: Result<Cookie, CookieRejection>
-        switch parsed {
+        switch consume parsed {
         case .failure(let failure): made = .failure(.parse(failure))
         case .success(let parsed): made = CookieRules.makeCookie(from: parsed, origin: origin, now: now)
         }
-        switch made {
+        switch consume made {
         case .failure(let rejection):
             return .rejected(name: Self.nameForReport(header), reason: rejection.description)
         case .success(let cookie):
@@ -379,17 +374,24 @@ public final class CookieStorage: Sendable {
                     length += entries[match.entry].cookie.name.utf8.count + 1 + entries[match.entry].cookie.value.utf8.count
                 }
             }
-            var header = String()
-            header.reserveCapacity(length)
-            for (position, match) in lookup.matches.enumerated() {
-                state.buckets.values[match.bucket].withUnsafeBufferPointer { entries in
-                    if position > 0 { header.append("; ") }
-                    header.append(entries[match.entry].cookie.name)
-                    header.append("=")
-                    header.append(entries[match.entry].cookie.value)
+            // The bytes are copied into the String's own storage (String.append checks capacity and uniqueness
+            // each time); names and values are valid UTF-8 and the separators ASCII, so the text is exact.
+            return String(unsafeUninitializedCapacity: length) { buffer in
+                var offset = 0
+                for (position, match) in lookup.matches.enumerated() {
+                    state.buckets.values[match.bucket].withUnsafeBufferPointer { entries in
+                        if position > 0 {
+                            buffer[offset] = 0x3B  // ';'
+                            buffer[offset + 1] = 0x20
+                            offset += 2
+                        }
+                        offset = buffer[offset...].initialize(fromContentsOf: entries[match.entry].cookie.name.utf8)
+                        buffer[offset] = 0x3D  // '='
+                        offset = buffer[(offset + 1)...].initialize(fromContentsOf: entries[match.entry].cookie.value.utf8)
+                    }
                 }
+                return offset
             }
-            return header
         }
         publish(expired.map(CookieChange.expired))
         return header
@@ -422,12 +424,13 @@ public final class CookieStorage: Sendable {
         var emptiedBucket = false
         let requestPath = origin.path
         // Each parent domain of the host is a bucket key; host-only cookies only match the host's own bucket.
-        var suffix = Substring(origin.host)
+        // The host itself is looked up as it is; the Substring walk and a String per parent domain are made
+        // only for a host name (an IP address has no parent domains).
+        var domain = origin.host
+        var suffix: Substring?
         var isHostItself = true
         while true {
-            // The host itself is looked up as it is; only parent domains need a String of their own.
-            let domain = isHostItself ? origin.host : String(suffix)
-            // One hash per level; the bucket is then mutated in place through the dictionary's values.
+            // The bucket is found once per level, then mutated in place through the dictionary's values.
             if let position = state.bucketPosition(of: domain) {
                 let expiredBefore = expired.count
                 collect(
@@ -438,10 +441,14 @@ public final class CookieStorage: Sendable {
                     if state.buckets.values[position].isEmpty { emptiedBucket = true }
                 }
             }
-            guard !origin.isIP, let dot = suffix.firstIndex(of: ".") else { break }
-            suffix = suffix[suffix.index(after: dot)...]
+            guard !origin.isIP else { break }
+            var parent = suffix ?? Substring(origin.host)
+            guard let dot = parent.firstIndex(of: ".") else { break }
+            parent = parent[parent.index(after: dot)...]
+            if parent.isEmpty { break }
+            suffix = parent
+            domain = String(parent)
             isHostItself = false
-            if suffix.isEmpty { break }
         }
         // Buckets keep storage order, so the matches are usually in order already (one path, one bucket).
         if matches.count > 1, !zip(matches, matches.dropFirst()).allSatisfy({ $0.precedes($1) }) {

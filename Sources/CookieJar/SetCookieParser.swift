@@ -56,9 +56,12 @@ public enum SetCookieParser {
     }
 
     private static func parse(bytes: CookieBytes) -> Result<ParsedSetCookie, SetCookieParseFailure> {
-        // RFC 6265bis 5.6 step 1: CTLs other than HTAB make the whole header invalid.
-        for byte in bytes where (byte < 0x20 && byte != 0x09) || byte == 0x7F {
-            return .failure(.controlCharacter)
+        // RFC 6265bis 5.6 step 1: CTLs other than HTAB make the whole header invalid. The same pass notes
+        // whether there is any tab, so the name and value are searched for one only when there is.
+        var sawTab = false
+        for byte in bytes where byte < 0x20 || byte == 0x7F {
+            guard byte == 0x09 else { return .failure(.controlCharacter) }
+            sawTab = true
         }
         // Steps 1-5: the name-value pair runs up to the first ';'.
         let semicolon = bytes.firstIndex(of: 0x3B) ?? bytes.endIndex
@@ -69,7 +72,7 @@ public enum SetCookieParser {
         guard !name.isEmpty else { return .failure(.emptyName) }
         // RFC 6265bis allows HTAB inside a name or value; the jar refuses it because cookies.txt separates its
         // fields with tabs and no Cookie header a server expects holds one.
-        if name.contains(0x09) || value.contains(0x09) { return .failure(.tabInNameOrValue) }
+        if sawTab, name.contains(0x09) || value.contains(0x09) { return .failure(.tabInNameOrValue) }
         var cookie = ParsedSetCookie(name: string(name), value: string(value))
 
         // Section 5.2 steps for the unparsed-attributes, one cookie-av at a time.
@@ -167,8 +170,9 @@ public enum SetCookieParser {
         case .httpOnly:
             cookie.httpOnly = true
         case .sameSite:
-            // RFC 6265bis 5.6.7: an unknown value leaves the attribute unset.
-            cookie.sameSite = SameSite(rawValue: lowercased(value))
+            // RFC 6265bis 5.6.7: an unknown value leaves the attribute unset. Compared as bytes, ignoring ASCII
+            // case (no String, no string switch).
+            cookie.sameSite = sameSite(value)
         case .version:
             if let number = Int(string(unquoted(value))) { cookie.version = number }
         case .comment:
@@ -181,6 +185,19 @@ public enum SetCookieParser {
             }.filter { (1...65535).contains($0) }
             cookie.portList = ports
         }
+    }
+
+    /// The SameSite value `value` names, ignoring ASCII case; nil for any other value.
+    static func sameSite(_ value: CookieBytes) -> SameSite? {
+        func equals(_ lowercase: StaticString) -> Bool {
+            value.count == lowercase.utf8CodeUnitCount && lowercase.withUTF8Buffer { expected in
+                zip(expected, value).allSatisfy { $0 == (($1 >= 0x41 && $1 <= 0x5A) ? $1 | 0x20 : $1) }
+            }
+        }
+        if equals("lax") { return .lax }
+        if equals("strict") { return .strict }
+        if equals("none") { return SameSite.none }
+        return nil
     }
 
     /// 5.2.2: a leading DIGIT or "-", then only DIGITs; otherwise the attribute is ignored. Huge values saturate.
