@@ -58,13 +58,11 @@ public enum SetCookieParser {
     private static func parse(bytes: CookieBytes) -> Result<ParsedSetCookie, SetCookieParseFailure> {
         // RFC 6265bis 5.6 step 1: CTLs other than HTAB make the whole header invalid. The same pass notes
         // whether there is any tab, so the name and value are searched for one only when there is.
-        var sawTab = false
-        for byte in bytes where byte < 0x20 || byte == 0x7F {
-            guard byte == 0x09 else { return .failure(.controlCharacter) }
-            sawTab = true
-        }
+        let controls = scanControls(bytes)
+        if controls.other { return .failure(.controlCharacter) }
+        let sawTab = controls.tab
         // Steps 1-5: the name-value pair runs up to the first ';'.
-        let semicolon = bytes.firstIndex(of: 0x3B) ?? bytes.endIndex
+        let semicolon = firstIndex(of: 0x3B, in: bytes) ?? bytes.endIndex
         let pair = bytes[..<semicolon]
         guard let equals = pair.firstIndex(of: 0x3D) else { return .failure(.missingEquals) }
         let name = trimWhitespace(pair[..<equals])
@@ -79,7 +77,7 @@ public enum SetCookieParser {
         var index = semicolon
         while index < bytes.endIndex {
             index += 1  // the ';'
-            let end = bytes[index...].firstIndex(of: 0x3B) ?? bytes.endIndex
+            let end = firstIndex(of: 0x3B, in: bytes[index...]) ?? bytes.endIndex
             let av = bytes[index..<end]
             index = end
             let attributeName: CookieBytes
@@ -96,6 +94,46 @@ public enum SetCookieParser {
             apply(kind, value: attributeValue, to: &cookie)
         }
         return .success(cookie)
+    }
+
+    /// Whether `bytes` holds a control character other than HTAB (`other`) and whether it holds a tab. Eight
+    /// bytes at a time: a word with no byte below 0x20 and none equal to 0x7F (the usual case) is passed in
+    /// a few operations; only a word that may hold one is looked at byte by byte.
+    static func scanControls(_ bytes: CookieBytes) -> (other: Bool, tab: Bool) {
+        var tab = false
+        func scan(_ byte: UInt8) -> Bool {
+            guard byte < 0x20 || byte == 0x7F else { return false }
+            if byte == 0x09 { tab = true; return false }
+            return true
+        }
+        guard let base = bytes.base.baseAddress else { return (false, false) }
+        var index = bytes.startIndex
+        let end = bytes.endIndex
+        let ones: UInt64 = 0x0101_0101_0101_0101, highBits: UInt64 = 0x8080_8080_8080_8080
+        while end - index >= 8 {
+            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+            // Exact "has a byte < 0x20" and "has a byte == 0x7F" tests (no false negatives, and no false
+            // positives for the word as a whole).
+            let below20 = (word &- 0x20 &* ones) & ~word & highBits
+            let del = word ^ (0x7F &* ones)
+            let equal7F = (del &- ones) & ~del & highBits
+            if below20 | equal7F != 0 {
+                for offset in index..<(index + 8) where scan(base[offset]) { return (true, tab) }
+            }
+            index += 8
+        }
+        while index < end {
+            if scan(base[index]) { return (true, tab) }
+            index += 1
+        }
+        return (false, tab)
+    }
+
+    /// The position of the first `byte` in `slice` (memchr, which compares many bytes per step).
+    static func firstIndex(of byte: UInt8, in slice: CookieBytes) -> Int? {
+        guard !slice.isEmpty, let base = slice.base.baseAddress else { return nil }
+        guard let found = memchr(base + slice.startIndex, Int32(byte), slice.count) else { return nil }
+        return UnsafeRawPointer(found) - UnsafeRawPointer(base)
     }
 
     /// The attributes the jar understands, matched case-insensitively without allocating.

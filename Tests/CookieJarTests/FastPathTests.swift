@@ -75,6 +75,28 @@ struct FastPathTests {
         #expect(disagreements == 0)
     }
 
+    @Test("the parser's word-at-a-time control scan and memchr search agree with byte loops on 50,000 random headers")
+    func parserScans() {
+        var rng = SeededGenerator(state: 0x5CA9)
+        // Mostly printable bytes, with controls, tabs, DEL, ';' and non-ASCII sprinkled in, at every alignment.
+        let rare: [UInt8] = [0x00, 0x09, 0x0A, 0x0D, 0x1F, 0x20, 0x3B, 0x7F, 0x80, 0xC3, 0xFF]
+        var disagreements = 0
+        for _ in 0..<50_000 {
+            let bytes = (0..<Int(rng.next() % 40)).map { _ in
+                rng.next() % 12 == 0 ? rare[Int(rng.next() % UInt64(rare.count))] : UInt8(0x21 + rng.next() % 0x5D)
+            }
+            let start = bytes.isEmpty ? 0 : Int(rng.next() % UInt64(bytes.count))
+            bytes.withUnsafeBufferPointer { buffer in
+                let slice = buffer[start...]
+                let expectedOther = slice.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
+                let scan = SetCookieParser.scanControls(slice)
+                if scan.other != expectedOther || (!expectedOther && scan.tab != slice.contains(0x09)) { disagreements += 1 }
+                if SetCookieParser.firstIndex(of: 0x3B, in: slice) != slice.firstIndex(of: 0x3B) { disagreements += 1 }
+            }
+        }
+        #expect(disagreements == 0)
+    }
+
     /// RFC 6265 section 5.4 straight from a snapshot of the jar: filter, then sort by path length and by the
     /// snapshot's order (creation, then storage order).
     static func referenceRetrieval(_ all: [Cookie], for url: URL, now: Date) -> [Cookie] {

@@ -135,6 +135,10 @@ if CommandLine.arguments.dropFirst().first == "login-shaped" {
     perCall("cookies(for:), 2 cookies") { sink &+= filled.cookies(for: accountURL).count }
     perCall("allCookies, 2 cookies") { sink &+= filled.allCookies.count }
     perCall("CookieStorage() alone") { sink &+= CookieStorage().limits.maxCookies }
+    perCall("  SetCookieParser.parse, session header") {
+        if case .success(let parsed) = SetCookieParser.parse(sessionHeader) { sink &+= parsed.name.utf8.count }
+    }
+    perCall("  URL origin (CookieRules.isSecureOrigin)") { sink &+= CookieRules.isSecureOrigin(accountURL) ? 1 : 0 }
     if sink == 42 { print("") }  // keeps `sink` alive without printing anything derived from a value
     exit(0)
 }
