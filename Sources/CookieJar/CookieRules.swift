@@ -79,18 +79,21 @@ public enum CookieRules {
 
     /// True for an IPv4 or IPv6 literal (which only ever get host-only cookies).
     public static func isIPAddress(_ host: String) -> Bool {
-        let bytes = host.utf8
+        // One look at the contiguous bytes of a native string; a bridged one is copied first.
+        host.utf8.withContiguousStorageIfAvailable(isIPAddress(bytes:)) ?? Array(host.utf8).withUnsafeBufferPointer(isIPAddress(bytes:))
+    }
+
+    private static func isIPAddress(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        if bytes.contains(0x3A) { return true }
         // A host name ends in a letter (top-level labels are never all digits): no IPv4 parse for it.
-        if let last = bytes.last, !(last >= 0x30 && last <= 0x39) { return bytes.contains(0x3A) }
-        return bytes.withContiguousStorageIfAvailable { buffer in
-            buffer.contains(0x3A) || isIPv4Literal(buffer)
-        } ?? (bytes.contains(0x3A) || isIPv4Literal(Array(bytes)))
+        if let last = bytes.last, !(last >= 0x30 && last <= 0x39) { return false }
+        return isIPv4Literal(bytes)
     }
 
     /// `inet_pton(AF_INET, text)` == 1, without the C string and the call: the algorithm glibc and the BSDs
     /// share (ISC's inet_pton4), step for step. Exactly four dotted decimal parts of 0-255, no leading zero,
     /// nothing else; the C function reads up to the first NUL, so this does too.
-    static func isIPv4Literal(_ text: some Collection<UInt8>) -> Bool {
+    static func isIPv4Literal(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
         var sawDigit = false
         var octets = 0
         var current: UInt32 = 0
@@ -273,10 +276,21 @@ struct RequestOrigin {
         if let scheme = url.scheme, Self.equalsIgnoringASCIICase(scheme, "https") || Self.equalsIgnoringASCIICase(scheme, "wss") {
             isSecure = true
         } else {
-            isSecure = host == "localhost" || host.hasSuffix(".localhost") || host == "::1" || (isIP && host.hasPrefix("127."))
+            isSecure = host == "localhost" || host.hasSuffix(".localhost") || host == "::1" || (isIP && Self.isLoopbackIPv4Prefixed(host))
         }
         self.url = url
         resolvedPath = resolvingPath ? CookieRules.requestPath(of: url) : nil
+    }
+
+    /// `host.hasPrefix("127.")`, by bytes when that is the same thing: the four bytes match and the next is
+    /// ASCII (only a non-ASCII scalar can join the '.' into one Character); otherwise String's own test.
+    private static func isLoopbackIPv4Prefixed(_ host: String) -> Bool {
+        let byPrefix = host.utf8.withContiguousStorageIfAvailable { bytes -> Bool? in
+            guard bytes.count >= 4, bytes[0] == 0x31, bytes[1] == 0x32, bytes[2] == 0x37, bytes[3] == 0x2E else { return false }
+            return bytes.count == 4 || bytes[4] < 0x80 ? true : nil
+        }
+        if let byPrefix, let answer = byPrefix { return answer }
+        return host.hasPrefix("127.")
     }
 
     /// `lowercase` must be lower case ASCII.

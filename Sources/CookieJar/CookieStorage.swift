@@ -347,7 +347,10 @@ public final class CookieStorage: Sendable {
             let lookup = Self.lookUp(origin, now: now, state: &state, expired: &expired)
             var found: [Cookie] = []
             found.reserveCapacity(lookup.matches.count)
-            for match in lookup.matches { found.append(state.buckets.values[match.bucket][match.entry].cookie) }
+            // Copied straight out of the bucket's storage (not through a copy of its Entry).
+            for match in lookup.matches {
+                state.buckets.values[match.bucket].withUnsafeBufferPointer { found.append($0[match.entry].cookie) }
+            }
             if lookup.emptiedBucket { Self.removeEmptyBuckets(for: origin, state: &state) }
             return found
         }
@@ -504,12 +507,17 @@ public final class CookieStorage: Sendable {
             // creation times: when the jar's cookies come out in order (one domain, as in a login), no sort.
             var last: (created: Date, sequence: UInt64)?
             for bucket in state.buckets.values {
-                for entry in bucket {
-                    let key = (created: entry.cookie.created, sequence: entry.sequence)
-                    if let previous = last, !(previous < key) { return ([], state.buckets.values.flatMap { $0 }) }
-                    last = key
-                    cookies.append(entry.cookie)
+                // Read in place: iterating the Entries would copy each one before its cookie is copied.
+                let inOrder = bucket.withUnsafeBufferPointer { entries in
+                    for index in entries.indices {
+                        let key = (created: entries[index].cookie.created, sequence: entries[index].sequence)
+                        if let previous = last, !(previous < key) { return false }
+                        last = key
+                        cookies.append(entries[index].cookie)
+                    }
+                    return true
                 }
+                if !inOrder { return ([], state.buckets.values.flatMap { $0 }) }
             }
             return (cookies, [])
         }

@@ -56,7 +56,7 @@ struct FastPathTests {
     ])
     func ipv4Literals(text: String) {
         var address = in_addr()
-        #expect(CookieRules.isIPv4Literal(Array(text.utf8)) == (inet_pton(AF_INET, text, &address) == 1))
+        #expect(Array(text.utf8).withUnsafeBufferPointer(CookieRules.isIPv4Literal) == (inet_pton(AF_INET, text, &address) == 1))
         let expected = text.utf8.contains(0x3A) || (text.utf8.last.map { $0 >= 0x30 && $0 <= 0x39 } ?? true && inet_pton(AF_INET, text, &address) == 1)
         #expect(CookieRules.isIPAddress(text) == expected)
     }
@@ -70,7 +70,7 @@ struct FastPathTests {
             let bytes = (0..<Int(rng.next() % 17)).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }
             let text = String(decoding: bytes, as: UTF8.self)
             var address = in_addr()
-            if CookieRules.isIPv4Literal(bytes) != (inet_pton(AF_INET, text, &address) == 1) { disagreements += 1 }
+            if bytes.withUnsafeBufferPointer(CookieRules.isIPv4Literal) != (inet_pton(AF_INET, text, &address) == 1) { disagreements += 1 }
         }
         #expect(disagreements == 0)
     }
