@@ -64,6 +64,11 @@ public enum CookieRules {
 
     /// Lower case (ASCII) with one leading dot removed: the form the jar stores domains in.
     static func canonicalDomain(_ domain: String) -> String {
+        // Usually already canonical (every domain the rules hand over is): one look at its bytes, no copy.
+        let isCanonical = domain.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.first != 0x2E && !bytes.contains { $0 >= 0x41 && $0 <= 0x5A }
+        }
+        if isCanonical == true { return domain }
         var text = domain
         if text.utf8.first == 0x2E { text.removeFirst() }
         if hasASCIIUpperCase(text) { text = text.lowercased() }
@@ -247,7 +252,13 @@ func hasPrefixIgnoringASCIICase(_ text: String, _ prefix: StaticString) -> Bool 
     let bytes = text.utf8
     guard bytes.count >= prefix.utf8CodeUnitCount else { return false }
     return prefix.withUTF8Buffer { expected in
-        zip(expected, bytes).allSatisfy { $0 == (($1 >= 0x41 && $1 <= 0x5A) ? $1 | 0x20 : $1) }
+        // Over the contiguous bytes of a native string (zipping the UTF8View costs several times more).
+        bytes.withContiguousStorageIfAvailable { actual in
+            for index in expected.indices where expected[index] != ((actual[index] >= 0x41 && actual[index] <= 0x5A) ? actual[index] | 0x20 : actual[index]) {
+                return false
+            }
+            return true
+        } ?? zip(expected, bytes).allSatisfy { $0 == (($1 >= 0x41 && $1 <= 0x5A) ? $1 | 0x20 : $1) }
     }
 }
 
@@ -269,9 +280,9 @@ struct RequestOrigin {
     /// - Parameter resolvingPath: work the path out now, for an origin that is kept and asked again; otherwise
     ///   only when needed (most Set-Cookie headers carry Path).
     init?(_ url: URL, resolvingPath: Bool = false) {
-        guard let host = CookieRules.canonicalHost(of: url) else { return nil }
+        guard let (host, isIP) = Self.canonicalHostAndIsIP(of: url) else { return nil }
         self.host = host
-        isIP = CookieRules.isIPAddress(host)
+        self.isIP = isIP
         // Scheme names are ASCII: compared without lower-casing into a new String.
         if let scheme = url.scheme, Self.equalsIgnoringASCIICase(scheme, "https") || Self.equalsIgnoringASCIICase(scheme, "wss") {
             isSecure = true
@@ -280,6 +291,26 @@ struct RequestOrigin {
         }
         self.url = url
         resolvedPath = resolvingPath ? CookieRules.requestPath(of: url) : nil
+    }
+
+    /// ``CookieRules/canonicalHost(of:)`` and ``CookieRules/isIPAddress(_:)`` of it. A host already in canonical
+    /// form (ASCII, no '%', no capital, no leading dot, no brackets: the usual case) is read once for both.
+    private static func canonicalHostAndIsIP(of url: URL) -> (host: String, isIP: Bool)? {
+        guard let encoded = url.host(percentEncoded: true), !encoded.isEmpty else { return nil }
+        let isIP = encoded.utf8.withContiguousStorageIfAvailable { bytes -> Bool? in
+            var colon = false
+            for byte in bytes {
+                if byte >= 0x80 || byte == 0x25 || (byte >= 0x41 && byte <= 0x5A) { return nil }
+                if byte == 0x3A { colon = true }
+            }
+            if bytes.first == 0x2E || (bytes.count >= 2 && bytes.first == 0x5B && bytes.last == 0x5D) { return nil }
+            if colon { return true }
+            if let last = bytes.last, !(last >= 0x30 && last <= 0x39) { return false }
+            return CookieRules.isIPv4Literal(bytes)
+        }
+        if let isIP, let isIP { return (encoded, isIP) }
+        guard let host = CookieRules.canonicalHost(of: url) else { return nil }
+        return (host, CookieRules.isIPAddress(host))
     }
 
     /// `host.hasPrefix("127.")`, by bytes when that is the same thing: the four bytes match and the next is

@@ -100,13 +100,8 @@ public enum SetCookieParser {
     /// bytes at a time: a word with no byte below 0x20 and none equal to 0x7F (the usual case) is passed in
     /// a few operations; only a word that may hold one is looked at byte by byte.
     static func scanControls(_ bytes: CookieBytes) -> (other: Bool, tab: Bool) {
-        var tab = false
-        func scan(_ byte: UInt8) -> Bool {
-            guard byte < 0x20 || byte == 0x7F else { return false }
-            if byte == 0x09 { tab = true; return false }
-            return true
-        }
         guard let base = bytes.base.baseAddress else { return (false, false) }
+        var tab = false
         var index = bytes.startIndex
         let end = bytes.endIndex
         let ones: UInt64 = 0x0101_0101_0101_0101, highBits: UInt64 = 0x8080_8080_8080_8080
@@ -117,13 +112,21 @@ public enum SetCookieParser {
             let below20 = (word &- 0x20 &* ones) & ~word & highBits
             let del = word ^ (0x7F &* ones)
             let equal7F = (del &- ones) & ~del & highBits
-            if below20 | equal7F != 0 {
-                for offset in index..<(index + 8) where scan(base[offset]) { return (true, tab) }
+            if below20 | equal7F == 0 {
+                index += 8
+                continue
             }
-            index += 8
+            // The word may hold one: its bytes are read one by one.
+            let wordEnd = index + 8
+            while index < wordEnd {
+                let byte = base[index]
+                if byte == 0x09 { tab = true } else if byte < 0x20 || byte == 0x7F { return (true, tab) }
+                index += 1
+            }
         }
         while index < end {
-            if scan(base[index]) { return (true, tab) }
+            let byte = base[index]
+            if byte == 0x09 { tab = true } else if byte < 0x20 || byte == 0x7F { return (true, tab) }
             index += 1
         }
         return (false, tab)
@@ -177,8 +180,15 @@ public enum SetCookieParser {
             case (10, 0x63): candidate = .commentURL
             default: return nil
             }
-            let matches = candidate.spelling.withUTF8Buffer { spelling in
-                zip(spelling, name).allSatisfy { $0 == (($1 >= 0x41 && $1 <= 0x5A) ? $1 | 0x20 : $1) }
+            // Index by index (the lengths are equal): a zip over the two collections costs several times more.
+            let matches = candidate.spelling.withUTF8Buffer { spelling -> Bool in
+                var offset = name.startIndex
+                for expected in spelling {
+                    let byte = name[offset]
+                    if expected != ((byte >= 0x41 && byte <= 0x5A) ? byte | 0x20 : byte) { return false }
+                    offset += 1
+                }
+                return true
             }
             guard matches else { return nil }
             self = candidate
