@@ -263,13 +263,14 @@ func hasPrefixIgnoringASCIICase(_ text: String, _ prefix: StaticString) -> Bool 
 }
 
 /// What the rules need to know about a request URL, worked out once per URL (the storage keeps the last one).
-/// It holds the URL's scheme-derived flags, host and path, never anything of a cookie.
-struct RequestOrigin {
+/// It holds the URL's scheme-derived flags, host and path, never anything of a cookie. A class: handing the
+/// kept origin to a call then costs one retain, not one per String and URL it holds.
+final class RequestOrigin {
     /// Canonical host (5.1.2).
-    var host: String
-    var isIP: Bool
+    let host: String
+    let isIP: Bool
     /// https/wss, or a loopback host (see ``CookieRules/isSecureOrigin(_:)``).
-    var isSecure: Bool
+    let isSecure: Bool
     let url: URL
     /// The request path, when it was worked out up front (see ``init(_:resolvingPath:)``).
     private let resolvedPath: String?

@@ -97,7 +97,8 @@ public final class CookieStorage: Sendable {
         let events = state.withLock { state -> EventLog in
             guard state.acceptPolicy != .never else { return EventLog(enabled: false) }
             var events = EventLog(enabled: !state.subscribers.isEmpty)
-            _ = store(cookie, now: now, secureOrigin: true, state: &state, events: &events)
+            var cookie = cookie
+            _ = store(&cookie, now: now, secureOrigin: true, state: &state, events: &events)
             return events
         }
         publish(events)
@@ -157,7 +158,7 @@ public final class CookieStorage: Sendable {
         switch consume made {
         case .failure(let rejection):
             return .rejected(name: Self.nameForReport(header), reason: rejection.description)
-        case .success(let cookie):
+        case .success(var cookie):
             if state.acceptPolicy != .always {
                 if state.acceptPolicy == .mainDocumentDomain, registrableDomain == nil {
                     let host = mainDocumentURL.map(CookieRules.canonicalHost(of:)) ?? origin.host
@@ -167,10 +168,11 @@ public final class CookieStorage: Sendable {
                     return .rejected(name: cookie.name, reason: rejection.description)
                 }
             }
-            switch store(cookie, now: now, secureOrigin: origin.isSecure, state: &state, events: &events) {
-            case .success(let stored): return .stored(stored)
-            case .failure(let rejection): return .rejected(name: cookie.name, reason: rejection.description)
+            // The cookie is stored and reported in place (large enums of a Cookie cost a copy at each step).
+            if let rejection = store(&cookie, now: now, secureOrigin: origin.isSecure, state: &state, events: &events) {
+                return .rejected(name: cookie.name, reason: rejection.description)
             }
+            return .stored(cookie)
         }
     }
 
@@ -198,14 +200,15 @@ public final class CookieStorage: Sendable {
     }
 
     /// RFC 6265 section 5.3 steps 11-12 plus the limits: the part of storage that depends on the jar's content.
-    private func store(_ incoming: consuming Cookie, now: Date, secureOrigin: Bool, state: inout State,
-                       events: inout EventLog) -> Result<Cookie, CookieRejection> {
-        var cookie = incoming
-        guard cookie.nameValueByteCount <= limits.maxCookieBytes else { return .failure(.tooLarge(limit: limits.maxCookieBytes)) }
+    /// Returns why the cookie was not stored, or nil when `cookie` (its creation time kept from the cookie it
+    /// replaced) is now in the jar.
+    private func store(_ cookie: inout Cookie, now: Date, secureOrigin: Bool, state: inout State,
+                       events: inout EventLog) -> CookieRejection? {
+        guard cookie.nameValueByteCount <= limits.maxCookieBytes else { return .tooLarge(limit: limits.maxCookieBytes) }
         // RFC 6265bis 5.7 step 16: an insecure origin cannot overlay a Secure cookie with a non-secure one.
         if !cookie.secure, !secureOrigin, let domains = state.secureNames[cookie.name],
            Self.hasSecureCookieOverlaid(by: cookie, domains: domains.keys, in: state) {
-            return .failure(.overlaysSecureCookie)
+            return .overlaysSecureCookie
         }
         // The bucket is found once and then mutated in place through the dictionary's values (the position
         // stays valid: nothing below inserts or removes a bucket before its last use).
@@ -224,7 +227,7 @@ public final class CookieStorage: Sendable {
                 if state.buckets.values[position].isEmpty { state.buckets.remove(at: position) }
                 events.append(.removed(removed.cookie))
             }
-            return .failure(.expiredOnArrival)
+            return .expiredOnArrival
         }
         let bucketCount: Int
         if let position, let existingIndex {
@@ -254,7 +257,7 @@ public final class CookieStorage: Sendable {
             events.append(.added(cookie))
         }
         enforceLimits(domain: cookie.domain, bucketCount: bucketCount, now: now, state: &state, events: &events)
-        return .success(cookie)
+        return nil
     }
 
     /// RFC 6265bis 5.7 step 16 criteria: same name, Secure, domains domain-matching either way, and the new
