@@ -195,10 +195,13 @@ public enum CookieRules {
     /// Storage-dependent rules (size limits, secure overlay, replacement) are the storage's.
     public static func makeCookie(from parsed: ParsedSetCookie, receivedFrom url: URL, now: Date) -> Result<Cookie, CookieRejection> {
         guard let origin = RequestOrigin(url) else { return .failure(.noHost) }
-        return makeCookie(from: parsed, origin: origin, now: now)
+        var parsed = parsed
+        return makeCookie(from: &parsed, origin: origin, now: now)
     }
 
-    static func makeCookie(from parsed: consuming ParsedSetCookie, origin: RequestOrigin, now: Date) -> Result<Cookie, CookieRejection> {
+    /// `parsed`'s strings are moved into the cookie (a copy would retain each and then release the parse
+    /// result's); what is left of it afterwards is not to be used.
+    static func makeCookie(from parsed: inout ParsedSetCookie, origin: RequestOrigin, now: Date) -> Result<Cookie, CookieRejection> {
         let host = origin.host
         // Step 3: Max-Age wins over Expires; 6265bis 5.6.1/5.6.2: capped at 400 days.
         var expires: Date?
@@ -231,7 +234,7 @@ public enum CookieRules {
             domain = domainAttribute
         }
         // Step 7: path.
-        let path = parsed.path ?? defaultPath(forRequestPath: origin.path)
+        let path = take(&parsed.path) ?? defaultPath(forRequestPath: origin.path)
         // 6265bis 5.7 step 8: Secure only from secure origins.
         if parsed.secure && !origin.isSecure { return .failure(.secureFromInsecureOrigin) }
         // 6265bis 5.7 steps 19-20: name prefixes (compared case-insensitively, as the current draft says).
@@ -240,10 +243,22 @@ public enum CookieRules {
             return .failure(.hostPrefix)
         }
         return .success(Cookie(
-            name: parsed.name, value: parsed.value, domain: domain, hostOnly: hostOnly, path: path, expires: expires,
-            secure: parsed.secure, httpOnly: parsed.httpOnly, sameSite: parsed.sameSite, created: now, lastAccess: now,
-            version: parsed.version, comment: parsed.comment, commentURL: parsed.commentURL, portList: parsed.portList
+            name: take(&parsed.name, leaving: ""), value: take(&parsed.value, leaving: ""), domain: domain, hostOnly: hostOnly,
+            path: path, expires: expires, secure: parsed.secure, httpOnly: parsed.httpOnly, sameSite: parsed.sameSite,
+            created: now, lastAccess: now, version: parsed.version, comment: take(&parsed.comment),
+            commentURL: take(&parsed.commentURL), portList: take(&parsed.portList)
         ))
+    }
+
+    /// `value`, moved out and replaced by `empty` (no retain and release of what it holds).
+    private static func take<Value>(_ value: inout Value, leaving empty: Value) -> Value {
+        var taken = empty
+        swap(&taken, &value)
+        return taken
+    }
+
+    private static func take<Wrapped>(_ value: inout Wrapped?) -> Wrapped? {
+        take(&value, leaving: nil)
     }
 }
 

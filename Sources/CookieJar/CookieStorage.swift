@@ -153,7 +153,7 @@ public final class CookieStorage: Sendable {
         let made: Result<Cookie, CookieRejection>
         switch consume parsed {
         case .failure(let failure): made = .failure(.parse(failure))
-        case .success(let parsed): made = CookieRules.makeCookie(from: parsed, origin: origin, now: now)
+        case .success(var parsed): made = CookieRules.makeCookie(from: &parsed, origin: origin, now: now)
         }
         switch consume made {
         case .failure(let rejection):
