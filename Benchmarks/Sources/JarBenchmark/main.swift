@@ -1,7 +1,8 @@
 // JarBenchmark: (a) Set-Cookie parsing throughput of CookieJar next to libcurl's own cookie parser fed the
 // same headers through CURLOPT_COOKIELIST, in the same run; (b) CookieStorage.cookies(for:) latency with
 // 100,000 cookies over 10,000 domains. Build with `-c release`; prints a table.
-// `JarBenchmark login-shaped` runs only (c): the jar calls of one demo-site login on a fresh, small jar.
+// `JarBenchmark login-shaped [LOGINS]` runs only (c): the jar calls of one demo-site login on a fresh, small jar
+// (LOGINS per batch, 50,000 by default), then each call alone.
 import CCurlBenchmark
 import CookieJar
 import Foundation
