@@ -357,7 +357,7 @@ public final class CookieStorage: Sendable {
             if lookup.emptiedBucket { Self.removeEmptyBuckets(for: origin, state: &state) }
             return found
         }
-        publish(expired.map(CookieChange.expired))
+        if !expired.isEmpty { publish(expired.map(CookieChange.expired)) }
         return found
     }
 
@@ -399,7 +399,7 @@ public final class CookieStorage: Sendable {
                 return offset
             }
         }
-        publish(expired.map(CookieChange.expired))
+        if !expired.isEmpty { publish(expired.map(CookieChange.expired)) }
         return header
     }
 
@@ -615,7 +615,8 @@ public final class CookieStorage: Sendable {
 
     /// Yields outside the lock so a subscriber's termination handler can never deadlock against it.
     private func publish(_ log: EventLog) {
-        publish(log.items)
+        // Nothing gathered (no subscriber, the usual case): not even the array's type metadata is needed.
+        if !log.items.isEmpty { publish(log.items) }
     }
 
     private func publish(_ events: [CookieChange]) {
