@@ -104,6 +104,39 @@ public final class CookieStorage: Sendable {
         publish(events)
     }
 
+    /// Stores cookies made elsewhere (a login plugin's answer, an import) under the storage's accept policy,
+    /// in order, and says what happened to each: the `main-document-domain` policy measures them against
+    /// `mainDocumentURL`'s registrable domain, and the limits and the Secure-overlay rule apply as for a
+    /// response. Unlike ``setCookie(_:)``, nothing bypasses the policy.
+    @discardableResult
+    public func setCookies(_ cookies: [Cookie], mainDocumentURL: URL?) -> [CookieDecision] {
+        let now = clock()
+        var decisions: [CookieDecision] = []
+        decisions.reserveCapacity(cookies.count)
+        let events = state.withLock { state -> EventLog in
+            var events = EventLog(enabled: !state.subscribers.isEmpty)
+            let policy = state.acceptPolicy
+            let registrableDomain: String? = policy == .mainDocumentDomain
+                ? mainDocumentURL.flatMap(CookieRules.canonicalHost(of:)).map(PublicSuffixList.shared.registrableDomain(of:))
+                : nil
+            for made in cookies {
+                if let rejection = Self.policyRejection(made, policy: policy, registrableDomain: registrableDomain) {
+                    decisions.append(.rejected(name: made.name, reason: rejection.description))
+                    continue
+                }
+                var cookie = made
+                if let rejection = store(&cookie, now: now, secureOrigin: true, state: &state, events: &events) {
+                    decisions.append(.rejected(name: made.name, reason: rejection.description))
+                } else {
+                    decisions.append(.stored(cookie))
+                }
+            }
+            return events
+        }
+        publish(events)
+        return decisions
+    }
+
     /// Stores the cookies of a response from `url` (RFC 6265 section 5.2 parsing, 5.3 storage model), in
     /// header order, and says what happened to each.
     /// - Parameters:

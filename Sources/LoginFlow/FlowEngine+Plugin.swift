@@ -170,10 +170,10 @@ extension FlowEngine {
             do { decoded = try CookieCodec.decode(cookies.serialized, as: .json, url: site.baseURL, now: now()) } catch {
                 throw failure("\"cookies\": \(error.description)")
             }
-            for cookie in decoded {
-                state.masker.addValue(cookie.value)
-                storage.setCookie(cookie)
-            }
+            // Masked whether stored or not: the plugin handed them over as session values. Stored under the
+            // site's accept policy, like a response's cookies.
+            for cookie in decoded { state.masker.addValue(cookie.value) }
+            storage.setCookies(decoded, mainDocumentURL: site.baseURL)
         }
         if let lines = answer.value("set_cookie"), lines != .null {
             guard case .array(let items) = lines else { throw failure("\"set_cookie\" must be an array of strings") }

@@ -303,6 +303,32 @@ struct PolicyTests {
         #expect(storage.acceptPolicy == .always)
         #expect(storage.setCookies(fromHeaders: ["c=1"], for: url("https://tracker.com/"), mainDocumentURL: main)[0].isStored)
     }
+
+    @Test("cookies made elsewhere (a plugin's, an import) go through the policy and the limits too")
+    func madeCookies() {
+        let made = [
+            Cookie(name: "a", value: "1", domain: "www.example.co.uk"),
+            Cookie(name: "b", value: "2", domain: "example.co.uk", hostOnly: false),
+            Cookie(name: "c", value: "3", domain: "tracker.com"),
+            Cookie(name: "big", value: String(repeating: "x", count: 5000), domain: "www.example.co.uk"),
+        ]
+        let main = url("https://www.example.co.uk/login")
+
+        let never = CookieStorage(acceptPolicy: .never)
+        #expect(never.setCookies(made, mainDocumentURL: main).allSatisfy { $0.reason?.contains("never") == true })
+        #expect(never.allCookies.isEmpty)
+
+        let strict = CookieStorage(acceptPolicy: .mainDocumentDomain)
+        let decisions = strict.setCookies(made, mainDocumentURL: main)
+        #expect(decisions.map(\.isStored) == [true, true, false, false])
+        #expect(decisions[2].reason?.contains("example.co.uk") == true)
+        #expect(decisions[3].reason?.contains("4096") == true)
+        #expect(strict.allCookies.map(\.name).sorted() == ["a", "b"])
+        #expect(CookieStorage(acceptPolicy: .mainDocumentDomain).setCookies(made, mainDocumentURL: nil).allSatisfy { !$0.isStored })
+
+        let open = CookieStorage(acceptPolicy: .always)
+        #expect(open.setCookies(made, mainDocumentURL: nil).map(\.isStored) == [true, true, true, false])
+    }
 }
 
 @Suite("Storage API")

@@ -159,6 +159,32 @@ import Testing
         #expect(result.steps.map(\.step) == ["login"])
     }
 
+    /// A plugin's cookies are the site's cookies like a response's: the accept policy decides.
+    @Test func pluginCookiesObeyTheAcceptPolicy() async throws {
+        let client = FakeHTTPClient { Fixture.response($0) }
+        let engine = Fixture.engine(client, environment: Self.environment)
+
+        var refusing = Fixture.site([], accept: .never)
+        refusing.login = .plugin(Self.plugin("echo-plugin.py"))
+        let none = CookieStorage(acceptPolicy: .never)
+        _ = try await engine.login(refusing, storage: none)
+        #expect(none.allCookies.isEmpty)
+
+        // The plugin's structured cookie is for app.example.com; the site's main document is elsewhere.
+        var elsewhere = Fixture.site([], accept: .mainDocumentDomain)
+        elsewhere.baseURL = URL(string: "https://other.test/")!
+        elsewhere.login = .plugin(Self.plugin("echo-plugin.py"))
+        let strict = CookieStorage(acceptPolicy: .mainDocumentDomain)
+        _ = try await engine.login(elsewhere, storage: strict)
+        #expect(strict.allCookies.map(\.name) == ["from_line"])
+
+        var home = Fixture.site([], accept: .mainDocumentDomain)
+        home.login = .plugin(Self.plugin("echo-plugin.py"))
+        let accepted = CookieStorage(acceptPolicy: .mainDocumentDomain)
+        _ = try await engine.login(home, storage: accepted)
+        #expect(accepted.allCookies.map(\.name).sorted() == ["from_line", "plugin_cookie"])
+    }
+
     @Test func environmentIsMinimalPlusTheStepsEntries() async throws {
         let site = Fixture.site([
             Step(name: "env", mark: Fixture.mark, action: .plugin(Self.plugin(
