@@ -93,16 +93,17 @@ public struct FlowEngine: Sendable {
             observer?(.stepFinished(site: site.name, timing: timing))
         }
 
-        let essentials = essentialCookies(site, storage: storage)
+        let cookies = storage.allCookies
+        let essentials = essentialCookies(site, cookies: cookies)
         if let missing = essentials.first(where: { !$0.isSet }) {
             throw FlowError(
                 kind: .essentialCookieMissing, site: site.name, step: state.timings.last?.step,
                 expected: "essential cookie \(missing.name) set and unexpired after the login",
-                found: storage.allCookies.contains { $0.name == missing.name } ? "only an expired one" : "no such cookie",
+                found: cookies.contains { $0.name == missing.name } ? "only an expired one" : "no such cookie",
                 response: state.lastResponse.map { FlowError.ResponseSummary($0, masker: state.masker) })
         }
         return FlowResult(
-            site: site.name, cookies: storage.allCookies, essentialCookies: essentials, steps: state.timings,
+            site: site.name, cookies: cookies, essentialCookies: essentials, steps: state.timings,
             finalURL: state.lastResponse.map { resolvedURLs.redacted($0.url) }, duration: ContinuousClock.now - started, finishedAt: now())
     }
 
@@ -163,8 +164,12 @@ public struct FlowEngine: Sendable {
 
     /// The state of each essential cookie in the storage now.
     public func essentialCookies(_ site: SiteDefinition, storage: CookieStorage) -> [EssentialCookie] {
+        essentialCookies(site, cookies: storage.allCookies)
+    }
+
+    /// The state of each essential cookie among `all`.
+    func essentialCookies(_ site: SiteDefinition, cookies all: [Cookie]) -> [EssentialCookie] {
         let date = now()
-        let all = storage.allCookies
         return site.cookies.essential.map { name in
             let live = all.filter { $0.name == name && !$0.isExpired(at: date) }
             // With several (per path or host), the one that expires first bounds the session.
