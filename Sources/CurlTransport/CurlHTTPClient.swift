@@ -85,6 +85,9 @@ public final class CurlHTTPClient: HTTPClient, Sendable {
     /// enqueued after ``shutdown()`` run on the global concurrent executor instead.
     public var preferredTaskExecutor: (any TaskExecutor)? { engine }
 
+    /// Wakeups the transport thread got for queued work (tests).
+    var queueWakeups: Int { engine.queueWakeups.load(ordering: .relaxed) }
+
     /// Stops the transport thread. Requests queued or running fail with an error of kind `.other`; later
     /// `send` calls fail at once. Returns after the thread exited. Idempotent.
     public func shutdown() { engine.shutdown() }

@@ -40,6 +40,9 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
 
     private let multi: CurlMultiHandle
     private let state = Mutex(SharedState())
+    /// Wakeups sent to the engine thread by queued jobs and transfers (for tests: work queued from the
+    /// thread itself must need none).
+    let queueWakeups = Atomic<Int>(0)
     let configuration: CurlHTTPClient.Configuration
 
     /// The engine thread's name.
@@ -114,7 +117,10 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
             defer { state.threadMayBeSleeping = false }
             return (true, state.threadMayBeSleeping)
         }
-        if wake { multi.wakeUp() }
+        if wake {
+            queueWakeups.add(1, ordering: .relaxed)
+            multi.wakeUp()
+        }
         if !accepted { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
     }
 
@@ -132,7 +138,10 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
             defer { state.threadMayBeSleeping = false }
             return (nil, state.threadMayBeSleeping)
         }
-        if wake { multi.wakeUp() }
+        if wake {
+            queueWakeups.add(1, ordering: .relaxed)
+            multi.wakeUp()
+        }
         return refusal
     }
 
@@ -192,6 +201,10 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
 
         while true {
             let jobs = state.withLock { state in
+                // Awake from here until the check before the next poll, which sees anything queued meanwhile:
+                // a job or transfer queued during this turn (by the jobs themselves, or by a continuation this
+                // thread resumes) needs no wakeup, which would cost a write and two reads of libcurl's socketpair.
+                state.threadMayBeSleeping = false
                 defer { state.jobs.removeAll(keepingCapacity: true) }
                 return state.jobs
             }

@@ -1,4 +1,4 @@
-import CurlTransport
+@testable import CurlTransport
 import Foundation
 import HTTPTransport
 import Synchronization
@@ -35,6 +35,23 @@ struct TaskExecutorTests {
         await server.stop()
         #expect(threads.count == 6)
         #expect(threads.allSatisfy { $0 == "sk-transport" }, "ran on \(Set(threads))")
+    }
+
+    @Test("requests sent from the transport thread itself need no wakeup of that thread")
+    func noWakeupFromTheThreadItself() async throws {
+        let server = try await FixtureServer.start()
+        let client = try CurlHTTPClient()
+        defer { client.shutdown() }
+        let url = server.url("/echo")
+        let options = fast
+        let before = client.queueWakeups
+        try await Task(executorPreference: client.preferredTaskExecutor) {
+            for _ in 0..<20 { _ = try await client.send(HTTPRequest(url: url), options: options) }
+        }.value
+        let wakeups = client.queueWakeups - before
+        await server.stop()
+        // Starting the task on the thread may wake it once; the 20 requests and their resumptions do not.
+        #expect(wakeups <= 2, "\(wakeups) wakeups for 20 requests")
     }
 
     @Test("without the preference a task runs on Swift's pool, not on the transport thread")
