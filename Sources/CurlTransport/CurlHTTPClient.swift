@@ -56,7 +56,7 @@ public final class CurlHTTPClient: HTTPClient, Sendable {
             id: engine.makeID(), request: request, options: options, makeEasyHandle: { self.engine.makeEasyHandle(for: options) })
         let engine = self.engine
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CurlTransfer.Completion) in
+            await withUnsafeContinuation { (continuation: CurlTransfer.Completion) in
                 transfer.continuation = continuation
                 switch engine.submit(transfer) {
                 case nil:

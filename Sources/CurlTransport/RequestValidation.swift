@@ -12,10 +12,11 @@ enum RequestValidation {
         func fail(_ message: String) -> TransportError {
             TransportError(kind: .invalidRequest, url: request.url, message: message)
         }
-        guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+        // Compared and tested as written: no lower-cased copy, no percent-decoded host (only its presence counts).
+        guard let scheme = request.url.scheme, scheme.caseInsensitiveEquals("http") || scheme.caseInsensitiveEquals("https") else {
             throw fail("only http and https URLs are supported")
         }
-        guard let host = request.url.host, !host.isEmpty else { throw fail("the URL has no host") }
+        guard let host = request.url.host(percentEncoded: true), !host.isEmpty else { throw fail("the URL has no host") }
         guard isToken(request.method) else {
             throw fail("the method is not an RFC 9110 token (section 9.1)")
         }

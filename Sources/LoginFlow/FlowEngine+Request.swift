@@ -12,19 +12,22 @@ extension FlowEngine {
         _ step: RequestStep, name: String, mark: SourceMark, state: inout RunState, storage: CookieStorage,
         observer: FlowObserver?
     ) async throws(FlowError) -> StepTiming {
-        let site = state.site
+        // Fields, not the whole SiteDefinition: a copy of it retains and releases every one of its members.
+        let siteName = state.site.name
+        let baseURL = state.site.baseURL
+        let http = state.site.http
         let started = ContinuousClock.now
         var prepared: [String] = []
         step.forEachVariable { if RunState.needsPreparation($0) { prepared.append($0) } }
         try await state.prepare(prepared, provider: credentials, step: name, mark: mark)
         var request = try buildRequest(step, name: name, mark: mark, state: state)
-        let options = TransportOptions(site: site.http)
-        let maxRedirects = site.http.maxRedirects ?? Self.defaultMaxRedirects
+        let options = TransportOptions(site: http)
+        let maxRedirects = http.maxRedirects ?? Self.defaultMaxRedirects
         var hop = 0
         var response: HTTPResponse
 
         while true {
-            try checkCancellation(site: site.name, step: name)
+            try checkCancellation(site: siteName, step: name)
             // `request` keeps only the step's own Cookie header (dropped by RedirectRule on another origin);
             // the jar's cookies for this hop's URL are added to the copy that is sent.
             var sent = request
@@ -37,24 +40,24 @@ extension FlowEngine {
                 response = try await client.send(sent, options: options)
             } catch {
                 throw FlowError(
-                    kind: .transport(error.kind), site: site.name, step: name, mark: mark,
+                    kind: .transport(error.kind), site: siteName, step: name, mark: mark,
                     detail: state.masker.redact(error.description))
             }
             if step.handleCookies {
                 let setCookies = response.headers.values(for: "Set-Cookie")
                 if !setCookies.isEmpty {
-                    let decisions = storage.setCookies(fromHeaders: setCookies, for: response.url, mainDocumentURL: site.baseURL)
+                    let decisions = storage.setCookies(fromHeaders: setCookies, for: response.url, mainDocumentURL: baseURL)
                     for case .stored(let cookie) in decisions { state.masker.addValue(cookie.value) }
                 }
             }
             observer?(.exchange(FlowEvent.Exchange(
-                site: site.name, step: name, method: sent.method, url: sent.url.redactedForLog, status: response.status,
+                site: siteName, step: name, method: sent.method, url: sent.url.redactedForLog, status: response.status,
                 duration: ContinuousClock.now - hopStarted, redirectHop: hop)))
 
             guard step.followRedirects, response.isRedirect else { break }
             guard hop < maxRedirects else {
                 throw FlowError(
-                    kind: .redirect, site: site.name, step: name, mark: mark,
+                    kind: .redirect, site: siteName, step: name, mark: mark,
                     expected: "at most \(maxRedirects) redirects (http.max_redirects)", found: "another \(response.status)",
                     response: FlowError.ResponseSummary(response, masker: state.masker))
             }
@@ -62,7 +65,7 @@ extension FlowEngine {
                 request = try RedirectRule.next(after: request, response: response)
             } catch {
                 throw FlowError(
-                    kind: .redirect, site: site.name, step: name, mark: mark, detail: error.message,
+                    kind: .redirect, site: siteName, step: name, mark: mark, detail: error.message,
                     response: FlowError.ResponseSummary(response, masker: state.masker))
             }
             hop += 1
@@ -79,14 +82,14 @@ extension FlowEngine {
         _ step: RequestStep, response: HTTPResponse, name: String, mark: SourceMark, state: inout RunState,
         storage: CookieStorage
     ) throws(FlowError) {
-        let site = state.site
+        let siteName = state.site.name
         let parsed = ResponseInspection.ParsedResponse(response)
         for expectation in step.expect {
             do {
                 try ResponseInspection.check(expectation.kind, response: parsed, storage: storage, now: now())
             } catch {
                 throw FlowError(
-                    kind: .expectationFailed, site: site.name, step: name, mark: expectation.mark ?? mark,
+                    kind: .expectationFailed, site: siteName, step: name, mark: expectation.mark ?? mark,
                     expected: state.masker.redact(error.expected), found: state.masker.redact(error.found),
                     response: FlowError.ResponseSummary(response, masker: state.masker))
             }
@@ -97,7 +100,7 @@ extension FlowEngine {
                 state.setVariable(entry.name, value)
             } catch {
                 throw FlowError(
-                    kind: .extractionFailed, site: site.name, step: name, mark: entry.mark ?? mark,
+                    kind: .extractionFailed, site: siteName, step: name, mark: entry.mark ?? mark,
                     expected: "\(state.masker.redact(error.expected)) for variable '\(entry.name)'",
                     found: state.masker.redact(error.found),
                     response: FlowError.ResponseSummary(response, masker: state.masker))
@@ -108,9 +111,9 @@ extension FlowEngine {
     // MARK: Building the request
 
     func buildRequest(_ step: RequestStep, name: String, mark: SourceMark, state: RunState) throws(FlowError) -> HTTPRequest {
-        let site = state.site
+        let siteName = state.site.name
         func invalid(_ detail: String) -> FlowError {
-            FlowError(kind: .invalidRequest, site: site.name, step: name, mark: mark, detail: detail)
+            FlowError(kind: .invalidRequest, site: siteName, step: name, mark: mark, detail: detail)
         }
 
         var method = step.method ?? "GET"
@@ -118,13 +121,13 @@ extension FlowEngine {
         if let template = step.url {
             let text = try state.render(template, step: name, mark: mark)
             let hasPlaceholder = template.segments.contains { if case .variable = $0 { true } else { false } }
-            url = try resolve(text, site: site, cacheable: !hasPlaceholder, invalid: invalid)
+            url = try resolve(text, base: state.site.baseURL, cacheable: !hasPlaceholder, invalid: invalid)
         }
 
         var headers = HTTPHeaders()
         // Room for the Content-Type and the Cookie header added later too.
-        headers.reserveCapacity(site.http.headers.count + state.pluginHeaders.count + step.headers.count + 2)
-        for header in site.http.headers { headers.replaceOrAdd(name: header.name, value: header.value) }
+        headers.reserveCapacity(state.site.http.headers.count + state.pluginHeaders.count + step.headers.count + 2)
+        for header in state.site.http.headers { headers.replaceOrAdd(name: header.name, value: header.value) }
         for field in state.pluginHeaders { headers.replaceOrAdd(name: field.name, value: field.value) }
         for header in step.headers {
             headers.replaceOrAdd(name: header.name, value: try state.render(header.value, step: name, mark: header.mark ?? mark))
@@ -159,7 +162,7 @@ extension FlowEngine {
                 form = try XMLQuery.Document.html(previous.body, url: previous.url, encoding: charset).form(xpath)
             } catch {
                 throw FlowError(
-                    kind: .extractionFailed, site: site.name, step: name, mark: mark,
+                    kind: .extractionFailed, site: siteName, step: name, mark: mark,
                     expected: "an HTML form selected by \(xpath) in the previous response", found: error.description,
                     response: FlowError.ResponseSummary(previous, masker: state.masker))
             }
@@ -207,19 +210,19 @@ extension FlowEngine {
     /// `cacheable`: the text comes from a template without placeholders, so it holds no rendered value
     /// (credential, extracted token) and may be remembered for later runs.
     private func resolve(
-        _ text: String, site: SiteDefinition, cacheable: Bool, invalid: (String) -> FlowError
+        _ text: String, base: URL, cacheable: Bool, invalid: (String) -> FlowError
     ) throws(FlowError) -> URL {
         // Literal step URLs repeat on every run: the result depends only on the text and the base, and
         // Foundation's parse and absoluteURL cost more than the lookup.
-        if cacheable, let known = resolvedURLs.url(for: text, base: site.baseURL) { return known }
+        if cacheable, let known = resolvedURLs.url(for: text, base: base) { return known }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard let url = URL(string: trimmed, relativeTo: site.baseURL)?.absoluteURL,
+        guard let url = URL(string: trimmed, relativeTo: base)?.absoluteURL,
             let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil
         else {
             // The text may hold a rendered secret: show only that it was invalid.
             throw invalid("the step's URL is not a valid http(s) URL, absolute or relative to base_url")
         }
-        if cacheable { resolvedURLs.remember(url, for: text, base: site.baseURL) }
+        if cacheable { resolvedURLs.remember(url, for: text, base: base) }
         return url
     }
 }

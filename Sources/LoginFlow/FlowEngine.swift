@@ -52,7 +52,7 @@ public struct FlowEngine: Sendable {
     public func login(
         _ site: SiteDefinition, storage: CookieStorage, observer: FlowObserver? = nil
     ) async throws(FlowError) -> FlowResult {
-        try await withTaskExecutorPreference(client.preferredTaskExecutor) { () async throws(FlowError) -> FlowResult in
+        try await onPreferredExecutor { () async throws(FlowError) -> FlowResult in
             try await runLogin(site, storage: storage, observer: observer)
         }
     }
@@ -118,7 +118,7 @@ public struct FlowEngine: Sendable {
         guard let probe = site.check else {
             throw FlowError(kind: .invalidRequest, site: site.name, step: "check", detail: "the site has no check:")
         }
-        let result = try await withTaskExecutorPreference(client.preferredTaskExecutor) { () async throws(FlowError) -> ProbeResult in
+        let result = try await onPreferredExecutor { () async throws(FlowError) -> ProbeResult in
             try await runProbe(probe, name: "check", site: site, storage: storage, observer: observer)
         }
         if let missing = result.essentialCookies.first(where: { !$0.isSet }) {
@@ -137,7 +137,7 @@ public struct FlowEngine: Sendable {
         guard let probe = site.keepalive else {
             throw FlowError(kind: .invalidRequest, site: site.name, step: "keepalive", detail: "the site has no keepalive:")
         }
-        return try await withTaskExecutorPreference(client.preferredTaskExecutor) { () async throws(FlowError) -> ProbeResult in
+        return try await onPreferredExecutor { () async throws(FlowError) -> ProbeResult in
             try await runProbe(probe, name: "keepalive", site: site, storage: storage, observer: observer)
         }
     }
@@ -161,6 +161,18 @@ public struct FlowEngine: Sendable {
     }
 
     // MARK: Shared
+
+    /// Runs `body` with the client's preferred task executor as the task's preference; as it is when the
+    /// client has none or the task already prefers it (a caller that runs many flows on it), which spares the
+    /// preference record and the two hops.
+    func onPreferredExecutor<Result>(
+        _ body: () async throws(FlowError) -> Result
+    ) async throws(FlowError) -> Result {
+        guard let executor = client.preferredTaskExecutor else { return try await body() }
+        let current = withUnsafeCurrentTask { $0?.unownedTaskExecutor }
+        if current == executor.asUnownedTaskExecutor() { return try await body() }
+        return try await withTaskExecutorPreference(executor) { () async throws(FlowError) -> Result in try await body() }
+    }
 
     /// The state of each essential cookie in the storage now.
     public func essentialCookies(_ site: SiteDefinition, storage: CookieStorage) -> [EssentialCookie] {
