@@ -10,61 +10,13 @@
 import CookieJar
 import CurlTransport
 import Foundation
+import LoginBenchmarkSupport
 import LoginFlow
 import SiteConfig
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// Literal credentials only: the benchmark measures the flow, not the vault.
-struct LiteralCredentials: CredentialProvider {
-    let site: SiteDefinition
-    func value(of name: String, site _: String) async throws -> String {
-        guard case .literal(let value) = site.credential(named: name) else {
-            throw BenchmarkFailure(message: "credential \(name) is not a literal")
-        }
-        return value
-    }
-}
-
-struct BenchmarkFailure: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
-}
-
-func siteText(baseURL: String, user: String, password: String) -> String {
-    """
-    base_url: \(baseURL)
-    credentials:
-      username: \(user)
-      password: "\(password)"
-    login:
-      steps:
-        - name: login page
-          get: /login
-          extract:
-            csrf: {xpath: "//form[@id='login']//input[@name='csrf']/@value"}
-        - name: submit
-          post: /login
-          form: {username: "{{ credentials.username }}", password: "{{ credentials.password }}", csrf: "{{ csrf }}"}
-          follow_redirects: false
-          expect: {status: 303, cookie: demo_session}
-        - name: me
-          get: /api/me
-          expect: {status: 200}
-    cookies:
-      essential: [demo_session]
-      accept: always
-    """
-}
-
-func cpuSeconds() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1_000_000 }
-    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
-}
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 4, let logins = Int(arguments[2]), let concurrency = Int(arguments[3]), logins > 0,
@@ -76,9 +28,7 @@ else {
 let user = arguments.count > 4 ? arguments[4] : "alice"
 let password = arguments.count > 5 ? arguments[5] : "wonderland"
 
-let loader = ConfigurationLoader()
-let config = loader.defaultConfig(directory: FileManager.default.currentDirectoryPath)
-let site = try loader.loadSite(text: siteText(baseURL: arguments[1], user: user, password: password), file: "bench.yaml", config: config)
+let site = try demoLoginSite(baseURL: arguments[1], user: user, password: password)
 let client = try CurlHTTPClient()
 let engine = FlowEngine(client: client, credentials: LiteralCredentials(site: site))
 
