@@ -146,21 +146,7 @@ public indirect enum JSONTemplate: Sendable, Hashable {
     }
 
     /// Every variable used anywhere inside, in order of first appearance.
-    public var variables: [String] {
-        var seen = Set<String>()
-        var names: [String] = []
-        func visit(_ value: JSONTemplate) {
-            switch value {
-            case .string(let template):
-                for name in template.variables where seen.insert(name).inserted { names.append(name) }
-            case .array(let items): items.forEach(visit)
-            case .object(let members): members.forEach { visit($0.value) }
-            case .null, .bool, .number: break
-            }
-        }
-        visit(self)
-        return names
-    }
+    public var variables: [String] { uniqueVariables { forEachVariable($0) } }
 
     /// Replaces every placeholder with `lookup`'s answer, giving a plain JSON value.
     public func render<Failure: Error>(_ lookup: (String) throws(Failure) -> String) throws(Failure) -> JSONValue {

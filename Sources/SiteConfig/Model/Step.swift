@@ -83,16 +83,7 @@ public struct RequestStep: Sendable, Hashable {
     }
 
     /// Every variable the request uses (URL, headers, query, body), in order of first appearance.
-    public var variables: [String] {
-        var seen = Set<String>()
-        var names: [String] = []
-        func add(_ more: [String]) { for name in more where seen.insert(name).inserted { names.append(name) } }
-        if let url { add(url.variables) }
-        headers.forEach { add($0.value.variables) }
-        query.forEach { add($0.value.variables) }
-        if let body { add(body.variables) }
-        return names
-    }
+    public var variables: [String] { uniqueVariables { forEachVariable($0) } }
 }
 
 /// The body of a request step; at most one per step.
@@ -117,17 +108,7 @@ public enum RequestBody: Sendable, Hashable {
     }
 
     /// Every variable used in the body.
-    public var variables: [String] {
-        var seen = Set<String>()
-        var names: [String] = []
-        func add(_ more: [String]) { for name in more where seen.insert(name).inserted { names.append(name) } }
-        switch self {
-        case .form(let fields), .formFrom(_, let fields): fields.forEach { add($0.value.variables) }
-        case .json(let value): add(value.variables)
-        case .raw(let template, _): add(template.variables)
-        }
-        return names
-    }
+    public var variables: [String] { uniqueVariables { forEachVariable($0) } }
 }
 
 /// A plugin step, or a whole plugin login (`login: {plugin: NAME, with: {...}}`).
@@ -183,13 +164,5 @@ public struct PluginStep: Sendable, Hashable {
     }
 
     /// Every variable used in `with:` and `env:`.
-    public var variables: [String] {
-        var seen = Set<String>()
-        var names: [String] = []
-        for name in with.variables where seen.insert(name).inserted { names.append(name) }
-        for case .set(_, let value) in environment {
-            for name in value.variables where seen.insert(name).inserted { names.append(name) }
-        }
-        return names
-    }
+    public var variables: [String] { uniqueVariables { forEachVariable($0) } }
 }

@@ -1,3 +1,12 @@
+/// The names `visit` reports, in order of first appearance, each once: every `variables` list of the
+/// model is its type's `forEachVariable` without repeats.
+func uniqueVariables(_ visit: ((String) -> Void) -> Void) -> [String] {
+    var seen = Set<String>()
+    var names: [String] = []
+    visit { name in if seen.insert(name).inserted { names.append(name) } }
+    return names
+}
+
 /// A string with `{{ name }}` placeholders, parsed once when the configuration loads.
 ///
 /// Variable names are dotted words: an extracted variable (`csrf`), `credentials.NAME`,
@@ -73,12 +82,7 @@ public struct Template: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The variable names used, in order of first appearance, each once.
-    public var variables: [String] {
-        var seen = Set<String>()
-        var names: [String] = []
-        for case .variable(let name) in segments where seen.insert(name).inserted { names.append(name) }
-        return names
-    }
+    public var variables: [String] { uniqueVariables { forEachVariable($0) } }
 
     /// True when the template has no placeholder.
     public var isLiteral: Bool { variables.isEmpty }
