@@ -115,21 +115,12 @@ public final class CookieStorage: Sendable {
         decisions.reserveCapacity(cookies.count)
         let events = state.withLock { state -> EventLog in
             var events = EventLog(enabled: !state.subscribers.isEmpty)
-            let policy = state.acceptPolicy
-            let registrableDomain: String? = policy == .mainDocumentDomain
-                ? mainDocumentURL.flatMap(CookieRules.canonicalHost(of:)).map(PublicSuffixList.shared.registrableDomain(of:))
-                : nil
+            var registrableDomain: String??
             for made in cookies {
-                if let rejection = Self.policyRejection(made, policy: policy, registrableDomain: registrableDomain) {
-                    decisions.append(.rejected(name: made.name, reason: rejection.description))
-                    continue
-                }
                 var cookie = made
-                if let rejection = store(&cookie, now: now, secureOrigin: true, state: &state, events: &events) {
-                    decisions.append(.rejected(name: made.name, reason: rejection.description))
-                } else {
-                    decisions.append(.stored(cookie))
-                }
+                decisions.append(admit(
+                    &cookie, secureOrigin: true, mainDocumentHost: mainDocumentURL.flatMap(CookieRules.canonicalHost(of:)),
+                    registrableDomain: &registrableDomain, now: now, state: &state, events: &events))
             }
             return events
         }
@@ -192,21 +183,33 @@ public final class CookieStorage: Sendable {
         case .failure(let rejection):
             return .rejected(name: Self.nameForReport(header), reason: rejection.description)
         case .success(var cookie):
-            if state.acceptPolicy != .always {
-                if state.acceptPolicy == .mainDocumentDomain, registrableDomain == nil {
-                    let host = mainDocumentURL.map(CookieRules.canonicalHost(of:)) ?? origin.host
-                    registrableDomain = .some(host.map(PublicSuffixList.shared.registrableDomain(of:)))
-                }
-                if let rejection = Self.policyRejection(cookie, policy: state.acceptPolicy, registrableDomain: registrableDomain ?? nil) {
-                    return .rejected(name: cookie.name, reason: rejection.description)
-                }
+            return admit(
+                &cookie, secureOrigin: origin.isSecure,
+                mainDocumentHost: mainDocumentURL.map(CookieRules.canonicalHost(of:)) ?? origin.host,
+                registrableDomain: &registrableDomain, now: now, state: &state, events: &events)
+        }
+    }
+
+    /// A made cookie's fate, for a response's cookies and for cookies made elsewhere alike: the accept
+    /// policy, then the storage rules. The registrable domain of `mainDocumentHost` is worked out at most once
+    /// per call (kept in `registrableDomain`), and only under `main-document-domain`.
+    private func admit(
+        _ cookie: inout Cookie, secureOrigin: Bool, mainDocumentHost: @autoclosure () -> String?,
+        registrableDomain: inout String??, now: Date, state: inout State, events: inout EventLog
+    ) -> CookieDecision {
+        if state.acceptPolicy != .always {
+            if state.acceptPolicy == .mainDocumentDomain, registrableDomain == nil {
+                registrableDomain = .some(mainDocumentHost().map(PublicSuffixList.shared.registrableDomain(of:)))
             }
-            // The cookie is stored and reported in place (large enums of a Cookie cost a copy at each step).
-            if let rejection = store(&cookie, now: now, secureOrigin: origin.isSecure, state: &state, events: &events) {
+            if let rejection = Self.policyRejection(cookie, policy: state.acceptPolicy, registrableDomain: registrableDomain ?? nil) {
                 return .rejected(name: cookie.name, reason: rejection.description)
             }
-            return .stored(cookie)
         }
+        // The cookie is stored and reported in place (large enums of a Cookie cost a copy at each step).
+        if let rejection = store(&cookie, now: now, secureOrigin: secureOrigin, state: &state, events: &events) {
+            return .rejected(name: cookie.name, reason: rejection.description)
+        }
+        return .stored(cookie)
     }
 
     /// The name part of a header the parser refused, for reports; nil when there is none. Never the value.
