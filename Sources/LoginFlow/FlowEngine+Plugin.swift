@@ -21,9 +21,7 @@ extension FlowEngine {
             FlowError(kind: .plugin, site: site.name, step: name, mark: mark, detail: "\(plugin.plugin): \(detail)")
         }
 
-        var prepared: [String] = []
-        plugin.forEachVariable { if RunState.needsPreparation($0) { prepared.append($0) } }
-        try await state.prepare(prepared, provider: credentials, step: name, mark: mark)
+        try await state.prepare({ plugin.forEachVariable($0) }, provider: credentials, step: name, mark: mark)
         if plugin.passCredentials {
             for entry in site.credentials {
                 try await state.resolveCredential(entry.name, provider: credentials, step: name, mark: mark)

@@ -17,9 +17,7 @@ extension FlowEngine {
         let baseURL = state.site.baseURL
         let http = state.site.http
         let started = ContinuousClock.now
-        var prepared: [String] = []
-        step.forEachVariable { if RunState.needsPreparation($0) { prepared.append($0) } }
-        try await state.prepare(prepared, provider: credentials, step: name, mark: mark)
+        try await state.prepare({ step.forEachVariable($0) }, provider: credentials, step: name, mark: mark)
         var request = try buildRequest(step, name: name, mark: mark, state: state)
         let options = TransportOptions(site: http)
         let maxRedirects = http.maxRedirects ?? Self.defaultMaxRedirects

@@ -28,17 +28,20 @@ struct RunState: Sendable {
         masker.addValue(value)
     }
 
-    /// Whether ``prepare(_:provider:step:mark:)`` has anything to do for a variable name: callers collect
-    /// only these, so a step without credentials or environment variables allocates nothing.
+    /// Whether ``prepare(_:provider:step:mark:)`` has anything to do for a variable name: only these are
+    /// collected, so a step without credentials or environment variables allocates nothing.
     static func needsPreparation(_ name: String) -> Bool {
         name.hasPrefix("credentials.") || name.hasPrefix("env.")
     }
 
-    /// Gets placeholders ready before rendering: resolves, once per run, every `credentials.NAME` among
-    /// `names`, and adds the `env.NAME` values used to the masked secrets.
+    /// Gets placeholders ready before rendering: resolves, once per run, every `credentials.NAME` that
+    /// `visit` reports (a step's or plugin's `forEachVariable`), and adds the `env.NAME` values used to the
+    /// masked secrets, in the order the names appear.
     mutating func prepare(
-        _ names: [String], provider: any CredentialProvider, step: String?, mark: SourceMark?
+        _ visit: ((String) -> Void) -> Void, provider: any CredentialProvider, step: String?, mark: SourceMark?
     ) async throws(FlowError) {
+        var names: [String] = []
+        visit { if Self.needsPreparation($0) { names.append($0) } }
         for name in names {
             if name.hasPrefix("credentials.") {
                 let credential = String(name.dropFirst("credentials.".count))

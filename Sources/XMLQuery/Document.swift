@@ -49,9 +49,7 @@ public final class Document {
 
     /// Parses HTML from a string (UTF-8).
     public static func html(_ text: String, url: URL? = nil) throws(XMLQueryError) -> Document {
-        try Array(text.utf8).withUnsafeBufferPointer { bytes throws(XMLQueryError) -> Document in
-            try html(bytes, url: url, encoding: "UTF-8")
-        }
+        try html(Array(text.utf8), url: url, encoding: "UTF-8")
     }
 
     static func html(_ bytes: [UInt8], url: URL?, encoding: String?, pooled: Bool = true) throws(XMLQueryError) -> Document {
