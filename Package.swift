@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "CurlTransport", targets: ["CurlTransport"]),
         .library(name: "LoginFlow", targets: ["LoginFlow"]),
         .library(name: "Vault", targets: ["Vault"]),
+        .library(name: "Sessions", targets: ["Sessions"]),
         .library(name: "Platform", targets: ["Platform"]),
         .library(name: "DemoSite", targets: ["DemoSite"]),
     ],
@@ -66,6 +67,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "Sessions",
+            dependencies: ["CookieJar", "SiteConfig", "HTTPTransport", "LoginFlow", "Vault", "Credentials", "Platform"],
+            swiftSettings: strict
+        ),
+        .target(
             name: "DemoSite",
             dependencies: [
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -81,7 +87,7 @@ let package = Package(
             name: "sessionkeeper",
             dependencies: [
                 "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "LoginFlow", "Vault", "Credentials",
-                "Platform",
+                "Platform", "Sessions",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -118,6 +124,12 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "VaultTests", dependencies: ["Vault", "Credentials", "Platform", "SiteConfig", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "SessionsTests",
+            dependencies: ["Sessions", "LoginFlow", "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "Vault", "TestSupport"],
+            resources: [.copy("Fixtures")],
+            swiftSettings: strict
+        ),
         .testTarget(name: "CLITests", dependencies: ["CookieJar", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
     ]
 )

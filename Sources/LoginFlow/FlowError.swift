@@ -36,6 +36,16 @@ public struct FlowError: Error, Sendable, CustomStringConvertible {
         public var url: String
         /// At most ``FlowError/excerptLength`` characters of the body, whitespace collapsed, secrets masked.
         public var bodyExcerpt: String
+        /// The response's `Retry-After` field as sent (RFC 9110 section 10.2.3: seconds or an HTTP-date),
+        /// for the daemon's rate-limit and site-down handling.
+        public var retryAfter: String?
+
+        public init(status: Int, url: String, bodyExcerpt: String = "", retryAfter: String? = nil) {
+            self.status = status
+            self.url = url
+            self.bodyExcerpt = bodyExcerpt
+            self.retryAfter = retryAfter
+        }
     }
 
     public static let excerptLength = 200
@@ -114,6 +124,7 @@ extension FlowError.ResponseSummary {
     init(_ response: HTTPResponse, masker: SecretMasker) {
         status = response.status
         url = response.url.redactedForLog
+        retryAfter = response.headers["Retry-After"]
         // Mask before collapsing whitespace (a secret may hold spaces) and again after (it may have been split
         // across lines), and always before cutting, so a secret straddling the cut cannot leak its first half.
         let collapsed = masker.redact(response.bodyText).split(whereSeparator: \.isWhitespace).joined(separator: " ")

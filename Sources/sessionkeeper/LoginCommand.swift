@@ -6,6 +6,7 @@ import Foundation
 import HTTPTransport
 import LoginFlow
 import SiteConfig
+import Sessions
 import Vault
 
 /// `sessionkeeper login SITE [--verbose] [--jar FILE] [--fresh] [--config PATH]` (SPEC section 9): runs
@@ -54,15 +55,6 @@ struct LoginCommand: AsyncParsableCommand {
             }
             defer { vault.close() }
 
-            let progress = LoginProgress(verbose: verbose, terminal: isatty(STDERR_FILENO) == 1)
-            let session = SiteSessionStore(vault: vault, site: definition)
-            let storage = LoginSetup.storage(for: definition)
-            if fresh {
-                progress.note("starting with an empty jar (--fresh)")
-            } else {
-                session.restore(into: storage, progress: progress)
-            }
-
             let client: CurlHTTPClient
             do {
                 client = try CurlHTTPClient()
@@ -70,33 +62,40 @@ struct LoginCommand: AsyncParsableCommand {
                 throw CLIFailure.failed("cannot start the HTTP client: \(error)")
             }
             defer { client.shutdown() }
+
+            let progress = LoginProgress(verbose: verbose, terminal: isatty(STDERR_FILENO) == 1)
             let resolver = CredentialResolver(vault: vault, standardError: { site, credential, line in
                 // The resolver masks the command's own output in these lines before handing them over.
                 progress.credentialOutput(site: site, credential: credential, line: line)
             })
-            let engine = FlowEngine(client: client, credentials: ResolverCredentialProvider(resolver: resolver, site: definition))
+            let login = SiteLogin(
+                client: client, store: VaultSessionStore(vault: vault),
+                credentials: { ResolverCredentialProvider(resolver: resolver, site: $0) })
 
-            let result: FlowResult
+            let result: SiteLoginResult
             do {
-                result = try await engine.login(definition, storage: storage, observer: progress.observer)
+                result = try await login.run(definition, start: fresh ? .fresh : .storedSession, events: progress.sink)
             } catch {
                 progress.finish()
                 throw CLIFailure.failed("\(error)")
             }
             progress.finish()
 
-            try session.store(result, progress: progress)
             if let jar {
-                let kept = storage.allCookies.filter { !$0.isExpired(at: Date()) }
+                let kept = result.storage.allCookies.filter { !$0.isExpired(at: Date()) }
                 try JarFiles.save(kept, to: jar, format: JarFiles.format(forPath: jar))
                 progress.note("wrote \(kept.count) cookie(s) to \(jar)")
             }
-            Console.out(LoginSummary.line(for: result))
+            Console.out(LoginSummary.line(for: result.flow))
+            if let failure = result.outputFailures.first {
+                let more = result.outputFailures.count > 1 ? " (and \(result.outputFailures.count - 1) more output file(s))" : ""
+                throw CLIFailure.failed("logged in and stored the session, but \(failure)\(more)")
+            }
         }
     }
 }
 
-/// Finding the config and the site, and building the site's jar.
+/// Finding the config and the site.
 enum LoginSetup {
     /// The config and the named site; any configuration problem is a usage failure (exit 2) whose message
     /// lists every diagnostic as `FILE:LINE:COLUMN: error: message`.
@@ -146,36 +145,6 @@ enum LoginSetup {
     private static func configFailure(_ error: ConfigError) -> ExitCode {
         for line in DiagnosticRenderer(showSource: false).render(error, source: nil) { Console.err(line) }
         return ExitCode(Exit.usage)
-    }
-
-    /// An empty jar with the site's accept policy and limits (`cookies:` of SPEC section 3).
-    static func storage(for site: SiteDefinition) -> CookieStorage {
-        let defaults = CookieLimits()
-        let limits = CookieLimits(
-            maxCookieBytes: site.cookies.limits.maxCookieBytes ?? defaults.maxCookieBytes,
-            maxCookiesPerDomain: site.cookies.limits.maxCookiesPerDomain ?? defaults.maxCookiesPerDomain,
-            maxCookies: site.cookies.limits.maxCookies ?? defaults.maxCookies)
-        return CookieStorage(acceptPolicy: acceptPolicy(site.cookies.accept), limits: limits)
-    }
-
-    static func acceptPolicy(_ accept: CookiePolicy.Accept) -> CookieAcceptPolicy {
-        switch accept {
-        case .always: .always
-        case .never: .never
-        case .mainDocumentDomain: .mainDocumentDomain
-        }
-    }
-}
-
-/// The Credentials module behind LoginFlow's ``CredentialProvider`` seam: each `{{ credentials.NAME }}`
-/// is resolved (vault secret, env, file, command, TOTP) when the flow first needs it.
-struct ResolverCredentialProvider: CredentialProvider {
-    let resolver: CredentialResolver
-    let site: SiteDefinition
-
-    func value(of name: String, site siteName: String) async throws -> String {
-        // CredentialError names the site, the credential and the reason, never the value.
-        try await resolver.value(of: name, in: site)
     }
 }
 

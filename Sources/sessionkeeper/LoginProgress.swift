@@ -1,5 +1,7 @@
 import Foundation
+import CookieJar
 import LoginFlow
+import Sessions
 import Synchronization
 
 /// What `sessionkeeper login` shows on standard error while the flow runs: each request as it happens
@@ -46,6 +48,37 @@ final class LoginProgress: Sendable {
                 let requests = timing.requests == 1 ? "1 request" : "\(timing.requests) requests"
                 line("  step '\(timing.step)' done in \(Self.milliseconds(timing.duration)) ms (\(requests))")
             }
+        }
+    }
+
+    /// The sink handed to ``SiteLogin``: flow events as above, and what was restored and stored.
+    var sink: SessionEventSink {
+        { [self] event in handle(event) }
+    }
+
+    private func handle(_ event: SessionEvent) {
+        switch event {
+        case .flow(let flowEvent):
+            handle(flowEvent)
+        case .restored(_, let names, let leftOut, let lastLogin):
+            note("restored \(names.count) cookie(s) from the vault" + (names.isEmpty ? "" : " (\(names.joined(separator: ", ")))")
+                + (leftOut > 0 ? "; left out \(leftOut) by cookies.keep_on_login" : "")
+                + ", last login \(CookieTime.rfc3339(lastLogin))")
+        case .startingEmpty(let site, .nothingStored):
+            note("no stored session for \(site) in the vault")
+        case .startingEmpty(_, .fresh):
+            note("starting with an empty jar (--fresh)")
+        case .startingEmpty(_, .keepNone):
+            note("starting with an empty jar (cookies.keep_on_login: none)")
+        case .restoreFailed(_, let problem):
+            warn("cannot read the stored session, logging in from an empty jar: \(problem)")
+        case .stored(_, let names, let leftOut):
+            note("stored \(names.count) cookie(s) in the vault (\(names.joined(separator: ", ")))"
+                + (leftOut > 0 ? "; left out \(leftOut) expired or session cookie(s)" : ""))
+        case .outputWritten(_, let path, let count):
+            note("wrote \(count) cookie(s) to \(path) (outputs:)")
+        case .outputFailed(_, let path, let problem):
+            warn("cannot write the output file \(path): \(problem)")
         }
     }
 

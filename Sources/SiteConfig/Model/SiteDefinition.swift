@@ -157,6 +157,8 @@ public struct CookiePolicy: Sendable, Hashable {
     public var persistSessionCookies: Bool
     /// Storage limits.
     public var limits: Limits
+    /// What a new login starts from (`keep_on_login`).
+    public var keepOnLogin: KeepOnLogin = .allButEssential
 
     public init(
         essential: [String] = [], accept: Accept = .always, persistSessionCookies: Bool = true,
@@ -208,4 +210,14 @@ public struct AccessPolicy: Sendable, Hashable {
         self.uids = uids
         self.groups = groups
     }
+}
+
+/// Which stored cookies a new login starts from (`cookies.keep_on_login`).
+public enum KeepOnLogin: Sendable, Hashable {
+    /// Every stored cookie except the essential ones (the default).
+    case allButEssential
+    /// None: the login starts from an empty jar.
+    case none
+    /// Only the cookies with these names.
+    case names([String])
 }

@@ -1,0 +1,259 @@
+import CookieJar
+import Foundation
+
+/// A site's session as a store keeps it: the cookies a login produced, when that login finished, when
+/// the session ends, and the User-Agent it was made with (sites that bind a session to the User-Agent
+/// need every client to send the same one).
+///
+/// Its serialised form is one JSON object, versioned so that an older binary never misreads a newer
+/// record:
+/// `{"format":"sessionkeeper-site-session","version":2,"last_login":RFC3339,"expires_at":RFC3339|null,
+/// "user_agent":String|null,"cookies":[the jar's json format]}`. Version 1 (without `user_agent`) is read
+/// too; a newer version is refused with a clear error.
+public struct SessionRecord: Sendable, Hashable {
+    /// The `format` marker: tells a session record from any other bytes stored under the site's name.
+    public static let formatName = "sessionkeeper-site-session"
+    /// The layout this code writes. Version 1 had no `user_agent`.
+    public static let currentVersion = 2
+
+    /// Every cookie of the session (session cookies included unless the site keeps none).
+    public var cookies: [Cookie]
+    /// When the login that produced these cookies finished.
+    public var lastLogin: Date
+    /// When the first essential cookie expires (nil: none expires, or the site declares none).
+    public var expiresAt: Date?
+    /// The User-Agent the login sent; nil only in records written before version 2.
+    public var userAgent: String?
+
+    public init(cookies: [Cookie], lastLogin: Date, expiresAt: Date?, userAgent: String?) {
+        self.cookies = cookies
+        self.lastLogin = lastLogin
+        self.expiresAt = expiresAt
+        self.userAgent = userAgent
+    }
+
+    /// The cookies worth keeping: never expired ones, session-only ones only when `keepSessionCookies`
+    /// (`cookies.persist_session_cookies`).
+    public static func persistable(_ cookies: [Cookie], keepSessionCookies: Bool, now: Date) -> [Cookie] {
+        cookies.filter { !$0.isExpired(at: now) && (keepSessionCookies || !$0.isSessionOnly) }
+    }
+
+    /// The cookies still unexpired at `now`.
+    public func liveCookies(at now: Date) -> [Cookie] {
+        cookies.filter { !$0.isExpired(at: now) }
+    }
+}
+
+/// Why stored bytes are not a usable session record. Never holds a cookie value.
+public struct SessionRecordError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var reason: String
+    public init(reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
+extension SessionRecord {
+    /// The record as UTF-8 JSON (keys sorted, so equal records give equal bytes).
+    public func encoded() throws(SessionRecordError) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            return Array(try encoder.encode(Wire(self)))
+        } catch {
+            throw SessionRecordError(reason: "the session could not be encoded")
+        }
+    }
+
+    /// Reads bytes written by ``encoded()`` (or by version 1 of the format).
+    public static func decode(_ bytes: [UInt8]) throws(SessionRecordError) -> SessionRecord {
+        let header: Header
+        do {
+            header = try JSONDecoder().decode(Header.self, from: Data(bytes))
+        } catch {
+            throw SessionRecordError(reason: "the stored session is not a \(formatName) record")
+        }
+        guard header.format == formatName else {
+            throw SessionRecordError(reason: "the stored session is not a \(formatName) record")
+        }
+        guard header.version >= 1 else {
+            throw SessionRecordError(reason: "the stored session has an invalid format version (\(header.version))")
+        }
+        guard header.version <= currentVersion else {
+            throw SessionRecordError(
+                reason: "the stored session has format version \(header.version), newer than this SessionKeeper "
+                    + "understands (\(currentVersion)); upgrade SessionKeeper or log in again with --fresh")
+        }
+        do {
+            return try JSONDecoder().decode(Wire.self, from: Data(bytes)).record
+        } catch let error as SessionRecordError {
+            throw error
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw SessionRecordError(reason: "the stored session lacks '\(Self.path(context.codingPath + [key]))'")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            throw SessionRecordError(reason: "the stored session has an invalid '\(Self.path(context.codingPath))'")
+        } catch let DecodingError.dataCorrupted(context) {
+            throw SessionRecordError(reason: "the stored session has an invalid '\(Self.path(context.codingPath))'")
+        } catch {
+            throw SessionRecordError(reason: "the stored session could not be read")
+        }
+    }
+
+    /// `cookies[3].expires`: where in the record a decoding problem sits (names, never values).
+    private static func path(_ keys: [any CodingKey]) -> String {
+        var text = ""
+        for key in keys {
+            if let index = key.intValue {
+                text += "[\(index)]"
+            } else {
+                text += (text.isEmpty ? "" : ".") + key.stringValue
+            }
+        }
+        return text.isEmpty ? "record" : text
+    }
+
+    /// Only the two fields that say whether the rest can be read.
+    private struct Header: Decodable {
+        var format: String
+        var version: Int
+    }
+
+    /// The serialised layout.
+    private struct Wire: Codable {
+        var format: String
+        var version: Int
+        var lastLogin: Timestamp
+        var expiresAt: Timestamp?
+        var userAgent: String?
+        var cookies: [StoredCookie]
+
+        enum CodingKeys: String, CodingKey {
+            case format, version, cookies
+            case lastLogin = "last_login"
+            case expiresAt = "expires_at"
+            case userAgent = "user_agent"
+        }
+
+        init(_ record: SessionRecord) {
+            format = SessionRecord.formatName
+            version = SessionRecord.currentVersion
+            lastLogin = Timestamp(record.lastLogin)
+            expiresAt = record.expiresAt.map(Timestamp.init)
+            userAgent = record.userAgent
+            cookies = record.cookies.map(StoredCookie.init)
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(format, forKey: .format)
+            try container.encode(version, forKey: .version)
+            try container.encode(lastLogin, forKey: .lastLogin)
+            // Written as null rather than left out, as version 1 did: readers can tell "none" from "missing".
+            try container.encode(expiresAt, forKey: .expiresAt)
+            try container.encode(userAgent, forKey: .userAgent)
+            try container.encode(cookies, forKey: .cookies)
+        }
+
+        var record: SessionRecord {
+            SessionRecord(
+                cookies: cookies.map(\.cookie), lastLogin: lastLogin.date, expiresAt: expiresAt?.date,
+                userAgent: userAgent)
+        }
+    }
+}
+
+/// An RFC 3339 instant on the wire (fractional seconds when the time has them).
+struct Timestamp: Codable, Hashable {
+    var date: Date
+
+    init(_ date: Date) { self.date = date }
+
+    init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let date = CookieTime.parseRFC3339(text) else {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "not an RFC 3339 time"))
+        }
+        self.date = date
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        let whole = date.timeIntervalSince1970.rounded(.down) == date.timeIntervalSince1970
+        try container.encode(CookieTime.rfc3339(date, fractional: !whole))
+    }
+}
+
+/// One cookie with the keys of the jar's `json` format (SPEC section 4), so a record's cookie list reads
+/// like a `jar list --format json` document.
+struct StoredCookie: Codable, Hashable {
+    var name: String
+    var value: String
+    var domain: String
+    var hostOnly: Bool
+    var path: String
+    var expires: Timestamp?
+    var secure: Bool
+    var httpOnly: Bool
+    var sameSite: SameSite?
+    var created: Timestamp
+    var lastAccess: Timestamp
+    var version: Int?
+    var comment: String?
+    var commentURL: String?
+    var portList: [Int]?
+
+    enum CodingKeys: String, CodingKey {
+        case name, value, domain, path, expires, secure, created, version, comment
+        case hostOnly = "host_only"
+        case httpOnly = "http_only"
+        case sameSite = "same_site"
+        case lastAccess = "last_access"
+        case commentURL = "comment_url"
+        case portList = "port_list"
+    }
+
+    init(_ cookie: Cookie) {
+        name = cookie.name
+        value = cookie.value
+        domain = cookie.domain
+        hostOnly = cookie.hostOnly
+        path = cookie.path
+        expires = cookie.expires.map(Timestamp.init)
+        secure = cookie.secure
+        httpOnly = cookie.httpOnly
+        sameSite = cookie.sameSite
+        created = Timestamp(cookie.created)
+        lastAccess = Timestamp(cookie.lastAccess)
+        version = cookie.version
+        comment = cookie.comment
+        commentURL = cookie.commentURL
+        portList = cookie.portList
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(value, forKey: .value)
+        try container.encode(domain, forKey: .domain)
+        try container.encode(hostOnly, forKey: .hostOnly)
+        try container.encode(path, forKey: .path)
+        try container.encode(expires, forKey: .expires)
+        try container.encode(secure, forKey: .secure)
+        try container.encode(httpOnly, forKey: .httpOnly)
+        try container.encode(sameSite, forKey: .sameSite)
+        try container.encode(created, forKey: .created)
+        try container.encode(lastAccess, forKey: .lastAccess)
+        // The legacy RFC 2965 attributes only when a server or a file supplied them, as the json format does.
+        try container.encodeIfPresent(version, forKey: .version)
+        try container.encodeIfPresent(comment, forKey: .comment)
+        try container.encodeIfPresent(commentURL, forKey: .commentURL)
+        try container.encodeIfPresent(portList, forKey: .portList)
+    }
+
+    var cookie: Cookie {
+        Cookie(
+            name: name, value: value, domain: domain, hostOnly: hostOnly, path: path, expires: expires?.date,
+            secure: secure, httpOnly: httpOnly, sameSite: sameSite, created: created.date,
+            lastAccess: lastAccess.date, version: version, comment: comment, commentURL: commentURL,
+            portList: portList)
+    }
+}

@@ -1,0 +1,169 @@
+import CookieJar
+import Foundation
+import HTTPTransport
+import LoginFlow
+import SiteConfig
+
+/// "Log in one site": the one login path that `sessionkeeper login` and the daemon share.
+///
+/// A run restores the site's stored session into a fresh jar (as `cookies.keep_on_login` says, or not at
+/// all for ``Start/fresh``), runs the flow, stores the new session, and rewrites the site's `outputs:`
+/// files. It reports through a ``SessionEventSink`` and never prints.
+public struct SiteLogin: Sendable {
+    /// Where a login starts.
+    public enum Start: Sendable, Hashable {
+        /// From the stored session, filtered by `cookies.keep_on_login`.
+        case storedSession
+        /// From an empty jar (`login --fresh`).
+        case fresh
+    }
+
+    public let client: any HTTPClient
+    public let store: any SessionStore
+    /// Makes the credential provider for one site (the CLI and the daemon adapt the Credentials module).
+    public let credentials: @Sendable (SiteDefinition) -> any CredentialProvider
+    public let plugins: any PluginRunner
+    /// The process environment (`{{ env.NAME }}` for `allow_env` names; what plugins may inherit).
+    public let environment: [String: String]
+    /// The clock cookies are judged by.
+    public let now: @Sendable () -> Date
+
+    public init(
+        client: any HTTPClient, store: any SessionStore,
+        credentials: @escaping @Sendable (SiteDefinition) -> any CredentialProvider,
+        plugins: any PluginRunner = ProcessPluginRunner(),
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.client = client
+        self.store = store
+        self.credentials = credentials
+        self.plugins = plugins
+        self.environment = environment
+        self.now = now
+    }
+
+    /// Logs `site` in and stores the session.
+    public func run(
+        _ site: SiteDefinition, start: Start = .storedSession, events: SessionEventSink? = nil
+    ) async throws(SiteLoginError) -> SiteLoginResult {
+        let report: SessionEventSink = events ?? { _ in }
+        let storage = SiteJar.makeStorage(for: site, clock: now)
+        switch start {
+        case .fresh:
+            report(.startingEmpty(site: site.name, reason: .fresh))
+        case .storedSession:
+            await restore(site, into: storage, report: report)
+        }
+
+        let engine = FlowEngine(
+            client: client, credentials: credentials(site), plugins: plugins, environment: environment, now: now)
+        let flow: FlowResult
+        do {
+            flow = try await engine.login(site, storage: storage, observer: { report(.flow($0)) })
+        } catch {
+            throw .flow(error)
+        }
+
+        let kept = SessionRecord.persistable(
+            flow.cookies, keepSessionCookies: site.cookies.persistSessionCookies, now: flow.finishedAt)
+        let record = SessionRecord(
+            cookies: kept, lastLogin: flow.finishedAt, expiresAt: flow.sessionExpiry, userAgent: site.http.userAgent)
+        do {
+            try await store.save(record, site: site.name)
+        } catch {
+            throw .store(error)
+        }
+        report(.stored(site: site.name, cookieNames: kept.map(\.name), leftOut: flow.cookies.count - kept.count))
+
+        let live = flow.cookies.filter { !$0.isExpired(at: flow.finishedAt) }
+        var outputFailures: [OutputWriter.Failure] = []
+        for output in site.outputs {
+            do throws(OutputWriter.Failure) {
+                try OutputWriter.write(live, to: output)
+                report(.outputWritten(site: site.name, path: output.path, cookieCount: live.count))
+            } catch {
+                outputFailures.append(error)
+                report(.outputFailed(site: site.name, path: output.path, problem: error.reason))
+            }
+        }
+        return SiteLoginResult(flow: flow, record: record, storage: storage, outputFailures: outputFailures)
+    }
+
+    /// Puts the stored cookies that `keep_on_login` keeps into `storage`. A record that cannot be read is
+    /// reported and ignored: the login starts empty and, if it succeeds, replaces it.
+    private func restore(_ site: SiteDefinition, into storage: CookieStorage, report: SessionEventSink) async {
+        let record: SessionRecord?
+        do {
+            record = try await store.load(site: site.name)
+        } catch {
+            report(.restoreFailed(site: site.name, problem: error.detail))
+            return
+        }
+        guard let record else {
+            report(.startingEmpty(site: site.name, reason: .nothingStored))
+            return
+        }
+        if case .none = site.cookies.keepOnLogin {
+            report(.startingEmpty(site: site.name, reason: .keepNone))
+            return
+        }
+        let now = now()
+        let live = record.liveCookies(at: now)
+        let kept = StartingCookies.select(
+            from: live, policy: site.cookies.keepOnLogin, essential: site.cookies.essential, now: now)
+        // Stored cookies were accepted once already; they go back in as they are, bypassing the accept policy.
+        for cookie in kept { storage.setCookie(cookie) }
+        report(.restored(
+            site: site.name, cookieNames: kept.map(\.name), leftOut: live.count - kept.count, lastLogin: record.lastLogin))
+    }
+}
+
+/// What a successful ``SiteLogin`` run produced.
+public struct SiteLoginResult: Sendable {
+    /// The flow's result (cookies, essential cookies, steps, timings).
+    public var flow: FlowResult
+    /// The record that was stored.
+    public var record: SessionRecord
+    /// The jar after the flow, every cookie in it (for `login --jar`).
+    public var storage: CookieStorage
+    /// The `outputs:` files that could not be written (the session was stored all the same).
+    public var outputFailures: [OutputWriter.Failure]
+}
+
+/// Why a ``SiteLogin`` run failed.
+public enum SiteLoginError: Error, Sendable, CustomStringConvertible {
+    /// The flow failed: the error names the site, the step and what differed, with secrets masked.
+    case flow(FlowError)
+    /// The login worked but its session could not be stored.
+    case store(SessionStoreError)
+
+    public var description: String {
+        switch self {
+        case .flow(let error): error.description
+        case .store(let error): "logged in, but the session was not stored: \(error)"
+        }
+    }
+}
+
+/// A site's jar: the storage with the site's accept policy and limits (`cookies:` of SPEC section 3).
+public enum SiteJar {
+    /// An empty jar for `site`.
+    public static func makeStorage(for site: SiteDefinition, clock: @escaping @Sendable () -> Date = { Date() }) -> CookieStorage {
+        let defaults = CookieLimits()
+        let limits = CookieLimits(
+            maxCookieBytes: site.cookies.limits.maxCookieBytes ?? defaults.maxCookieBytes,
+            maxCookiesPerDomain: site.cookies.limits.maxCookiesPerDomain ?? defaults.maxCookiesPerDomain,
+            maxCookies: site.cookies.limits.maxCookies ?? defaults.maxCookies)
+        return CookieStorage(acceptPolicy: acceptPolicy(site.cookies.accept), limits: limits, clock: clock)
+    }
+
+    /// The jar's policy for a site's `cookies.accept`.
+    public static func acceptPolicy(_ accept: CookiePolicy.Accept) -> CookieAcceptPolicy {
+        switch accept {
+        case .always: .always
+        case .never: .never
+        case .mainDocumentDomain: .mainDocumentDomain
+        }
+    }
+}

@@ -1,0 +1,27 @@
+import CookieJar
+import Foundation
+import SiteConfig
+
+/// Which stored cookies a new login starts from (SPEC section 3, `cookies.keep_on_login`).
+///
+/// Keeping the non-essential cookies is what a browser does: a "remember this device" cookie survives, so
+/// the site does not ask for a second factor again, while dropping the essential (session) cookies makes
+/// a login page that redirects logged-in visitors away (Django, Trac and most apps do) show its form.
+public enum StartingCookies {
+    /// The cookies of `stored` to put in the jar before the login, unexpired at `now`.
+    public static func select(
+        from stored: [Cookie], policy: KeepOnLogin, essential: [String], now: Date
+    ) -> [Cookie] {
+        let live = stored.filter { !$0.isExpired(at: now) }
+        switch policy {
+        case .allButEssential:
+            let essentialNames = Set(essential)
+            return live.filter { !essentialNames.contains($0.name) }
+        case .none:
+            return []
+        case .names(let names):
+            let kept = Set(names)
+            return live.filter { kept.contains($0.name) }
+        }
+    }
+}

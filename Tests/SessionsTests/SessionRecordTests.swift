@@ -1,0 +1,114 @@
+import CookieJar
+import Foundation
+import Sessions
+import Testing
+
+@Suite struct SessionRecordTests {
+    static let created = Date(timeIntervalSince1970: 1_700_000_000.25)
+    static let secretValue = "v4lue-that-must-never-show"
+
+    static func sample() -> SessionRecord {
+        let session = Cookie(
+            name: "sid", value: secretValue, domain: "wiki.example.com", hostOnly: true, path: "/",
+            expires: Date(timeIntervalSince1970: 1_800_000_000), secure: true, httpOnly: true, sameSite: .lax,
+            created: created, lastAccess: created.addingTimeInterval(10))
+        let legacy = Cookie(
+            name: "old", value: "ünïcode \"quoted\"", domain: "example.com", hostOnly: false, path: "/app",
+            created: created, version: 1, comment: "kept", commentURL: "http://example.com/c", portList: [80, 8080])
+        return SessionRecord(
+            cookies: [session, legacy], lastLogin: Date(timeIntervalSince1970: 1_700_000_100),
+            expiresAt: Date(timeIntervalSince1970: 1_800_000_000), userAgent: "Mozilla/5.0 (X11; Linux x86_64)")
+    }
+
+    @Test func roundTripsEveryField() throws {
+        let record = Self.sample()
+        let decoded = try SessionRecord.decode(try record.encoded())
+        #expect(decoded == record)
+        #expect(decoded.userAgent == "Mozilla/5.0 (X11; Linux x86_64)")
+    }
+
+    @Test func writesTheVersionedLayoutWithTheJSONFormatKeys() throws {
+        let text = String(decoding: try Self.sample().encoded(), as: UTF8.self)
+        #expect(text.hasPrefix("{\"cookies\":[{"))
+        #expect(text.contains("\"format\":\"sessionkeeper-site-session\""))
+        #expect(text.contains("\"version\":2"))
+        #expect(text.contains("\"user_agent\":\"Mozilla/5.0 (X11; Linux x86_64)\""))
+        #expect(text.contains("\"host_only\":true"))
+        #expect(text.contains("\"same_site\":\"lax\""))
+        #expect(text.contains("\"created\":\"2023-11-14T22:13:20.250000Z\""))
+        let none = SessionRecord(cookies: [], lastLogin: Self.created, expiresAt: nil, userAgent: nil)
+        let noneText = String(decoding: try none.encoded(), as: UTF8.self)
+        #expect(noneText.contains("\"expires_at\":null"))
+        #expect(noneText.contains("\"user_agent\":null"))
+    }
+
+    /// A record as version 1 (the CLI before the Sessions module) wrote it: no user_agent.
+    @Test func readsVersion1Records() throws {
+        let text = """
+            {"cookies":[{"created":"2023-11-14T22:13:20.250000Z","domain":"127.0.0.1","expires":"2027-01-15T08:00:00Z",\
+            "host_only":true,"http_only":true,"last_access":"2023-11-14T22:13:20.250000Z","name":"demo_session",\
+            "path":"/","same_site":"lax","secure":false,"value":"abc"}],"expires_at":"2027-01-15T08:00:00Z",\
+            "format":"sessionkeeper-site-session","last_login":"2023-11-14T22:15:00Z","version":1}
+            """
+        let record = try SessionRecord.decode(Array(text.utf8))
+        #expect(record.userAgent == nil)
+        #expect(record.cookies.map(\.name) == ["demo_session"])
+        #expect(record.cookies.first?.sameSite == .lax)
+        #expect(record.lastLogin == Date(timeIntervalSince1970: 1_700_000_100))
+        #expect(record.expiresAt == CookieTime.parseRFC3339("2027-01-15T08:00:00Z"))
+    }
+
+    @Test(arguments: [
+        ("{\"format\":\"sessionkeeper-site-session\",\"version\":3}", "format version 3, newer than this SessionKeeper understands (2)"),
+        ("{\"format\":\"sessionkeeper-site-session\",\"version\":0}", "invalid format version (0)"),
+        ("not json", "is not a sessionkeeper-site-session record"),
+        ("{\"format\":\"something-else\",\"version\":1}", "is not a sessionkeeper-site-session record"),
+        ("{\"format\":\"sessionkeeper-site-session\",\"version\":2,\"cookies\":[]}", "lacks 'last_login'"),
+        ("{\"format\":\"sessionkeeper-site-session\",\"version\":2,\"cookies\":[],\"last_login\":\"yesterday\"}", "invalid 'last_login'"),
+        ("{\"format\":\"sessionkeeper-site-session\",\"version\":2,\"last_login\":\"2023-11-14T22:15:00Z\",\"cookies\":[{\"name\":\"sid\",\"value\":\"v4lue-that-must-never-show\"}]}",
+         "lacks 'cookies[0].domain'"),
+    ])
+    func refusesDamagedOrNewerRecordsSayingWhy(text: String, expected: String) {
+        do {
+            _ = try SessionRecord.decode(Array(text.utf8))
+            Issue.record("decoded a damaged record")
+        } catch {
+            #expect(error.description.contains(expected), "message: \(error.description)")
+            #expect(!error.description.contains(Self.secretValue))
+        }
+    }
+
+    @Test func persistableLeavesOutExpiredAndOptionallySessionCookies() {
+        let now = Date(timeIntervalSince1970: 1_750_000_000)
+        let live = Cookie(name: "a", value: "1", domain: "x.test", expires: now.addingTimeInterval(60), created: now)
+        let expired = Cookie(name: "b", value: "2", domain: "x.test", expires: now, created: now)
+        let session = Cookie(name: "c", value: "3", domain: "x.test", created: now)
+        #expect(SessionRecord.persistable([live, expired, session], keepSessionCookies: true, now: now).map(\.name) == ["a", "c"])
+        #expect(SessionRecord.persistable([live, expired, session], keepSessionCookies: false, now: now).map(\.name) == ["a"])
+    }
+}
+
+@Suite struct StartingCookiesTests {
+    static let now = Date(timeIntervalSince1970: 1_750_000_000)
+    static let stored = [
+        Cookie(name: "sid", value: "s", domain: "x.test", expires: now.addingTimeInterval(600), created: now),
+        Cookie(name: "device", value: "d", domain: "x.test", expires: now.addingTimeInterval(86_400), created: now),
+        Cookie(name: "prefs", value: "p", domain: "x.test", created: now),
+        Cookie(name: "stale", value: "o", domain: "x.test", expires: now.addingTimeInterval(-1), created: now),
+    ]
+
+    @Test func defaultKeepsEverythingButTheEssentialCookies() {
+        let kept = StartingCookies.select(from: Self.stored, policy: .allButEssential, essential: ["sid"], now: Self.now)
+        #expect(kept.map(\.name) == ["device", "prefs"])
+    }
+
+    @Test func noneStartsEmpty() {
+        #expect(StartingCookies.select(from: Self.stored, policy: .none, essential: ["sid"], now: Self.now).isEmpty)
+    }
+
+    @Test func aListKeepsOnlyThoseNamesAndNeverExpiredOnes() {
+        let kept = StartingCookies.select(
+            from: Self.stored, policy: .names(["device", "stale", "absent"]), essential: ["sid"], now: Self.now)
+        #expect(kept.map(\.name) == ["device"])
+    }
+}
