@@ -71,6 +71,7 @@ let package = Package(
             dependencies: ["CookieJar", "SiteConfig", "HTTPTransport", "LoginFlow", "Vault", "Credentials", "Platform"],
             swiftSettings: strict
         ),
+        .target(name: "Scheduler", dependencies: ["Sessions", "SiteConfig"], swiftSettings: strict),
         .target(
             name: "DemoSite",
             dependencies: [
@@ -130,6 +131,7 @@ let package = Package(
             resources: [.copy("Fixtures")],
             swiftSettings: strict
         ),
+        .testTarget(name: "SchedulerTests", dependencies: ["Scheduler", "Sessions"], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["CookieJar", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
     ]
 )

@@ -1,0 +1,429 @@
+import Foundation
+import Sessions
+
+/// One site's schedule as a pure state machine (SPEC section 7): events in, actions out, no I/O and no
+/// clock of its own. The daemon's driver feeds it what happened (a timer fired, a login finished, the
+/// site file changed) with the current ``Now``, runs the actions it returns, and sleeps until
+/// ``nextDeadline``.
+///
+/// Timers are kept in monotonic time, so setting the wall clock never fires or delays one; cookie expiry
+/// and `max_age` are judged in wall time, and are translated into monotonic deadlines when planned (and
+/// again after ``Event/clockJumped``).
+public struct SiteSchedule: Sendable {
+    /// The state shown by `status` and `GET /v1/sites` (SPEC section 8).
+    public enum Phase: String, Sendable, Hashable, CaseIterable {
+        case valid
+        case loggingIn = "logging-in"
+        case refreshing
+        case failed
+        case needsAttention = "needs-attention"
+        case disabled
+    }
+
+    /// The timers a site has.
+    public enum Timer: Sendable, Hashable, CaseIterable {
+        case login, check, keepalive
+    }
+
+    /// What the driver must start now.
+    public enum Action: Sendable, Hashable {
+        case logIn, check, keepalive
+    }
+
+    /// What happened.
+    public enum Event: Sendable, Hashable {
+        /// The daemon started or the site was added; `session` is what the store holds.
+        case start(session: SessionSummary?, enabled: Bool)
+        /// A deadline of ``deadlines`` was reached.
+        case timerFired(Timer)
+        /// A login ended; `session` is the stored session after a successful one.
+        case loginFinished(RunOutcome, session: SessionSummary?)
+        /// A `check` ended.
+        case checkFinished(RunOutcome)
+        /// A `keepalive` ended; a sliding session may come back with a later expiry.
+        case keepaliveFinished(RunOutcome, session: SessionSummary?)
+        /// Someone asked for a login (`refresh`, a socket client's `min_valid`): clears needs-attention.
+        case refreshRequested
+        /// A client reported a failed request: run the check now rather than a blind login.
+        case checkRequested
+        /// The site file changed (its new policy): clears needs-attention and failure counts.
+        case siteChanged(SitePolicy, enabled: Bool)
+        /// A secret the site uses changed: clears needs-attention.
+        case secretChanged
+        /// Another process (a CLI `login` or `import`) stored a session for the site.
+        case sessionStoredElsewhere(SessionSummary)
+        /// The wall clock jumped or the machine was suspended: plan everything once more.
+        case clockJumped
+    }
+
+    public private(set) var policy: SitePolicy
+    public private(set) var phase: Phase = .failed
+    /// What is known of the stored session.
+    public private(set) var session: SessionSummary?
+    /// When each timer fires (monotonic).
+    public private(set) var deadlines: [Timer: ContinuousClock.Instant] = [:]
+    /// The last failure's message (already free of secrets), nil after a success.
+    public private(set) var lastError: String?
+    /// The last run could not reach the site: cookies are kept and served, no login is tried until it
+    /// answers again.
+    public private(set) var siteDown = false
+    /// No request to the site before this (the server's `Retry-After`).
+    public private(set) var notBefore: ContinuousClock.Instant?
+    public private(set) var loginRunning = false
+    public private(set) var checkRunning = false
+    public private(set) var keepaliveRunning = false
+    /// Failed logins since the last success (the backoff exponent).
+    public private(set) var consecutiveFailures = 0
+    /// Unanswered checks while the site is down (their backoff exponent).
+    private var probeFailures = 0
+    /// Wall times of failed logins, for `max_failures_per_day`.
+    private var failureTimes: [Date] = []
+    private var random: SplitMix64
+
+    public init(policy: SitePolicy, seed: UInt64) {
+        self.policy = policy
+        self.random = SplitMix64(seed: seed)
+    }
+
+    /// The earliest deadline, when the driver must wake up.
+    public var nextDeadline: ContinuousClock.Instant? { deadlines.values.min() }
+
+    /// When the next login is planned, in wall time (for `next_refresh`).
+    public func nextLogin(now: Now) -> Date? {
+        guard let deadline = deadlines[.login] else { return nil }
+        return now.wall.addingTimeInterval(Self.seconds(now.monotonic.duration(to: deadline)))
+    }
+
+    /// Feeds one event; returns what to start now.
+    public mutating func handle(_ event: Event, now: Now) -> [Action] {
+        switch event {
+        case .start(let stored, let enabled):
+            session = stored
+            guard enabled else { return disable() }
+            return resume(now: now)
+
+        case .timerFired(let timer):
+            guard deadlines[timer].map({ $0 <= now.monotonic }) ?? false else { return [] }
+            deadlines[timer] = nil
+            return fire(timer, now: now)
+
+        case .loginFinished(let outcome, let stored):
+            loginRunning = false
+            return loginFinished(outcome, stored: stored, now: now)
+
+        case .checkFinished(let outcome):
+            checkRunning = false
+            return probeFinished(outcome, timer: .check, now: now)
+
+        case .keepaliveFinished(let outcome, let stored):
+            keepaliveRunning = false
+            if let stored, outcome == .ok {
+                session = stored
+                planLogin(now: now)
+            }
+            return probeFinished(outcome, timer: .keepalive, now: now)
+
+        case .refreshRequested:
+            guard phase != .disabled else { return [] }
+            if phase == .needsAttention { phase = sessionIsValid(now) ? .valid : .failed }
+            return beginLogin(now: now)
+
+        case .checkRequested:
+            guard phase != .disabled, policy.checkEvery != nil else { return [] }
+            deadlines[.check] = nil
+            return fire(.check, now: now)
+
+        case .siteChanged(let newPolicy, let enabled):
+            policy = newPolicy
+            clearFailures()
+            guard enabled else { return disable() }
+            if phase == .needsAttention || phase == .disabled { phase = sessionIsValid(now) ? .valid : .failed }
+            deadlines = [:]
+            return resume(now: now)
+
+        case .secretChanged:
+            guard phase == .needsAttention else { return [] }
+            clearFailures()
+            phase = sessionIsValid(now) ? .valid : .failed
+            return resume(now: now)
+
+        case .sessionStoredElsewhere(let stored):
+            guard phase != .disabled else { return [] }
+            if let current = session, current.lastLogin >= stored.lastLogin { return [] }
+            session = stored
+            guard stored.isValid(at: now.wall) else { return [] }
+            clearFailures()
+            if !loginRunning { phase = .valid }
+            planLogin(now: now)
+            return []
+
+        case .clockJumped:
+            guard phase != .disabled else { return [] }
+            return replanAfterJump(now: now)
+        }
+    }
+
+    // MARK: Transitions
+
+    private mutating func disable() -> [Action] {
+        phase = .disabled
+        deadlines = [:]
+        return []
+    }
+
+    /// From a known session: serve a valid one and plan its timers, or log in.
+    private mutating func resume(now: Now) -> [Action] {
+        planProbe(.check, now: now)
+        planProbe(.keepalive, now: now)
+        if sessionIsValid(now) {
+            if !loginRunning { phase = .valid }
+            planLogin(now: now)
+            if let deadline = deadlines[.login], deadline <= now.monotonic {
+                deadlines[.login] = nil
+                return beginLogin(now: now)
+            }
+            return []
+        }
+        guard policy.canLogIn else {
+            phase = .needsAttention
+            lastError = lastError ?? "no valid session: import one with `sessionkeeper import`"
+            return []
+        }
+        return beginLogin(now: now)
+    }
+
+    private mutating func fire(_ timer: Timer, now: Now) -> [Action] {
+        guard phase != .disabled else { return [] }
+        if let notBefore, notBefore > now.monotonic {
+            deadlines[timer] = notBefore
+            return []
+        }
+        switch timer {
+        case .login:
+            guard phase != .needsAttention else { return [] }
+            // While the site is down a login would only fail: probe with the check first.
+            if siteDown && policy.checkEvery != nil { return fire(.check, now: now) }
+            return beginLogin(now: now)
+        case .check:
+            guard !checkRunning else { return [] }
+            checkRunning = true
+            return [.check]
+        case .keepalive:
+            guard !keepaliveRunning, !siteDown, !loginRunning else {
+                planProbe(.keepalive, now: now)
+                return []
+            }
+            keepaliveRunning = true
+            return [.keepalive]
+        }
+    }
+
+    /// Starts a login unless one runs (one per site, whoever asks) or the server asked to wait.
+    private mutating func beginLogin(now: Now) -> [Action] {
+        guard !loginRunning else { return [] }
+        guard policy.canLogIn else {
+            phase = .needsAttention
+            return []
+        }
+        if let notBefore, notBefore > now.monotonic {
+            deadlines[.login] = notBefore
+            return []
+        }
+        deadlines[.login] = nil
+        loginRunning = true
+        phase = sessionIsValid(now) ? .refreshing : .loggingIn
+        return [.logIn]
+    }
+
+    private mutating func loginFinished(_ outcome: RunOutcome, stored: SessionSummary?, now: Now) -> [Action] {
+        switch outcome {
+        case .ok:
+            if let stored { session = stored }
+            clearFailures()
+            siteDown = false
+            probeFailures = 0
+            notBefore = nil
+            lastError = nil
+            phase = .valid
+            planLogin(now: now)
+            planProbe(.check, now: now)
+            planProbe(.keepalive, now: now)
+        case .credentialsRefused(let reason), .misconfigured(let reason):
+            failureTimes.append(now.wall)
+            lastError = reason
+            phase = .needsAttention
+            deadlines[.login] = nil
+        case .siteDown(let reason, let retryAfter):
+            // Not counted against the account: the credentials never reached anyone.
+            lastError = reason
+            siteDown = true
+            probeFailures += 1
+            phase = sessionIsValid(now) ? .valid : .failed
+            let delay = waitAfter(failures: probeFailures, retryAfter: retryAfter, now: now)
+            if policy.checkEvery != nil {
+                deadlines[.login] = nil
+                deadlines[.check] = now.monotonic + delay
+            } else {
+                deadlines[.login] = now.monotonic + delay
+            }
+        case .rateLimited(let reason, let retryAfter):
+            recordFailure(reason, now: now)
+            if phase != .needsAttention {
+                deadlines[.login] = now.monotonic + waitAfter(failures: consecutiveFailures, retryAfter: retryAfter, now: now)
+            }
+        case .failed(let reason), .loggedOut(let reason):
+            recordFailure(reason, now: now)
+            if phase != .needsAttention {
+                deadlines[.login] = now.monotonic + waitAfter(failures: consecutiveFailures, retryAfter: nil, now: now)
+            }
+        case .cancelled:
+            phase = sessionIsValid(now) ? .valid : .failed
+            planLogin(now: now)
+        }
+        return []
+    }
+
+    private mutating func probeFinished(_ outcome: RunOutcome, timer: Timer, now: Now) -> [Action] {
+        guard phase != .disabled else { return [] }
+        switch outcome {
+        case .ok:
+            let wasDown = siteDown
+            siteDown = false
+            probeFailures = 0
+            if wasDown { lastError = nil }
+            planProbe(timer, now: now)
+            if phase == .failed && policy.canLogIn && deadlines[.login] == nil { return beginLogin(now: now) }
+            if wasDown { planLogin(now: now) }
+            if let deadline = deadlines[.login], deadline <= now.monotonic { return fire(.login, now: now) }
+            return []
+        case .loggedOut(let reason):
+            lastError = reason
+            siteDown = false
+            probeFailures = 0
+            if var current = session {
+                current.essentialCookiesPresent = false
+                session = current
+            }
+            planProbe(timer, now: now)
+            guard phase != .needsAttention else { return [] }
+            guard policy.canLogIn else {
+                phase = .needsAttention
+                return []
+            }
+            return beginLogin(now: now)
+        case .siteDown(let reason, let retryAfter), .rateLimited(let reason, let retryAfter):
+            lastError = reason
+            if case .siteDown = outcome {
+                siteDown = true
+                // No login until the site answers: the check's success plans it again.
+                if policy.checkEvery != nil { deadlines[.login] = nil }
+            }
+            probeFailures += 1
+            deadlines[timer] = now.monotonic + waitAfter(failures: probeFailures, retryAfter: retryAfter, now: now)
+            return []
+        case .credentialsRefused(let reason), .misconfigured(let reason), .failed(let reason):
+            lastError = reason
+            planProbe(timer, now: now)
+            return []
+        case .cancelled:
+            planProbe(timer, now: now)
+            return []
+        }
+    }
+
+    private mutating func replanAfterJump(now: Now) -> [Action] {
+        // Overdue probes are spread over one period instead of all firing at once after a suspend.
+        for timer in [Timer.check, .keepalive] {
+            guard let deadline = deadlines[timer], deadline <= now.monotonic, let every = period(of: timer) else { continue }
+            deadlines[timer] = now.monotonic + every * random.unit()
+        }
+        if !loginRunning && phase != .needsAttention && !siteDown {
+            planLogin(now: now)
+        }
+        if let deadline = deadlines[.login], deadline <= now.monotonic {
+            // Spread over the politeness window rather than logging every site in at once.
+            deadlines[.login] = now.monotonic + Backoff.spread(.seconds(1), jitter: 1, random: random.unit())
+        }
+        return []
+    }
+
+    // MARK: Planning
+
+    /// The next login: at the earliest of (first essential cookie's expiry − `before_expiry`) and
+    /// (last login + `max_age`), moved earlier by up to `jitter` of `before_expiry` so sites that logged in
+    /// together spread out. None when the session never expires and has no `max_age`.
+    private mutating func planLogin(now: Now) {
+        guard policy.canLogIn, let session, !loginRunning else {
+            deadlines[.login] = nil
+            return
+        }
+        var due: Date?
+        if let expiresAt = session.expiresAt {
+            due = expiresAt.addingTimeInterval(-Self.seconds(policy.beforeExpiry))
+        }
+        if let maxAge = policy.maxAge {
+            let byAge = session.lastLogin.addingTimeInterval(Self.seconds(maxAge))
+            due = min(due ?? byAge, byAge)
+        }
+        guard var due else {
+            deadlines[.login] = nil
+            return
+        }
+        due = due.addingTimeInterval(-Self.seconds(policy.beforeExpiry) * policy.jitter * random.unit())
+        let deadline = now.monotonic(at: due)
+        deadlines[.login] = max(deadline, now.monotonic)
+    }
+
+    private mutating func planProbe(_ timer: Timer, now: Now) {
+        guard let every = period(of: timer) else {
+            deadlines[timer] = nil
+            return
+        }
+        deadlines[timer] = now.monotonic + Backoff.spread(every, jitter: policy.jitter, random: random.unit())
+    }
+
+    private func period(of timer: Timer) -> Duration? {
+        switch timer {
+        case .check: policy.checkEvery
+        case .keepalive: policy.keepaliveEvery
+        case .login: nil
+        }
+    }
+
+    private mutating func recordFailure(_ reason: String, now: Now) {
+        lastError = reason
+        consecutiveFailures += 1
+        failureTimes.append(now.wall)
+        failureTimes.removeAll { now.wall.timeIntervalSince($0) >= 24 * 3600 }
+        if failureTimes.count >= policy.maxFailuresPerDay {
+            phase = .needsAttention
+            deadlines[.login] = nil
+            lastError = "\(failureTimes.count) failed logins in 24 hours (max_failures_per_day); last: \(reason)"
+        } else {
+            phase = sessionIsValid(now) ? .valid : .failed
+        }
+    }
+
+    private mutating func clearFailures() {
+        consecutiveFailures = 0
+        failureTimes = []
+        lastError = nil
+    }
+
+    /// The backoff delay, never shorter than the server's `Retry-After`, which also becomes a floor for
+    /// every request to the site.
+    private mutating func waitAfter(failures: Int, retryAfter: Duration?, now: Now) -> Duration {
+        let backoff = Backoff(initial: policy.retryInitial, max: policy.retryMax, jitter: policy.jitter)
+            .delay(afterFailures: max(1, failures), random: random.unit())
+        guard let retryAfter else { return backoff }
+        notBefore = now.monotonic + retryAfter
+        return max(backoff, retryAfter)
+    }
+
+    private func sessionIsValid(_ now: Now) -> Bool { session?.isValid(at: now.wall) ?? false }
+
+    static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

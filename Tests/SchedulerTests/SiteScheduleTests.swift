@@ -1,0 +1,401 @@
+import Foundation
+import Scheduler
+import Sessions
+import Testing
+
+/// A test clock: both times move together unless a test makes the wall clock jump.
+struct TestClock {
+    var monotonic = ContinuousClock.now
+    var wall = Date(timeIntervalSince1970: 1_750_000_000)
+
+    var now: Now { Now(monotonic: monotonic, wall: wall) }
+
+    mutating func advance(_ duration: Duration) {
+        monotonic += duration
+        wall = wall.addingTimeInterval(SiteScheduleTests.seconds(duration))
+    }
+
+    /// Moves to `instant` (a deadline), both clocks together.
+    mutating func advance(to instant: ContinuousClock.Instant) {
+        advance(monotonic.duration(to: instant))
+    }
+
+    func offset(_ instant: ContinuousClock.Instant?) -> Duration? { instant.map { monotonic.duration(to: $0) } }
+}
+
+@Suite struct SiteScheduleTests {
+    static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+    /// No jitter, so every deadline is exact.
+    static func policy(
+        beforeExpiry: Duration = .seconds(600), maxAge: Duration? = nil, check: Duration? = .seconds(900),
+        keepalive: Duration? = nil, canLogIn: Bool = true, maxFailuresPerDay: Int = 20
+    ) -> SitePolicy {
+        SitePolicy(
+            canLogIn: canLogIn, beforeExpiry: beforeExpiry, maxAge: maxAge, checkEvery: check, keepaliveEvery: keepalive,
+            retryInitial: .seconds(30), retryMax: .seconds(1800), maxFailuresPerDay: maxFailuresPerDay, jitter: 0)
+    }
+
+    static func session(_ clock: TestClock, expiresIn: Duration?, loggedInAgo: Duration = .zero) -> SessionSummary {
+        SessionSummary(
+            lastLogin: clock.wall.addingTimeInterval(-seconds(loggedInAgo)),
+            expiresAt: expiresIn.map { clock.wall.addingTimeInterval(seconds($0)) })
+    }
+
+    /// A site that has just logged in successfully, session valid for `expiresIn`.
+    static func loggedIn(
+        _ clock: TestClock, policy: SitePolicy = policy(), expiresIn: Duration? = .seconds(3600)
+    ) -> SiteSchedule {
+        var schedule = SiteSchedule(policy: policy, seed: 1)
+        _ = schedule.handle(.start(session: session(clock, expiresIn: expiresIn), enabled: true), now: clock.now)
+        return schedule
+    }
+
+    static let down = RunOutcome.siteDown(reason: "connect error", retryAfter: nil)
+
+    // MARK: Start and restart
+
+    @Test func aRestartServesAValidSessionAndLogsNothingIn() {
+        let clock = TestClock()
+        var schedule = SiteSchedule(policy: Self.policy(), seed: 1)
+        let actions = schedule.handle(.start(session: Self.session(clock, expiresIn: .seconds(3600)), enabled: true), now: clock.now)
+        #expect(actions.isEmpty)
+        #expect(schedule.phase == .valid)
+        // expiry − before_expiry
+        #expect(clock.offset(schedule.deadlines[.login]) == .seconds(3000))
+        #expect(clock.offset(schedule.deadlines[.check]) == .seconds(900))
+        #expect(schedule.nextLogin(now: clock.now) == clock.wall.addingTimeInterval(3000))
+    }
+
+    @Test func aSiteWithoutAValidSessionLogsInAtOnce() {
+        let clock = TestClock()
+        var schedule = SiteSchedule(policy: Self.policy(), seed: 1)
+        #expect(schedule.handle(.start(session: nil, enabled: true), now: clock.now) == [.logIn])
+        #expect(schedule.phase == .loggingIn)
+        var expired = SiteSchedule(policy: Self.policy(), seed: 1)
+        let stale = Self.session(clock, expiresIn: .seconds(-1))
+        #expect(expired.handle(.start(session: stale, enabled: true), now: clock.now) == [.logIn])
+        // A session that expires within before_expiry is valid but due: it is refreshed, not logged in anew.
+        var due = SiteSchedule(policy: Self.policy(), seed: 1)
+        #expect(due.handle(.start(session: Self.session(clock, expiresIn: .seconds(60)), enabled: true), now: clock.now) == [.logIn])
+        #expect(due.phase == .refreshing)
+    }
+
+    @Test func aDisabledSiteDoesNothing() {
+        let clock = TestClock()
+        var schedule = SiteSchedule(policy: Self.policy(), seed: 1)
+        #expect(schedule.handle(.start(session: nil, enabled: false), now: clock.now).isEmpty)
+        #expect(schedule.phase == .disabled)
+        #expect(schedule.nextDeadline == nil)
+        #expect(schedule.handle(.refreshRequested, now: clock.now).isEmpty)
+    }
+
+    // MARK: When to log in next
+
+    @Test func maxAgeWinsWhenItComesFirst() {
+        let clock = TestClock()
+        let schedule = Self.loggedIn(clock, policy: Self.policy(maxAge: .seconds(1200)), expiresIn: .seconds(3600))
+        #expect(clock.offset(schedule.deadlines[.login]) == .seconds(1200))
+    }
+
+    @Test func theLoginTimerFiresAndASuccessPlansTheNextOne() {
+        var clock = TestClock()
+        var schedule = Self.loggedIn(clock)
+        clock.advance(to: schedule.deadlines[.login]!)
+        #expect(schedule.handle(.timerFired(.login), now: clock.now) == [.logIn])
+        #expect(schedule.phase == .refreshing)
+        clock.advance(.seconds(2))
+        let renewed = Self.session(clock, expiresIn: .seconds(7200))
+        #expect(schedule.handle(.loginFinished(.ok, session: renewed), now: clock.now).isEmpty)
+        #expect(schedule.phase == .valid)
+        #expect(clock.offset(schedule.deadlines[.login]) == .seconds(6600))
+    }
+
+    @Test func aSessionThatNeverExpiresIsRefreshedOnlyByItsCheckOrMaxAge() {
+        var clock = TestClock()
+        var schedule = Self.loggedIn(clock, expiresIn: nil)
+        #expect(schedule.deadlines[.login] == nil)
+        clock.advance(to: schedule.deadlines[.check]!)
+        #expect(schedule.handle(.timerFired(.check), now: clock.now) == [.check])
+        #expect(schedule.handle(.checkFinished(.ok), now: clock.now).isEmpty)
+        #expect(schedule.phase == .valid)
+        clock.advance(to: schedule.deadlines[.check]!)
+        _ = schedule.handle(.timerFired(.check), now: clock.now)
+        #expect(schedule.handle(.checkFinished(.loggedOut(reason: "status 401")), now: clock.now) == [.logIn])
+        let withMaxAge = Self.loggedIn(clock, policy: Self.policy(maxAge: .seconds(43_200)), expiresIn: nil)
+        #expect(clock.offset(withMaxAge.deadlines[.login]) == .seconds(43_200))
+    }
+
+    // MARK: Periods
+
+    @Test func checkAndKeepaliveRunOnTheirOwnPeriods() {
+        var clock = TestClock()
+        var schedule = Self.loggedIn(clock, policy: Self.policy(check: .seconds(900), keepalive: .seconds(120)))
+        #expect(clock.offset(schedule.deadlines[.keepalive]) == .seconds(120))
+        clock.advance(.seconds(120))
+        #expect(schedule.handle(.timerFired(.keepalive), now: clock.now) == [.keepalive])
+        // A sliding session comes back with a later expiry: the next login moves with it.
+        let slid = Self.session(clock, expiresIn: .seconds(3600))
+        #expect(schedule.handle(.keepaliveFinished(.ok, session: slid), now: clock.now).isEmpty)
+        #expect(clock.offset(schedule.deadlines[.keepalive]) == .seconds(120))
+        #expect(clock.offset(schedule.deadlines[.login]) == .seconds(3000))
+        #expect(clock.offset(schedule.deadlines[.check]) == .seconds(780))
+        // A timer that fires early (a spurious wakeup) does nothing.
+        #expect(schedule.handle(.timerFired(.check), now: clock.now).isEmpty)
+    }
+
+    @Test func aKeepaliveThatFindsTheSessionGoneLogsIn() {
+        var clock = TestClock()
+        var schedule = Self.loggedIn(clock, policy: Self.policy(keepalive: .seconds(60)))
+        clock.advance(.seconds(60))
+        _ = schedule.handle(.timerFired(.keepalive), now: clock.now)
+        #expect(schedule.handle(.keepaliveFinished(.loggedOut(reason: "302 to /login"), session: nil), now: clock.now) == [.logIn])
+        #expect(schedule.phase == .loggingIn)
+    }
+
+    // MARK: Site down
+
+    @Test func whileTheSiteIsDownTheCookiesStayAndNoLoginIsTried() {
+        var clock = TestClock()
+        var schedule = Self.loggedIn(clock, expiresIn: .seconds(1200))
+        clock.advance(to: schedule.deadlines[.check]!)
+        _ = schedule.handle(.timerFired(.check), now: clock.now)
+        #expect(schedule.handle(.checkFinished(Self.down), now: clock.now).isEmpty)
+        #expect(schedule.siteDown)
+        #expect(schedule.phase == .valid)  // still served
+        #expect(schedule.deadlines[.login] == nil)
+        var delays: [Duration] = []
+        for _ in 0..<4 {
+            let deadline = schedule.deadlines[.check]!
+            delays.append(clock.monotonic.duration(to: deadline))
+            clock.advance(to: deadline)
+            #expect(schedule.handle(.timerFired(.check), now: clock.now) == [.check])
+            #expect(schedule.handle(.checkFinished(Self.down), now: clock.now).isEmpty)
+        }
+        #expect(delays == [.seconds(30), .seconds(60), .seconds(120), .seconds(240)])
+        // The session expired meanwhile; when the site answers, the login comes at once.
+        clock.advance(to: schedule.deadlines[.check]!)
+        _ = schedule.handle(.timerFired(.check), now: clock.now)
+        #expect(schedule.handle(.checkFinished(.ok), now: clock.now) == [.logIn])
+        #expect(!schedule.siteDown)
+    }
+
+    @Test func aLoginThatFindsTheSiteDownProbesWithTheCheckNotAnotherLogin() {
+        var clock = TestClock()
+        var schedule = SiteSchedule(policy: Self.policy(), seed: 1)
+        _ = schedule.handle(.start(session: nil, enabled: true), now: clock.now)
+        #expect(schedule.handle(.loginFinished(Self.down, session: nil), now: clock.now).isEmpty)
+        #expect(schedule.phase == .failed)
+        #expect(schedule.deadlines[.login] == nil)
+        #expect(clock.offset(schedule.deadlines[.check]) == .seconds(30))
+        clock.advance(.seconds(30))
+        #expect(schedule.handle(.timerFired(.check), now: clock.now) == [.check])
+        #expect(schedule.handle(.checkFinished(.loggedOut(reason: "401")), now: clock.now) == [.logIn])
+        // A site-down login does not count against max_failures_per_day.
+        #expect(schedule.consecutiveFailures == 0)
+    }
+
+    // MARK: Rate limits
+
+    @Test func a429WithRetryAfterIsHonouredByLoginsChecksAndRequestedRefreshes() {
+        var clock = TestClock()
+        var schedule = SiteSchedule(policy: Self.policy(), seed: 1)
+        _ = schedule.handle(.start(session: nil, enabled: true), now: clock.now)
+        let limited = RunOutcome.rateLimited(reason: "429", retryAfter: .seconds(300))
+        #expect(schedule.handle(.loginFinished(limited, session: nil), now: clock.now).isEmpty)
+        #expect(clock.offset(schedule.deadlines[.login]) == .seconds(300))
+        clock.advance(.seconds(10))
+        #expect(schedule.handle(.refreshRequested, now: clock.now).isEmpty)
+        #expect(schedule.handle(.checkRequested, now: clock.now).isEmpty)
+        #expect(clock.offset(schedule.deadlines[.login]) == .seconds(290))
+        clock.advance(.seconds(290))
+        #expect(schedule.handle(.timerFired(.login), now: clock.now) == [.logIn])
+    }
+
+    // MARK: Credentials refused
+
+    @Test func refusedCredentialsNeedAttentionAfterOneAttemptUntilSomethingChanges() {
+        var clock = TestClock()
+        var schedule = SiteSchedule(policy: Self.policy(), seed: 1)
+        _ = schedule.handle(.start(session: nil, enabled: true), now: clock.now)
+        let refused = RunOutcome.credentialsRefused(reason: "site 'wiki', step 'submit': expectation failed")
+        #expect(schedule.handle(.loginFinished(refused, session: nil), now: clock.now).isEmpty)
+        #expect(schedule.phase == .needsAttention)
+        #expect(schedule.lastError == "site 'wiki', step 'submit': expectation failed")
+        #expect(schedule.deadlines[.login] == nil)
+        clock.advance(.seconds(86_400))
+        // Checks keep running, a logged-out answer does not start a login.
+        _ = schedule.handle(.timerFired(.check), now: clock.now)
+        #expect(schedule.handle(.checkFinished(.loggedOut(reason: "401")), now: clock.now).isEmpty)
+        #expect(schedule.phase == .needsAttention)
+
+        var bySecret = schedule
+        #expect(bySecret.handle(.secretChanged, now: clock.now) == [.logIn])
+        var byFile = schedule
+        #expect(byFile.handle(.siteChanged(Self.policy(), enabled: true), now: clock.now) == [.logIn])
+        var byRefresh = schedule
+        #expect(byRefresh.handle(.refreshRequested, now: clock.now) == [.logIn])
+        // A secret change means nothing to a healthy site.
+        var healthy = Self.loggedIn(clock)
+        #expect(healthy.handle(.secretChanged, now: clock.now).isEmpty)
+    }
+
+    @Test func aSessionStoredByAnotherProcessIsAdoptedAndClearsNeedsAttention() {
+        var clock = TestClock()
+        var schedule = SiteSchedule(policy: Self.policy(), seed: 1)
+        _ = schedule.handle(.start(session: nil, enabled: true), now: clock.now)
+        _ = schedule.handle(.loginFinished(.credentialsRefused(reason: "refused"), session: nil), now: clock.now)
+        clock.advance(.seconds(60))
+        let imported = Self.session(clock, expiresIn: .seconds(3600))
+        #expect(schedule.handle(.sessionStoredElsewhere(imported), now: clock.now).isEmpty)
+        #expect(schedule.phase == .valid)
+        #expect(clock.offset(schedule.deadlines[.login]) == .seconds(3000))
+        // An older record is ignored.
+        let older = SessionSummary(lastLogin: clock.wall.addingTimeInterval(-600), expiresAt: clock.wall.addingTimeInterval(60))
+        #expect(schedule.handle(.sessionStoredElsewhere(older), now: clock.now).isEmpty)
+        #expect(schedule.session == imported)
+    }
+
+    // MARK: Other failures
+
+    @Test func otherFailuresBackOffExponentiallyUpToTheMaximumThenNeedAttention() {
+        var clock = TestClock()
+        var schedule = SiteSchedule(policy: Self.policy(maxFailuresPerDay: 9), seed: 1)
+        _ = schedule.handle(.start(session: nil, enabled: true), now: clock.now)
+        var delays: [Duration] = []
+        for attempt in 1...9 {
+            #expect(schedule.handle(.loginFinished(.failed(reason: "plugin failed"), session: nil), now: clock.now).isEmpty)
+            guard attempt < 9 else { break }
+            #expect(schedule.phase == .failed)
+            let deadline = schedule.deadlines[.login]!
+            delays.append(clock.monotonic.duration(to: deadline))
+            clock.advance(to: deadline)
+            #expect(schedule.handle(.timerFired(.login), now: clock.now) == [.logIn])
+        }
+        #expect(delays == [30, 60, 120, 240, 480, 960, 1800, 1800].map { Duration.seconds($0) })
+        #expect(schedule.phase == .needsAttention)
+        #expect(schedule.lastError?.contains("9 failed logins in 24 hours") == true)
+    }
+
+    @Test func jitterSpreadsDelaysWithinItsBounds() {
+        let backoff = Backoff(initial: .seconds(100), max: .seconds(1000), jitter: 0.1)
+        #expect(backoff.delay(afterFailures: 1, random: 0) == .seconds(90))
+        #expect(backoff.delay(afterFailures: 1, random: 0.5) == .seconds(100))
+        #expect(abs(Self.seconds(backoff.delay(afterFailures: 2, random: 1)) - 220) < 1e-9)
+        #expect(backoff.delay(afterFailures: 60, random: 0.5) == .seconds(1000))
+        var random = SplitMix64(seed: 7)
+        for _ in 0..<1000 {
+            let value = random.unit()
+            #expect(value >= 0 && value < 1)
+        }
+    }
+
+    @Test func onlyOneLoginPerSiteRunsWhoeverAsks() {
+        let clock = TestClock()
+        var schedule = SiteSchedule(policy: Self.policy(), seed: 1)
+        #expect(schedule.handle(.start(session: nil, enabled: true), now: clock.now) == [.logIn])
+        #expect(schedule.handle(.refreshRequested, now: clock.now).isEmpty)
+        #expect(schedule.handle(.checkFinished(.loggedOut(reason: "401")), now: clock.now).isEmpty)
+        #expect(schedule.loginRunning)
+    }
+
+    // MARK: Time
+
+    @Test func aWallClockJumpReschedulesOnceWithoutABurst() {
+        var clock = TestClock()
+        var schedule = Self.loggedIn(clock, policy: Self.policy(check: .seconds(300)))
+        // The wall clock jumps a day ahead (NTP after a long suspend): the session expired, by the wall.
+        clock.wall = clock.wall.addingTimeInterval(86_400)
+        clock.monotonic += .seconds(1)
+        #expect(schedule.handle(.clockJumped, now: clock.now).isEmpty)
+        let login = clock.offset(schedule.deadlines[.login])!
+        #expect(login >= .zero && login <= .seconds(2))
+        // Setting the wall clock never fires a monotonic timer by itself.
+        #expect(schedule.handle(.timerFired(.check), now: clock.now).isEmpty)
+        // And jumping back does not move the check either.
+        let check = schedule.deadlines[.check]
+        clock.wall = clock.wall.addingTimeInterval(-172_800)
+        _ = schedule.handle(.clockJumped, now: clock.now)
+        #expect(schedule.deadlines[.check] == check)
+    }
+
+    @Test func overdueChecksAfterASuspendAreSpreadOverOnePeriod() {
+        var clock = TestClock()
+        var schedules = (0..<50).map { index -> SiteSchedule in
+            var schedule = SiteSchedule(policy: Self.policy(check: .seconds(300)), seed: UInt64(index))
+            _ = schedule.handle(.start(session: Self.session(clock, expiresIn: .seconds(86_400)), enabled: true), now: clock.now)
+            return schedule
+        }
+        clock.advance(.seconds(3600))  // a suspend: every check is overdue
+        var offsets: [Duration] = []
+        for index in schedules.indices {
+            _ = schedules[index].handle(.clockJumped, now: clock.now)
+            offsets.append(clock.offset(schedules[index].deadlines[.check])!)
+        }
+        #expect(offsets.allSatisfy { $0 >= .zero && $0 < .seconds(300) })
+        #expect(Set(offsets).count > 40)
+    }
+
+    // MARK: Manual sites
+
+    @Test func aManualSiteIsWatchedAndNeedsAttentionWhenItDies() {
+        var clock = TestClock()
+        var empty = SiteSchedule(policy: Self.policy(canLogIn: false), seed: 1)
+        #expect(empty.handle(.start(session: nil, enabled: true), now: clock.now).isEmpty)
+        #expect(empty.phase == .needsAttention)
+        var schedule = Self.loggedIn(clock, policy: Self.policy(canLogIn: false))
+        #expect(schedule.deadlines[.login] == nil)
+        clock.advance(to: schedule.deadlines[.check]!)
+        #expect(schedule.handle(.timerFired(.check), now: clock.now) == [.check])
+        #expect(schedule.handle(.checkFinished(.loggedOut(reason: "401")), now: clock.now).isEmpty)
+        #expect(schedule.phase == .needsAttention)
+        // An import brings it back.
+        let imported = Self.session(clock, expiresIn: .seconds(3600))
+        _ = schedule.handle(.sessionStoredElsewhere(imported), now: clock.now)
+        #expect(schedule.phase == .valid)
+    }
+}
+
+@Suite struct LoginGateTests {
+    @Test func atMostMaxConcurrentLoginsRunInRequestOrder() {
+        let now = ContinuousClock.now
+        var gate = LoginGate(maxConcurrent: 2, perHostInterval: .zero)
+        for site in ["a", "b", "c"] { gate.request(site: site, host: "\(site).test") }
+        #expect(gate.admit(now: now) == ["a", "b"])
+        #expect(gate.admit(now: now).isEmpty)
+        gate.finish(site: "a")
+        #expect(gate.admit(now: now) == ["c"])
+        // Asking twice queues once.
+        gate.request(site: "d", host: "d.test")
+        gate.request(site: "d", host: "d.test")
+        #expect(gate.waitingSites == ["d"])
+    }
+
+    @Test func loginsToOneHostKeepThePerHostInterval() {
+        var now = ContinuousClock.now
+        var gate = LoginGate(maxConcurrent: 8, perHostInterval: .seconds(1))
+        gate.request(site: "one", host: "shared.test")
+        gate.request(site: "two", host: "shared.test")
+        gate.request(site: "other", host: "other.test")
+        #expect(gate.admit(now: now) == ["one", "other"])
+        gate.finish(site: "one")
+        #expect(gate.admit(now: now).isEmpty)
+        #expect(gate.nextAdmission() == now + .seconds(1))
+        now += .milliseconds(999)
+        #expect(gate.admit(now: now).isEmpty)
+        now += .milliseconds(1)
+        #expect(gate.admit(now: now) == ["two"])
+    }
+
+    @Test func aRemovedSiteLeavesTheQueue() {
+        var gate = LoginGate(maxConcurrent: 1, perHostInterval: .zero)
+        gate.request(site: "a", host: "a.test")
+        gate.request(site: "b", host: "b.test")
+        gate.finish(site: "b")
+        #expect(gate.admit(now: .now) == ["a"])
+        #expect(gate.waitingSites.isEmpty)
+    }
+}
