@@ -73,6 +73,14 @@ let package = Package(
         ),
         .target(name: "Scheduler", dependencies: ["Sessions", "SiteConfig"], swiftSettings: strict),
         .target(
+            name: "Daemon",
+            dependencies: [
+                "Scheduler", "Sessions", "SiteConfig", "LoginFlow", "HTTPTransport", "CookieJar",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
             name: "DemoSite",
             dependencies: [
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -132,6 +140,14 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "SchedulerTests", dependencies: ["Scheduler", "Sessions"], swiftSettings: strict),
+        .testTarget(
+            name: "DaemonTests",
+            dependencies: [
+                "Daemon", "Scheduler", "Sessions", "SiteConfig", "CurlTransport", "DemoSite", "Vault", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(name: "CLITests", dependencies: ["CookieJar", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
     ]
 )

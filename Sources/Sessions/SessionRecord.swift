@@ -25,11 +25,24 @@ public struct SessionRecord: Sendable, Hashable {
     /// The User-Agent the login sent; nil only in records written before version 2.
     public var userAgent: String?
 
+    /// Times are kept to the microsecond, the precision of the stored form, so a record read back from a
+    /// store equals the one that was saved.
     public init(cookies: [Cookie], lastLogin: Date, expiresAt: Date?, userAgent: String?) {
-        self.cookies = cookies
-        self.lastLogin = lastLogin
-        self.expiresAt = expiresAt
+        self.cookies = cookies.map { cookie in
+            var copy = cookie
+            copy.created = Self.stored(cookie.created)
+            copy.lastAccess = Self.stored(cookie.lastAccess)
+            copy.expires = cookie.expires.map(Self.stored)
+            return copy
+        }
+        self.lastLogin = Self.stored(lastLogin)
+        self.expiresAt = expiresAt.map(Self.stored)
         self.userAgent = userAgent
+    }
+
+    /// `date` at the precision a record stores (RFC 3339 with microseconds).
+    static func stored(_ date: Date) -> Date {
+        Timestamp.decodeText(Timestamp(date).text) ?? date
     }
 
     /// The cookies worth keeping: never expired ones, session-only ones only when `keepSessionCookies`
@@ -166,9 +179,17 @@ struct Timestamp: Codable, Hashable {
 
     init(_ date: Date) { self.date = date }
 
+    /// The text this instant is stored as.
+    var text: String {
+        let whole = date.timeIntervalSince1970.rounded(.down) == date.timeIntervalSince1970
+        return CookieTime.rfc3339(date, fractional: !whole)
+    }
+
+    static func decodeText(_ text: String) -> Date? { CookieTime.parseRFC3339(text) }
+
     init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
-        guard let date = CookieTime.parseRFC3339(text) else {
+        guard let date = Self.decodeText(text) else {
             throw DecodingError.dataCorrupted(
                 DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "not an RFC 3339 time"))
         }
@@ -177,8 +198,7 @@ struct Timestamp: Codable, Hashable {
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
-        let whole = date.timeIntervalSince1970.rounded(.down) == date.timeIntervalSince1970
-        try container.encode(CookieTime.rfc3339(date, fractional: !whole))
+        try container.encode(text)
     }
 }
 

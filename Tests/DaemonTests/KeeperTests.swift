@@ -1,0 +1,206 @@
+import CurlTransport
+import Daemon
+import DemoSite
+import Foundation
+import HTTPTransport
+import LoginFlow
+import Logging
+import Scheduler
+import Sessions
+import SiteConfig
+import Synchronization
+import Testing
+import Vault
+
+/// The keeper against the real demo site with lifetimes of a few seconds: real libcurl, a real vault.
+@Suite(.serialized) struct KeeperTests {
+    /// The demo site's login, checked every second, refreshed 2 s before its 4 s session ends.
+    static func siteYAML(_ base: URL, extra: String = "") -> String {
+        """
+        base_url: \(base.absoluteString)
+        credentials: {username: alice, password: {env: DEMO_PASSWORD}}
+        login:
+          steps:
+            - name: login page
+              get: /login
+              extract: {csrf: {xpath: "//form[@id='login']//input[@name='csrf']/@value"}}
+            - name: submit
+              post: /login
+              form: {username: "{{ credentials.username }}", password: "{{ credentials.password }}", csrf: "{{ csrf }}"}
+              follow_redirects: false
+              expect: {status: 303, cookie: demo_session}
+        check: {get: /api/me, expect: {status: 200}, every: 1s}
+        refresh: {before_expiry: 2s, retry: {initial: 1s, max: 2s}}
+        cookies: {essential: [demo_session]}
+        \(extra)
+        """
+    }
+
+    struct Credentials: CredentialProvider {
+        var password: String
+        func value(of name: String, site: String) async throws -> String { name == "username" ? "alice" : password }
+    }
+
+    /// Counts the demo site's requests by `METHOD path`.
+    final class RequestCounter: Sendable {
+        private let counts = Mutex<[String: Int]>([:])
+        var log: @Sendable (DemoSite.RequestLogEntry) -> Void { { [self] entry in counts.withLock { $0["\(entry.method) \(entry.path)", default: 0] += 1 } } }
+        func count(_ key: String) -> Int { counts.withLock { $0[key] ?? 0 } }
+    }
+
+    struct World {
+        var server: DemoSite.RunningServer
+        var client: CurlHTTPClient
+        var vault: Vault
+        var requests: RequestCounter
+        var folder: URL
+
+        func site(password: String = DemoSite.Configuration.defaultPassword, extra: String = "") throws -> SiteDefinition {
+            let loader = ConfigurationLoader(environment: [:])
+            return try loader.loadSite(
+                text: KeeperTests.siteYAML(server.baseURL, extra: extra), file: folder.appendingPathComponent("demo.yaml").path,
+                config: loader.defaultConfig(directory: folder.path))
+        }
+
+        func keeper(password: String = DemoSite.Configuration.defaultPassword) -> Keeper {
+            let login = SiteLogin(
+                client: client, store: VaultSessionStore(vault: vault), credentials: { _ in Credentials(password: password) },
+                environment: [:])
+            return Keeper(login: login, settings: SchedulerSettings(maxConcurrentLogins: 4, perHostInterval: .zero, jitter: 0), logger: Logger(label: "test"))
+        }
+
+        /// Whether the site accepts `record`'s cookies now.
+        func accepts(_ record: SessionRecord?) async throws -> Bool {
+            guard let record else { return false }
+            let header = record.liveCookies(at: Date()).map { "\($0.name)=\($0.value)" }.joined(separator: "; ")
+            var headers = HTTPHeaders()
+            headers.add(name: "Cookie", value: header)
+            let response = try await client.send(
+                HTTPRequest(url: server.baseURL.appendingPathComponent("api/me"), headers: headers), options: TransportOptions())
+            return response.status == 200
+        }
+
+        func control(_ path: String) async throws {
+            var url = server.baseURL
+            url.append(path: "_control/\(path)")
+            _ = try await client.send(HTTPRequest(method: "POST", url: URL(string: url.absoluteString.replacingOccurrences(of: "%3F", with: "?"))!), options: TransportOptions())
+        }
+    }
+
+    static func withWorld(sessionMaxAge: Int = 4, _ body: (World) async throws -> Void) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("keeper-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let requests = RequestCounter()
+        let server = try await DemoSite.start(
+            configuration: DemoSite.Configuration(port: 0, sessionMaxAge: sessionMaxAge), requestLog: requests.log)
+        let client = try CurlHTTPClient()
+        let state = folder.appendingPathComponent("state").path
+        let vault = try Vault.open(stateDirectory: state, key: .keyFile(path: state + "/master.key"), createIfMissing: true)
+        let world = World(server: server, client: client, vault: vault, requests: requests, folder: folder)
+        do {
+            try await body(world)
+        } catch {
+            vault.close()
+            client.shutdown()
+            await server.stop()
+            throw error
+        }
+        vault.close()
+        client.shutdown()
+        await server.stop()
+    }
+
+    static func waitUntil(_ timeout: Duration, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try await condition()
+    }
+
+    @Test func theServedSessionIsAlwaysOneTheSiteAccepts() async throws {
+        try await Self.withWorld { world in
+            let keeper = world.keeper()
+            await keeper.apply([try world.site()])
+            #expect(try await Self.waitUntil(.seconds(5)) { await keeper.status().first?.phase == .valid })
+            var samples = 0
+            var refused = 0
+            let end = ContinuousClock.now + .seconds(9)
+            while ContinuousClock.now < end {
+                samples += 1
+                if !(try await world.accepts(await keeper.record(for: "demo"))) { refused += 1 }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            await keeper.stopAll()
+            #expect(refused == 0, "\(refused) of \(samples) samples were refused")
+            // 4 s sessions refreshed 2 s before they end: a login about every 2 s, never a burst.
+            let logins = world.requests.count("POST /login")
+            #expect(logins >= 4 && logins <= 8, "\(logins) logins")
+        }
+    }
+
+    @Test func aRevokedSessionIsReplacedWithinOneCheckPeriod() async throws {
+        try await Self.withWorld(sessionMaxAge: 3600) { world in
+            let keeper = world.keeper()
+            await keeper.apply([try world.site()])
+            #expect(try await Self.waitUntil(.seconds(5)) { await keeper.status().first?.phase == .valid })
+            let first = try #require(await keeper.record(for: "demo"))
+            try await world.control("revoke-all")
+            #expect(try await Self.waitUntil(.seconds(3)) { await keeper.record(for: "demo")?.lastLogin ?? .distantPast > first.lastLogin })
+            #expect(try await world.accepts(await keeper.record(for: "demo")))
+            await keeper.stopAll()
+        }
+    }
+
+    @Test func whileTheSiteIsDownNoLoginIsTriedAndTheCookiesStay() async throws {
+        try await Self.withWorld(sessionMaxAge: 3600) { world in
+            let keeper = world.keeper()
+            await keeper.apply([try world.site()])
+            #expect(try await Self.waitUntil(.seconds(5)) { await keeper.status().first?.phase == .valid })
+            let record = await keeper.record(for: "demo")
+            try await world.control("down?enabled=true")
+            #expect(try await Self.waitUntil(.seconds(4)) { await keeper.status().first?.siteDown == true })
+            let loginsWhileDown = world.requests.count("POST /login")
+            try await Task.sleep(for: .seconds(3))
+            #expect(world.requests.count("POST /login") == loginsWhileDown)
+            #expect(await keeper.record(for: "demo") == record)
+            #expect(await keeper.status().first?.phase == .valid)
+            try await world.control("down?enabled=false")
+            #expect(try await Self.waitUntil(.seconds(5)) { await keeper.status().first?.siteDown == false })
+            await keeper.stopAll()
+        }
+    }
+
+    @Test func wrongCredentialsNeedAttentionAfterOneAttempt() async throws {
+        try await Self.withWorld { world in
+            let keeper = world.keeper(password: "not-the-password")
+            await keeper.apply([try world.site()])
+            #expect(try await Self.waitUntil(.seconds(5)) { await keeper.status().first?.phase == .needsAttention })
+            try await Task.sleep(for: .seconds(2))
+            #expect(world.requests.count("POST /login") == 1)
+            let status = try #require(await keeper.status().first)
+            #expect(status.lastError?.contains("expectation failed") == true)
+            #expect(status.lastError?.contains("not-the-password") == false)
+            await keeper.stopAll()
+        }
+    }
+
+    @Test func aRestartServesTheStoredSessionAndLogsNothingIn() async throws {
+        try await Self.withWorld(sessionMaxAge: 3600) { world in
+            let first = world.keeper()
+            await first.apply([try world.site()])
+            #expect(try await Self.waitUntil(.seconds(5)) { await first.status().first?.phase == .valid })
+            await first.stopAll()
+            let logins = world.requests.count("POST /login")
+            let second = world.keeper()
+            await second.apply([try world.site()])
+            #expect(await second.status().first?.phase == .valid)
+            #expect(try await world.accepts(await second.record(for: "demo")))
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(world.requests.count("POST /login") == logins)
+            await second.stopAll()
+        }
+    }
+}
