@@ -75,8 +75,10 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "Scheduler", "Sessions", "SiteConfig", "LoginFlow", "HTTPTransport", "CookieJar",
+                "Scheduler", "Sessions", "SiteConfig", "LoginFlow", "HTTPTransport", "CookieJar", "Platform",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -96,7 +98,8 @@ let package = Package(
             name: "sessionkeeper",
             dependencies: [
                 "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "LoginFlow", "Vault", "Credentials",
-                "Platform", "Sessions",
+                "Platform", "Sessions", "Daemon",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -32,7 +32,7 @@ public actor Keeper {
     }
 
     private let login: SiteLogin
-    private let settings: SchedulerSettings
+    private var settings: SchedulerSettings
     private let logger: Logger
     private let wallClock: @Sendable () -> Date
     private var entries: [String: Entry] = [:]
@@ -60,11 +60,27 @@ public actor Keeper {
     // MARK: Sites
 
     /// Makes the kept sites exactly `sites`: new ones start (restored from the store, logged in only when
-    /// no valid session is stored), changed ones take their new definition, missing ones stop.
-    public func apply(_ sites: [SiteDefinition]) async {
+    /// no valid session is stored), changed ones take their new definition, missing ones stop and their
+    /// stored session is deleted. `settings` (the `scheduler:` of a reloaded config.yaml) apply from now on.
+    public func apply(_ sites: [SiteDefinition], settings newSettings: SchedulerSettings? = nil) async {
+        var settingsChanged = false
+        if let newSettings, newSettings != settings {
+            settings = newSettings
+            gate.maxConcurrent = max(1, newSettings.maxConcurrentLogins)
+            gate.perHostInterval = newSettings.perHostInterval
+            settingsChanged = true
+        }
         let wanted = Dictionary(sites.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        for name in entries.keys where wanted[name] == nil { remove(name) }
-        for site in sites where entries[site.name]?.site != site {
+        for name in entries.keys where wanted[name] == nil {
+            remove(name)
+            do {
+                try await login.store.remove(site: name)
+            } catch {
+                logger.error("cannot delete the removed site's session", metadata: ["site": "\(name)", "error": "\(error)"])
+            }
+        }
+        // Every site's policy carries the jitter: new settings reach each site.
+        for site in sites where entries[site.name]?.site != site || settingsChanged {
             if entries[site.name] != nil {
                 update(site)
             } else {

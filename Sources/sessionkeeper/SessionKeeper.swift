@@ -13,6 +13,7 @@ struct SessionKeeper: AsyncParsableCommand {
             CheckCommand.self,
             JarCommand.self,
             LoginCommand.self,
+            RunCommand.self,
             SecretCommand.self,
             VaultCommand.self,
         ]

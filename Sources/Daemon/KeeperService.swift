@@ -1,0 +1,144 @@
+import Foundation
+import Logging
+import Platform
+import Scheduler
+import ServiceLifecycle
+import SiteConfig
+import UnixSignals
+
+/// The daemon's long-lived part (SPEC section 7), a `Service` in the daemon's `ServiceGroup`: it loads the
+/// sites into the ``Keeper``, follows `sites_dir` (a file added, changed or removed takes effect within
+/// a fraction of a second), reloads `config.yaml` and every site on SIGHUP, tells systemd how it goes
+/// (`Type=notify`), and on graceful shutdown cancels the runs in flight.
+public final class KeeperService: Service, Sendable {
+    /// Changes arriving this close together are applied as one (an editor writes, renames and chmods).
+    public static let settleTime: Duration = .milliseconds(100)
+
+    private let configPath: String
+    private let initialConfig: DaemonConfig
+    private let loader: ConfigurationLoader
+    private let keeper: Keeper
+    private let notifier: ServiceNotifier
+    private let logger: Logger
+
+    public init(
+        configPath: String, config: DaemonConfig, loader: ConfigurationLoader, keeper: Keeper,
+        notifier: ServiceNotifier, logger: Logger
+    ) {
+        self.configPath = configPath
+        self.initialConfig = config
+        self.loader = loader
+        self.keeper = keeper
+        self.notifier = notifier
+        self.logger = logger
+    }
+
+    private enum Input: Sendable {
+        case files([String])
+        case reload
+        case watchdog
+    }
+
+    public func run() async throws {
+        var config = initialConfig
+        var catalog = SiteCatalog()
+        log(catalog.reloadAll(loader: loader, config: config))
+        await keeper.apply(catalog.sites, settings: config.scheduler)
+
+        let (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+        var watcher = startWatching(config.sitesDirectory, feed: feed)
+        let signals = Task {
+            for await _ in await UnixSignalsSequence(trapping: .sighup) { feed.yield(.reload) }
+        }
+        let watchdog = Task { [notifier] in
+            guard let interval = notifier.watchdogInterval else { return }
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                feed.yield(.watchdog)
+            }
+        }
+        defer {
+            signals.cancel()
+            watchdog.cancel()
+        }
+        await notify { try $0.ready(status: await self.statusLine()) }
+        logger.info("daemon ready", metadata: ["sites": "\(catalog.sites.count)", "sites_dir": "\(config.sitesDirectory)"])
+
+        for await input in inputs.cancelOnGracefulShutdown() {
+            switch input {
+            case .files(let names):
+                // Let the rest of an editor's burst arrive first; what comes later is another batch.
+                try? await Task.sleep(for: Self.settleTime)
+                log(catalog.reload(names: names, loader: loader, config: config))
+                await keeper.apply(catalog.sites, settings: config.scheduler)
+                continue
+            case .reload:
+                await notify { try $0.reloading() }
+                do {
+                    let reloaded = try loader.loadConfig(at: configPath)
+                    if reloaded.sitesDirectory != config.sitesDirectory {
+                        watcher?.stop()
+                        watcher = startWatching(reloaded.sitesDirectory, feed: feed)
+                    }
+                    config = reloaded
+                    logger.info("config.yaml reloaded", metadata: ["file": "\(configPath)"])
+                } catch {
+                    // The previous settings stay, as a broken site file keeps its last good definition.
+                    for line in DiagnosticRenderer(showSource: false).render(error, source: nil) {
+                        logger.error("config.yaml not reloaded: \(line)")
+                    }
+                }
+                log(catalog.reloadAll(loader: loader, config: config))
+                await keeper.apply(catalog.sites, settings: config.scheduler)
+                await notify { try $0.ready(status: await self.statusLine()) }
+                continue
+            case .watchdog:
+                await notify { try $0.watchdog() }
+                continue
+            }
+        }
+        await notify { try $0.stopping() }
+        watcher?.stop()
+        await keeper.stopAll()
+        logger.info("daemon stopped")
+    }
+
+    /// Follows `folder`; its batches arrive as `.files` inputs. A folder that cannot be watched is logged
+    /// (the sites loaded at start keep running; SIGHUP tries again).
+    private func startWatching(_ folder: String, feed: AsyncStream<Input>.Continuation) -> DirectoryWatcher? {
+        do {
+            let watcher = try DirectoryWatcher(folder: folder)
+            Task {
+                for await names in watcher.changes { feed.yield(.files(names)) }
+            }
+            return watcher
+        } catch {
+            logger.error("cannot watch the sites folder; changes apply on SIGHUP only", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    private func log(_ report: SiteCatalog.Report) {
+        for failure in report.failures {
+            for line in DiagnosticRenderer(showSource: false).render(failure, source: nil) {
+                logger.error("site file not loaded, keeping its last good definition: \(line)")
+            }
+        }
+        for file in report.removed { logger.info("site file removed", metadata: ["file": "\(file)"]) }
+    }
+
+    private func statusLine() async -> String {
+        let sites = await keeper.status()
+        let valid = sites.filter { $0.phase == .valid }.count
+        return "\(sites.count) sites, \(valid) valid, \(sites.count - valid) not valid"
+    }
+
+    /// systemd is told, and a failure to tell it is logged, never fatal.
+    private func notify(_ body: (ServiceNotifier) async throws -> Void) async {
+        do {
+            try await body(notifier)
+        } catch {
+            logger.warning("cannot notify systemd", metadata: ["error": "\(error)"])
+        }
+    }
+}
