@@ -114,9 +114,17 @@ let package = Package(
         // MARK: Tests (one target per module; fixtures as files beside them)
         // Shared by the test targets: blocking waits on dedicated threads, child processes run to their end.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
+        // The crash test's child (VaultTests/CrashTests): writes vault items until killed. Built for the tests
+        // only, so the shipped sessionkeeper carries no test subcommand.
+        .executableTarget(
+            name: "vault-crash-writer",
+            dependencies: ["Vault", "TestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tests/VaultCrashWriter",
+            swiftSettings: strict
+        ),
         .testTarget(name: "CookieJarTests", dependencies: ["CookieJar"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "XMLQueryTests", dependencies: ["XMLQuery"], swiftSettings: strict),
-        .testTarget(name: "SiteConfigTests", dependencies: ["SiteConfig"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "SiteConfigTests", dependencies: ["SiteConfig", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"], swiftSettings: strict),
         .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "HTTPTransport", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(

@@ -1,8 +1,9 @@
 import Foundation
 import Synchronization
 
-/// Change events gathered under the lock and published after it; not gathered at all without subscribers.
-struct EventLog {
+/// The change events of one storage call, gathered under the lock and published to subscribers after it
+/// (not gathered at all without subscribers). Not a log: it lives only for the call.
+struct PendingChanges {
     var enabled: Bool
     var items: [CookieChange] = []
 
@@ -94,9 +95,9 @@ public final class CookieStorage: Sendable {
     /// the size limit, or when already expired (which deletes the cookie it would replace).
     public func setCookie(_ cookie: Cookie) {
         let now = clock()
-        let events = state.withLock { state -> EventLog in
-            guard state.acceptPolicy != .never else { return EventLog(enabled: false) }
-            var events = EventLog(enabled: !state.subscribers.isEmpty)
+        let events = state.withLock { state -> PendingChanges in
+            guard state.acceptPolicy != .never else { return PendingChanges(enabled: false) }
+            var events = PendingChanges(enabled: !state.subscribers.isEmpty)
             var cookie = cookie
             _ = store(&cookie, now: now, secureOrigin: true, state: &state, events: &events)
             return events
@@ -113,8 +114,8 @@ public final class CookieStorage: Sendable {
         let now = clock()
         var decisions: [CookieDecision] = []
         decisions.reserveCapacity(cookies.count)
-        let events = state.withLock { state -> EventLog in
-            var events = EventLog(enabled: !state.subscribers.isEmpty)
+        let events = state.withLock { state -> PendingChanges in
+            var events = PendingChanges(enabled: !state.subscribers.isEmpty)
             var registrableDomain: String??
             for made in cookies {
                 var cookie = made
@@ -145,14 +146,14 @@ public final class CookieStorage: Sendable {
         decisions.reserveCapacity(setCookieValues.count)
         // One lock per call: the origin (the storage's last one when the URL is the same), then each header's
         // fate in header order.
-        let events = state.withLock { state -> EventLog in
+        let events = state.withLock { state -> PendingChanges in
             guard let origin = state.origin(of: url) else {
                 for header in setCookieValues {
                     decisions.append(.rejected(name: Self.nameForReport(header), reason: CookieRejection.noHost.description))
                 }
-                return EventLog(enabled: false)
+                return PendingChanges(enabled: false)
             }
-            var events = EventLog(enabled: !state.subscribers.isEmpty)
+            var events = PendingChanges(enabled: !state.subscribers.isEmpty)
             // Only the main-document-domain policy needs the registrable domain; worked out at most once.
             var registrableDomain: String??
             for index in setCookieValues.indices {
@@ -171,7 +172,7 @@ public final class CookieStorage: Sendable {
     /// the storage rules.
     private func decide(
         _ header: String, _ parsed: consuming Result<ParsedSetCookie, SetCookieParseFailure>, origin: RequestOrigin, now: Date,
-        mainDocumentURL: URL?, registrableDomain: inout String??, state: inout State, events: inout EventLog
+        mainDocumentURL: URL?, registrableDomain: inout String??, state: inout State, events: inout PendingChanges
     ) -> CookieDecision {
         // Consumed down to the stored cookie: the parsed name, value and path move into it, not copied.
         let made: Result<Cookie, CookieRejection>
@@ -195,7 +196,7 @@ public final class CookieStorage: Sendable {
     /// per call (kept in `registrableDomain`), and only under `main-document-domain`.
     private func admit(
         _ cookie: inout Cookie, secureOrigin: Bool, mainDocumentHost: @autoclosure () -> String?,
-        registrableDomain: inout String??, now: Date, state: inout State, events: inout EventLog
+        registrableDomain: inout String??, now: Date, state: inout State, events: inout PendingChanges
     ) -> CookieDecision {
         if state.acceptPolicy != .always {
             if state.acceptPolicy == .mainDocumentDomain, registrableDomain == nil {
@@ -239,7 +240,7 @@ public final class CookieStorage: Sendable {
     /// Returns why the cookie was not stored, or nil when `cookie` (its creation time kept from the cookie it
     /// replaced) is now in the jar.
     private func store(_ cookie: inout Cookie, now: Date, secureOrigin: Bool, state: inout State,
-                       events: inout EventLog) -> CookieRejection? {
+                       events: inout PendingChanges) -> CookieRejection? {
         guard cookie.nameValueByteCount <= limits.maxCookieBytes else { return .tooLarge(limit: limits.maxCookieBytes) }
         // RFC 6265bis 5.7 step 16: an insecure origin cannot overlay a Secure cookie with a non-secure one.
         if !cookie.secure, !secureOrigin, let domains = state.secureNames[cookie.name],
@@ -324,7 +325,7 @@ public final class CookieStorage: Sendable {
     /// RFC 6265 section 5.3, after step 12: over a limit, evict expired cookies first, then the least recently
     /// accessed — within the domain for the per-domain limit, across the jar for the total.
     /// `bucketCount` is how many cookies the domain's bucket holds now (its lookup is skipped under the limit).
-    private func enforceLimits(domain: String, bucketCount: Int, now: Date, state: inout State, events: inout EventLog) {
+    private func enforceLimits(domain: String, bucketCount: Int, now: Date, state: inout State, events: inout PendingChanges) {
         if bucketCount > limits.maxCookiesPerDomain, var bucket = state.buckets[domain] {
             while bucket.count > limits.maxCookiesPerDomain {
                 let victim = Self.evictionVictim(in: bucket, now: now)
@@ -610,8 +611,8 @@ public final class CookieStorage: Sendable {
 
     private func removeWhere(domains: [String]?, event: (Cookie) -> CookieChange = CookieChange.removed,
                              _ shouldRemove: (Cookie) -> Bool) {
-        let events = state.withLock { state -> EventLog in
-            var events = EventLog(enabled: !state.subscribers.isEmpty)
+        let events = state.withLock { state -> PendingChanges in
+            var events = PendingChanges(enabled: !state.subscribers.isEmpty)
             for domain in domains ?? Array(state.buckets.keys) {
                 guard let bucket = state.buckets[domain] else { continue }
                 var kept: [Entry] = []
@@ -650,9 +651,9 @@ public final class CookieStorage: Sendable {
     }
 
     /// Yields outside the lock so a subscriber's termination handler can never deadlock against it.
-    private func publish(_ log: EventLog) {
+    private func publish(_ pending: PendingChanges) {
         // Nothing gathered (no subscriber, the usual case): not even the array's type metadata is needed.
-        if !log.items.isEmpty { publish(log.items) }
+        if !pending.items.isEmpty { publish(pending.items) }
     }
 
     private func publish(_ events: [CookieChange]) {

@@ -20,8 +20,7 @@ struct CheckCommand: AsyncParsableCommand {
     @Argument(help: "Files to check (default: the config and every site in sites_dir).")
     var files: [String] = []
 
-    @Option(name: .long, help: "config.yaml (default: $SESSIONKEEPER_CONFIG, ./config.yaml, $XDG_CONFIG_HOME/sessionkeeper/config.yaml).")
-    var config: String?
+    @OptionGroup var config: ConfigOptions
 
     func run() async throws {
         try await reportingFailures {
@@ -33,7 +32,7 @@ struct CheckCommand: AsyncParsableCommand {
             var report = CheckReport(renderer: renderer)
 
             if files.isEmpty {
-                let configPath = try locate(loader)
+                let configPath = try config.locate(loader)
                 let daemonConfig = report.checkConfig(configPath, loader: loader)
                     ?? loader.defaultConfig(directory: (configPath as NSString).deletingLastPathComponent)
                 let result = loader.loadSites(config: daemonConfig)
@@ -45,10 +44,8 @@ struct CheckCommand: AsyncParsableCommand {
                 for file in configFiles { daemonConfig = report.checkConfig(file, loader: loader) ?? daemonConfig }
                 if !siteFiles.isEmpty && daemonConfig == nil {
                     // Sites need the config's defaults and plugins_dir; without a config, the built-in defaults apply.
-                    if config != nil || ProcessInfo.processInfo.environment["SESSIONKEEPER_CONFIG"] != nil
-                        || configLocatable(loader)
-                    {
-                        let path = try locate(loader)
+                    if config.isGiven(loader) {
+                        let path = try config.locate(loader)
                         daemonConfig = report.checkConfig(path, loader: loader)
                     }
                 }
@@ -63,18 +60,6 @@ struct CheckCommand: AsyncParsableCommand {
 
     static func isConfigFile(_ path: String) -> Bool {
         ["config.yaml", "config.yml"].contains((path as NSString).lastPathComponent)
-    }
-
-    private func locate(_ loader: ConfigurationLoader) throws -> String {
-        do {
-            return try loader.locateConfig(explicit: config)
-        } catch {
-            throw CLIFailure.usage(error.description)
-        }
-    }
-
-    private func configLocatable(_ loader: ConfigurationLoader) -> Bool {
-        (try? loader.locateConfig(explicit: nil)) != nil
     }
 }
 

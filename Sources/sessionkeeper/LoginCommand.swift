@@ -39,12 +39,11 @@ struct LoginCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Start from an empty jar instead of the session stored in the vault.")
     var fresh = false
 
-    @Option(name: .long, help: "config.yaml (default: $SESSIONKEEPER_CONFIG, ./config.yaml, $XDG_CONFIG_HOME/sessionkeeper/config.yaml).")
-    var config: String?
+    @OptionGroup var config: ConfigOptions
 
     func run() async throws {
         try await reportingFailures {
-            let (daemonConfig, definition) = try LoginSetup.load(site: site, explicitConfig: config)
+            let (daemonConfig, definition) = try LoginSetup.load(site: site, explicitConfig: config.path)
             let vault: Vault
             do {
                 vault = try Vault.open(

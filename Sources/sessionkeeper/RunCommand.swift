@@ -27,25 +27,13 @@ struct RunCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(name: .long, help: "config.yaml (default: $SESSIONKEEPER_CONFIG, ./config.yaml, $XDG_CONFIG_HOME/sessionkeeper/config.yaml).")
-    var config: String?
+    @OptionGroup var config: ConfigOptions
 
     func run() async throws {
         try await reportingFailures {
             let loader = ConfigurationLoader()
-            let path: String
-            do {
-                path = try loader.locateConfig(explicit: config)
-            } catch {
-                throw CLIFailure.usage("\(error)")
-            }
-            let daemonConfig: DaemonConfig
-            do throws(ConfigError) {
-                daemonConfig = try loader.loadConfig(at: path)
-            } catch {
-                for line in DiagnosticRenderer(showSource: false).render(error, source: nil) { Console.err(line) }
-                throw ExitCode(Exit.usage)
-            }
+            let path = try config.locate(loader)
+            let daemonConfig = try config.load(loader)
             LogFormat.bootstrap(daemonConfig.log)
             let logger = Logger(label: "sessionkeeper")
 

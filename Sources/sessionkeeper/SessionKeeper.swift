@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SiteConfig
 
 /// The `sessionkeeper` command. It only lists the subcommands; each lives in its own file and calls
 /// into the library modules, which hold the logic.
@@ -39,8 +40,4 @@ extension SessionKeeper {
             exit(withError: error)
         }
     }
-}
-
-enum SessionKeeperVersion {
-    static let string = "0.1.0"
 }

@@ -8,7 +8,7 @@ struct VaultCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vault",
         abstract: "Create the vault, change its passphrase or key, or rotate its master key.",
-        subcommands: [VaultInitCommand.self, VaultRekeyCommand.self, VaultRotateCommand.self, VaultCrashWriterCommand.self]
+        subcommands: [VaultInitCommand.self, VaultRekeyCommand.self, VaultRotateCommand.self]
     )
 }
 
@@ -111,61 +111,5 @@ struct VaultRotateCommand: AsyncParsableCommand {
             }
             Console.out("re-encrypted \(summary.reencrypted) item(s); every item now uses key generation \(summary.keyID)")
         }
-    }
-}
-
-/// Hidden: the child of the crash test (Tests/VaultTests/CrashTests.swift). Opens the vault, prints
-/// `ready`, then rewrites `--items` items round after round, printing `ITEM ROUND` after each write
-/// has returned (so is durable), until it is killed. Values are synthetic, never real secrets.
-struct VaultCrashWriterCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "crash-writer", abstract: "Test helper: write items in a loop until killed.", shouldDisplay: false)
-
-    @Option(name: .long) var state: String
-    @Option(name: .long) var keyFile: String
-    @Option(name: .long) var items: Int = 5
-    @Option(name: .long) var firstRound: Int = 1
-    @Flag(name: .long, help: "Rotate the master key between rounds as well.") var rotate = false
-
-    func run() async throws {
-        try await reportingFailures {
-            // It fills a vault with synthetic items: never let a stray invocation touch a real one.
-            guard ProcessInfo.processInfo.environment["SESSIONKEEPER_CRASH_WRITER"] == "1" else {
-                throw CLIFailure.usage("crash-writer is a test helper; it runs only with SESSIONKEEPER_CRASH_WRITER=1")
-            }
-            let vault: Vault
-            do {
-                vault = try Vault.open(stateDirectory: state, key: .keyFile(path: keyFile), createIfMissing: true)
-            } catch {
-                throw CLIFailure(vaultError: error)
-            }
-            Console.out("ready")
-            var round = firstRound
-            while true {
-                // Rotating first puts a rotation in progress right after `ready`, where most kills land.
-                if rotate {
-                    do { try vault.rotate() } catch { throw CLIFailure(vaultError: error) }
-                }
-                for item in 0..<items {
-                    do {
-                        try vault.set(CrashTestValue.bytes(item: item, round: round), for: ItemReference(.siteState, "item-\(item)"))
-                    } catch {
-                        throw CLIFailure(vaultError: error)
-                    }
-                    Console.out("\(item) \(round)")
-                }
-                round += 1
-            }
-        }
-    }
-}
-
-/// The values the crash writer stores: a header naming item and round, then filler of a size that
-/// varies with both (a few bytes to ~20 KB), so torn or mixed writes cannot pass for valid ones.
-enum CrashTestValue {
-    static func bytes(item: Int, round: Int) -> [UInt8] {
-        let header = Array("item=\(item) round=\(round);".utf8)
-        let size = (item * 7919 + round * 104_729) % 20_000
-        return header + (0..<size).map { UInt8(truncatingIfNeeded: $0 &+ item &* 31 &+ round) }
     }
 }

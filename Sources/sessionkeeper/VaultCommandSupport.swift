@@ -5,26 +5,13 @@ import Platform
 import SiteConfig
 import Vault
 
-/// `--config`, shared by the `secret` and `vault` subcommands: finds `state_dir` and `vault.key`.
+/// The options of the `secret` and `vault` subcommands: `--config`, and from it `state_dir` and `vault.key`.
 struct VaultConfigOptions: ParsableArguments {
-    @Option(name: .long, help: "config.yaml (default: $SESSIONKEEPER_CONFIG, ./config.yaml, $XDG_CONFIG_HOME/sessionkeeper/config.yaml).")
-    var config: String?
+    @OptionGroup var config: ConfigOptions
 
     /// The state folder and the vault key source that config.yaml names.
     func vaultLocation() throws -> (stateDirectory: String, key: MasterKeySource) {
-        let loader = ConfigurationLoader()
-        let path: String
-        do {
-            path = try loader.locateConfig(explicit: config)
-        } catch {
-            throw CLIFailure.usage(error.description)
-        }
-        let loaded: DaemonConfig
-        do {
-            loaded = try loader.loadConfig(at: path)
-        } catch {
-            throw CLIFailure.usage(error.description)
-        }
+        let loaded = try config.load(ConfigurationLoader())
         return (loaded.stateDirectory, MasterKeySource(loaded.vault.key))
     }
 

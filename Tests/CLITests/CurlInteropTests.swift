@@ -111,6 +111,7 @@ struct CurlInteropTests {
     func curlReadsOurJar() async throws {
         let server = try await CookieEchoServer.start()
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("cookies.txt")
         let store = try await CLIRunner.run(["jar", "store", jar, "--url", server.url("/app/login"), "--",
                                        "root=1; Path=/", "app=2; HttpOnly", "deep=3; Path=/app/x; Max-Age=600", "other=4; Path=/other"])
@@ -126,6 +127,7 @@ struct CurlInteropTests {
     func weReadCurlsJar() async throws {
         let server = try await CookieEchoServer.start()
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("curl-jar.txt")
         let setters = ["x=1; HttpOnly", "y=2; Path=/p; Max-Age=3600", "z=3; Path=/elsewhere"]
         let query = setters.map { "c=" + $0.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! }.joined(separator: "&")

@@ -1,5 +1,6 @@
 import CookieJar
 import Foundation
+import TestSupport
 import Testing
 
 /// One enabled case of the http-state parser suite (shared/conformance/http-state/README.md).
@@ -48,6 +49,7 @@ struct JarCLITests {
 
     private func runSuiteCase(_ testCase: SuiteCase, jarName: String) async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path(jarName)
         let store = try await CLIRunner.run(["jar", "store", jar, "--url", testCase.setURL.absoluteString, "--now", suiteNow, "--"] + testCase.received)
         #expect(store.status == 0, "store: \(store.stderr)")
@@ -60,6 +62,7 @@ struct JarCLITests {
     @Test("jar files are written with mode 0600 and list honours --now")
     func fileModeAndList() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("jar.json")
         let store = try await CLIRunner.run(["jar", "store", jar, "--url", "https://example.com/a/b", "--now", suiteNow,
                                        "--", "short=1; Max-Age=60", "long=2; Max-Age=3600; Secure; SameSite=Lax", "sess=3"])
@@ -79,6 +82,7 @@ struct JarCLITests {
     @Test("jar convert between every format keeps what the target format holds")
     func convert() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("jar.json")
         _ = try await CLIRunner.run(["jar", "store", jar, "--url", "https://www.example.com/", "--now", suiteNow,
                                "--", "a=1; Domain=example.com; HttpOnly", "b=2; Max-Age=600; Secure"])
@@ -114,6 +118,7 @@ struct JarCLITests {
     ])
     func badInput(_ arguments: [String]) async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("jar.json")
         try "[]\n".write(toFile: jar, atomically: true, encoding: .utf8)
         let broken = folder.path("broken.txt")
@@ -131,6 +136,7 @@ struct JarCLITests {
     @Test("a rejected Set-Cookie is no error; --verbose says why without the value")
     func verboseRejections() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("cookies.txt")
         let secrets = (1...8).map { "SECRET\($0)x" }
         let headers = [

@@ -225,13 +225,11 @@ final class LoginCLIWorld {
 
     /// Starts demo-site (waiting for its port file on a dedicated thread) and writes the config and site files.
     private static func start(passwordFromVault: Bool) async throws -> LoginCLIWorld {
-        let folder = try TemporaryFolder()
-        let binaries = try #require(CLIRunner.executable, "the sessionkeeper executable was not built beside the tests")
-            .deletingLastPathComponent()
-        let demoBinary = ProcessInfo.processInfo.environment["DEMO_SITE_BINARY"].map { URL(fileURLWithPath: $0) }
-            ?? binaries.appendingPathComponent("demo-site")
-        try #require(FileManager.default.isExecutableFile(atPath: demoBinary.path), "demo-site was not built beside sessionkeeper")
+        let demoBinary = try #require(
+            builtProgram("demo-site", override: "DEMO_SITE_BINARY").map { URL(fileURLWithPath: $0) },
+            "demo-site was not built beside the tests")
 
+        let folder = try TemporaryFolder()
         let portFile = folder.path("demo.port")
         let demo = Process()
         demo.executableURL = demoBinary
@@ -239,7 +237,12 @@ final class LoginCLIWorld {
         demo.environment = ["DEMO_PASSWORD": LoginCLITests.password, "PATH": "/usr/bin:/bin"]
         demo.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         demo.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try launch(demo)
+        do {
+            try launch(demo)
+        } catch {
+            folder.cleanUp()
+            throw error
+        }
         let found: Int? = await onDedicatedThread {
             for _ in 0..<200 {
                 if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let value = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
@@ -257,6 +260,7 @@ final class LoginCLIWorld {
             try await world.writeFiles(passwordFromVault: passwordFromVault)
         } catch {
             await stop(demo)
+            folder.cleanUp()
             throw error
         }
         return world
@@ -290,8 +294,11 @@ final class LoginCLIWorld {
         await world.stop()
     }
 
-    /// Stops demo-site (see `stop(_:)`).
-    func stop() async { await Self.stop(demo) }
+    /// Stops demo-site (see `stop(_:)`) and removes the folder.
+    func stop() async {
+        await Self.stop(demo)
+        folder.cleanUp()
+    }
 
     /// SIGTERM, then SIGKILL when demo-site has not exited five seconds later (a test runner may start
     /// children with SIGTERM blocked); the waiting happens on a dedicated thread.

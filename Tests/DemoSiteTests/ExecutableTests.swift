@@ -9,22 +9,14 @@ import Testing
 @Suite("demo-site executable")
 struct ExecutableTests {
     static func binary() throws -> URL {
-        let candidates = [
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-            Bundle.main.bundleURL.deletingLastPathComponent(),
-            Bundle.main.bundleURL,
-        ].map { $0.appendingPathComponent("demo-site") }
-        return try #require(
-            candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) },
-            "demo-site binary not found beside the tests (looked at \(candidates.map(\.path)))"
-        )
+        URL(fileURLWithPath: try #require(builtProgram("demo-site"), "demo-site binary not found beside the tests"))
     }
 
     @Test("--port 0 --port-file, one log line per request without secrets, SIGTERM stops it with status 0")
     func runsAndStops() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("demo-site-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let directory = folder.url
         let portFile = directory.appendingPathComponent("port")
         let outputFile = directory.appendingPathComponent("stdout")
         let errorFile = directory.appendingPathComponent("stderr")

@@ -53,7 +53,7 @@ struct DictionaryCredentials: CredentialProvider {
     }
 }
 
-/// Collects observer events.
+/// Records the `FlowEvent`s a flow reports through its observer, for the tests to inspect.
 final class EventLog: Sendable {
     private let events = Mutex<[FlowEvent]>([])
     var observer: FlowObserver { { [self] event in events.withLock { $0.append(event) } } }

@@ -1,18 +1,13 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import SiteConfig
 
-/// A fresh temporary folder, removed by the caller.
-func temporaryFolder() throws -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("siteconfig-\(UUID().uuidString)").path
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}
-
 @Suite struct LoaderTests {
     @Test func locatesTheConfigInSpecOrder() throws {
-        let folder = try temporaryFolder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let temporary = try TemporaryFolder()
+        defer { temporary.cleanUp() }
+        let folder = temporary.path
         let xdg = folder + "/xdg"
         try FileManager.default.createDirectory(atPath: xdg + "/sessionkeeper", withIntermediateDirectories: true)
         try "".write(toFile: xdg + "/sessionkeeper/config.yaml", atomically: true, encoding: .utf8)
@@ -43,8 +38,9 @@ func temporaryFolder() throws -> String {
     }
 
     @Test func noConfigAnywhereListsWhereItLooked() throws {
-        let folder = try temporaryFolder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let temporary = try TemporaryFolder()
+        defer { temporary.cleanUp() }
+        let folder = temporary.path
         let locator = ConfigurationLoader(environment: ["HOME": folder])
         #expect {
             try locator.locateConfig(explicit: nil, currentDirectory: folder)
@@ -83,8 +79,9 @@ func temporaryFolder() throws -> String {
     }
 
     @Test func loadSitesReportsBrokenFilesAndDuplicateNamesButKeepsTheOthers() throws {
-        let folder = try temporaryFolder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let temporary = try TemporaryFolder()
+        defer { temporary.cleanUp() }
+        let folder = temporary.path
         try FileManager.default.createDirectory(atPath: folder + "/sites", withIntermediateDirectories: true)
         let site = "base_url: https://a.example\nlogin: manual\n"
         try site.write(toFile: folder + "/sites/a.yaml", atomically: true, encoding: .utf8)
@@ -103,8 +100,9 @@ func temporaryFolder() throws -> String {
     }
 
     @Test func unreadableAndNonUTF8FilesAreReportedAtTheirStart() throws {
-        let folder = try temporaryFolder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let temporary = try TemporaryFolder()
+        defer { temporary.cleanUp() }
+        let folder = temporary.path
         try Data([0x62, 0x3A, 0xFF, 0xFE, 0x0A]).write(to: URL(fileURLWithPath: folder + "/latin.yaml"))
         #expect {
             try loader.loadSite(at: folder + "/latin.yaml", config: fixtureConfig())

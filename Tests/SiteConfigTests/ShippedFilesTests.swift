@@ -37,6 +37,7 @@ import Testing
         #expect(demo.credential(named: "password") == .environment("DEMO_PASSWORD"))
         #expect(demo.cookies.essential == ["demo_session"])
         #expect(demo.cookies.accept == .mainDocumentDomain)
+        #expect(demo.cookies.keepOnLogin == .allButEssential)
         #expect(demo.http.userAgent == "SessionKeeper/1", "config defaults are merged under the site")
         guard case .steps(let steps) = demo.login else {
             Issue.record("demo logs in with steps")

@@ -23,7 +23,8 @@ import Testing
         #expect(site.refresh == RefreshPolicy(beforeExpiry: .seconds(600), maxAge: .seconds(43_200),
             retry: .init(initial: .seconds(30), max: .seconds(1800))))
         #expect(site.cookies == CookiePolicy(essential: ["wiki_session"], accept: .mainDocumentDomain,
-            persistSessionCookies: false, limits: .init(maxCookieBytes: 8192, maxCookiesPerDomain: 100, maxCookies: 5000)))
+            persistSessionCookies: false, limits: .init(maxCookieBytes: 8192, maxCookiesPerDomain: 100, maxCookies: 5000),
+            keepOnLogin: .names(["device_id", "remember_me"])))
         #expect(site.outputs.map(\.path) == ["/home/tester/.cache/wiki.cookies.txt", Self.folder + "/out/wiki.json"])
         #expect(site.outputs.map(\.format) == [.netscape, .json])
         #expect(site.outputs.map(\.mode) == [0o640, 0o600])
@@ -137,9 +138,10 @@ import Testing
         let site = try loader.loadSite(at: Self.folder + "/minimal.yaml", config: fixtureConfig())
         #expect(site.name == "minimal")
         #expect(site.login == .manual)
-        #expect(site.http == HTTPSettings())
+        #expect(site.http == HTTPSettings(userAgent: SessionKeeperVersion.userAgent))
         #expect(site.refresh == RefreshPolicy())
         #expect(site.cookies == CookiePolicy())
+        #expect(site.cookies.keepOnLogin == .allButEssential)
         #expect(site.check == nil && site.keepalive == nil)
         #expect(site.enabled)
     }
@@ -170,6 +172,35 @@ import Testing
         #expect(site.http.headers == [.init(name: "Accept", value: "text/html"), .init(name: "x-a", value: "two")])
         #expect(site.refresh.beforeExpiry == .seconds(1200))
         #expect(site.refresh.maxAge == .seconds(3600))
+    }
+
+    @Test func keepOnLoginTakesAWordOrAList() throws {
+        func keep(_ value: String) throws -> KeepOnLogin {
+            try site("base_url: https://a.example\nlogin: manual\ncookies: {essential: [sid], keep_on_login: \(value)}\n")
+                .cookies.keepOnLogin
+        }
+        #expect(try keep("all-but-essential") == .allButEssential)
+        #expect(try keep("none") == KeepOnLogin.none)
+        #expect(try keep("[device_id]") == .names(["device_id"]))
+        #expect(try keep("[device_id, sid]") == .names(["device_id", "sid"]), "an essential cookie may be kept on purpose")
+        #expect(try keep("~") == .allButEssential, "a key without a value takes the default")
+    }
+
+    @Test func userAgentIsTheSitesElseTheConfigDefaultElseSessionKeepers() throws {
+        let withDefault = try loader.loadConfig(
+            text: "defaults:\n  http: {user_agent: Fleet/3}\n", file: Paths.fixture("config.yaml"))
+        let withoutDefault = try loader.loadConfig(text: "defaults:\n  http: {timeout: 10s}\n", file: Paths.fixture("config.yaml"))
+        func userAgent(site http: String, config: DaemonConfig) throws -> String? {
+            try loader.loadSite(
+                text: "base_url: https://a.example\nlogin: manual\n\(http)", file: Paths.fixture("ua.yaml"), config: config
+            ).http.userAgent
+        }
+        #expect(try userAgent(site: "http: {user_agent: Mine/2}\n", config: withDefault) == "Mine/2")
+        #expect(try userAgent(site: "", config: withDefault) == "Fleet/3")
+        #expect(try userAgent(site: "http: {timeout: 5s}\n", config: withoutDefault) == "SessionKeeper/\(SessionKeeperVersion.string)")
+        #expect(SessionKeeperVersion.userAgent == "SessionKeeper/\(SessionKeeperVersion.string)")
+        // "never none": an empty one is refused where it is written, in the site or in the config.
+        #expect(problems("base_url: https://a.example\nlogin: manual\nhttp: {user_agent: \"  \"}\n").map(\.mark.line) == [3])
     }
 
     @Test func pluginLoginAndManualLogin() throws {

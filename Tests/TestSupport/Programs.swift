@@ -169,3 +169,13 @@ private final class PipeDrain: Sendable {
         return data.withLock { $0 }
     }
 }
+
+/// The executable `name` that SwiftPM built beside the running test bundle (`swift build --build-tests`
+/// builds every program of the package, the test-only ones included), or the path in the environment
+/// variable `override` when that is set; nil when neither exists.
+public func builtProgram(_ name: String, override: String? = nil) -> String? {
+    if let override, let path = ProcessInfo.processInfo.environment[override], !path.isEmpty { return path }
+    let tests = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    let candidate = tests.deletingLastPathComponent().appendingPathComponent(name).path
+    return FileManager.default.isExecutableFile(atPath: candidate) ? candidate : nil
+}

@@ -10,8 +10,8 @@ import Testing
     static let items = 5
 
     @Test func killedWritersNeverLeaveATornOrLostItem() async throws {
-        let binary = try sessionkeeperBinary()
-        let folder = TemporaryFolder()
+        let binary = try crashWriterBinary()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         var known: [Int: Int] = [:]
         var generator = SystemRandomNumberGenerator()
@@ -48,7 +48,7 @@ import Testing
                 }
                 let match = allowed.first { round in
                     guard let round else { return value == nil }
-                    return value == crashTestValue(item: item, round: round)
+                    return value == CrashTestValue.bytes(item: item, round: round)
                 }
                 #expect(match != nil, "after kill \(iteration), item \(item) holds neither round \(allowed)")
                 if let match { known[item] = match }
@@ -61,7 +61,7 @@ import Testing
         #expect(vault.keyGenerations.count == 1)
         for item in 0..<Self.items {
             if let round = known[item] {
-                #expect(try vault.value(of: ItemReference(.siteState, "item-\(item)")) == crashTestValue(item: item, round: round))
+                #expect(try vault.value(of: ItemReference(.siteState, "item-\(item)")) == CrashTestValue.bytes(item: item, round: round))
             }
         }
         #expect(known.count == Self.items)

@@ -3,6 +3,7 @@ import Foundation
 import Platform
 import SiteConfig
 import Synchronization
+import TestSupport
 import Testing
 import Vault
 
@@ -56,7 +57,7 @@ import Vault
     }
 
     @Test func literalEnvironmentAndVaultSecrets() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         try vault.set(bytes("vault-password"), for: ItemReference(.credential, "wiki/password"))
@@ -84,7 +85,7 @@ import Vault
     }
 
     @Test func aDamagedVaultSecretFailsNamingTheSecretAndNotTheValue() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         try vault.set(bytes("do-not-print-me"), for: ItemReference(.credential, "wiki/password"))
@@ -101,9 +102,9 @@ import Vault
     }
 
     @Test func filesMustNotBeReadableByOthers() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        let file = folder.write("file-secret\n", to: "secret.txt", mode: 0o600)
+        let file = try folder.write("file-secret\n", to: "secret.txt", mode: 0o600)
         let resolver = CredentialResolver(vault: nil)
         #expect(try resolver.resolve(.file(path: file), credential: "password", site: "wiki") == "file-secret")
         chmod(file, 0o640)
@@ -149,7 +150,7 @@ import Vault
     }
 
     @Test func totpFromAVaultSecret() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         try vault.set(bytes("GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ"), for: ItemReference(.credential, "wiki/totp"))

@@ -1,11 +1,12 @@
 import Foundation
 import Platform
+import TestSupport
 import Testing
 @testable import Vault
 
 @Suite struct FileLockTests {
     @Test func aSecondOpenOfTheSameStateFolderIsRefusedNamingTheHolder() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         let error = #expect(throws: VaultError.self) { try openWithKeyFile(folder) }
@@ -16,7 +17,7 @@ import Testing
     }
 
     @Test func aLockIsReleasedWhenItsOwnerGoesAway() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let path = folder.path + "/lock"
         do {

@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func aTimeoutKillsTheWholeProcessGroup() async throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let pidFile = folder.path + "/grandchild.pid"
         // Timed on the thread that makes the call, as the call itself takes it.
@@ -71,9 +71,9 @@ import Testing
 
 @Suite struct PrivateFileTests {
     @Test func ownerOnlyFilesAreReadAndOthersRefused() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        let file = folder.write("secret", to: "f", mode: 0o600)
+        let file = try folder.write("secret", to: "f", mode: 0o600)
         #expect(try PrivateFile.read(file) == Array("secret".utf8))
         chmod(file, 0o640)
         #expect(throws: PrivateFileError.accessibleByOthers(path: file, mode: 0o640)) { try PrivateFile.read(file) }
@@ -86,9 +86,9 @@ import Testing
     }
 
     @Test func aFileOfAnotherUserIsRefused() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        let file = folder.write("secret", to: "f", mode: 0o600)
+        let file = try folder.write("secret", to: "f", mode: 0o600)
         if getuid() == 0 {
             #expect(chown(file, 4242, 4242) == 0)
             #expect(throws: PrivateFileError.foreignOwner(path: file, owner: 4242)) { try PrivateFile.read(file) }
@@ -101,7 +101,7 @@ import Testing
 
 @Suite struct DurableFileTests {
     @Test func writesWithExactModeWhateverTheUmaskAndReplacesAtomically() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let path = folder.path + "/data"
         try DurableFile.write(Array("one".utf8), to: path, mode: 0o640)

@@ -6,13 +6,16 @@ import Testing
 /// The `sessionkeeper` executable built beside this test bundle (`swift build --build-tests` builds
 /// it), or `$SESSIONKEEPER_BINARY`.
 func sessionkeeperBinary() throws -> String {
-    if let path = ProcessInfo.processInfo.environment["SESSIONKEEPER_BINARY"], !path.isEmpty { return path }
-    let tests = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    let candidate = tests.deletingLastPathComponent().appendingPathComponent("sessionkeeper").path
     try #require(
-        FileManager.default.isExecutableFile(atPath: candidate),
-        "no sessionkeeper executable at \(candidate); build it first (swift build --build-tests builds it)")
-    return candidate
+        builtProgram("sessionkeeper", override: "SESSIONKEEPER_BINARY"),
+        "no sessionkeeper executable beside the tests; build it first (swift build --build-tests builds it)")
+}
+
+/// The test-only `vault-crash-writer` executable (Tests/VaultCrashWriter), built beside this test bundle.
+func crashWriterBinary() throws -> String {
+    try #require(
+        builtProgram("vault-crash-writer"),
+        "no vault-crash-writer executable beside the tests; build it first (swift build --build-tests builds it)")
 }
 
 struct CommandResult {
@@ -31,8 +34,8 @@ func runCLI(_ arguments: [String], input: String = "", environment: [String: Str
     return CommandResult(status: result.status, standardOutput: result.outputText, standardError: result.errorText)
 }
 
-/// A running `sessionkeeper vault crash-writer` child. Its methods block: call them inside
-/// `onDedicatedThread`, never on a test's task.
+/// A running `vault-crash-writer` child. Its methods block: call them inside `onDedicatedThread`, never
+/// on a test's task.
 final class CrashWriter: Sendable {
     let process = Process()
     private let output = Pipe()
@@ -40,11 +43,11 @@ final class CrashWriter: Sendable {
     /// What the child printed so far; only one thread at a time uses a writer, the lock makes that checkable.
     private let buffer = Mutex(Data())
 
-    /// Starts `binary vault crash-writer ...`; `binary` comes from `sessionkeeperBinary()`, called on the
-    /// test's task (its `#require` records the failure there).
+    /// Starts `binary --state ...`; `binary` comes from `crashWriterBinary()`, called on the test's task
+    /// (its `#require` records the failure there).
     init(binary: String, state: String, keyFile: String, items: Int, firstRound: Int, rotate: Bool) throws {
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["vault", "crash-writer", "--state", state, "--key-file", keyFile,
+        process.arguments = ["--state", state, "--key-file", keyFile,
                              "--items", String(items), "--first-round", String(firstRound)] + (rotate ? ["--rotate"] : [])
         var environment = ProcessInfo.processInfo.environment
         environment["SESSIONKEEPER_CRASH_WRITER"] = "1"
@@ -78,7 +81,7 @@ final class CrashWriter: Sendable {
             if chunk.isEmpty {
                 process.waitUntilExit()
                 let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                throw CrashWriterFailed(message: "crash-writer exited (\(process.terminationStatus)) early: \(message)")
+                throw CrashWriterFailed(message: "vault-crash-writer exited (\(process.terminationStatus)) early: \(message)")
             }
             buffer.withLock { $0.append(chunk) }
         }
@@ -104,12 +107,4 @@ final class CrashWriter: Sendable {
 struct CrashWriterFailed: Error, CustomStringConvertible {
     var message: String
     var description: String { message }
-}
-
-/// The crash writer's values (Sources/sessionkeeper/VaultCommand.swift, `CrashTestValue`); the
-/// formula is repeated here so the test checks every byte.
-func crashTestValue(item: Int, round: Int) -> [UInt8] {
-    let header = Array("item=\(item) round=\(round);".utf8)
-    let size = (item * 7919 + round * 104_729) % 20_000
-    return header + (0..<size).map { UInt8(truncatingIfNeeded: $0 &+ item &* 31 &+ round) }
 }

@@ -47,9 +47,9 @@ import Testing
     }
 
     @Test func controlCAtThePromptLeavesTheTerminalEchoing() async throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        let config = folder.write("state_dir: state\nvault:\n  key: {file: master.key}\n", to: "config.yaml")
+        let config = try folder.write("state_dir: state\nvault:\n  key: {file: master.key}\n", to: "config.yaml")
         // The shell survives the Ctrl-C (its trap is reset to the default in the child), then shows
         // the terminal's settings after sessionkeeper died.
         let command = "trap ':' INT; \(try sessionkeeperBinary()) secret set tty/secret --config \(config); echo status=$?; stty -a"
@@ -62,9 +62,9 @@ import Testing
     }
 
     @Test func secretSetOnATerminalDoesNotEchoTheValue() async throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        let config = folder.write("state_dir: state\nvault:\n  key: {file: master.key}\n", to: "config.yaml")
+        let config = try folder.write("state_dir: state\nvault:\n  key: {file: master.key}\n", to: "config.yaml")
         let command = "\(try sessionkeeperBinary()) secret set tty/secret --config \(config)"
         let prompt = "Value for secret 'tty/secret': "
         let run = try await runOnTerminal(command, in: folder, prompt: prompt, typing: "typed-on-a-tty-42\n")

@@ -1,28 +1,13 @@
 import Foundation
 import Platform
+import TestSupport
 @testable import Vault
 
-/// A fresh private folder under the system's temporary folder, removed by `cleanUp()`.
-struct TemporaryFolder {
-    let path: String
-
-    init(_ label: String = #function) {
-        let base = FileManager.default.temporaryDirectory.path
-        let safe = label.filter { $0.isLetter || $0.isNumber }
-        path = "\(base)/vaulttests-\(safe)-\(UUID().uuidString.prefix(8))"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    var state: String { path + "/state" }
-    var keyFile: String { path + "/master.key" }
-
-    func cleanUp() { try? FileManager.default.removeItem(atPath: path) }
-
-    func write(_ text: String, to name: String, mode: Int16 = 0o600) -> String {
-        let file = path + "/" + name
-        _ = FileManager.default.createFile(atPath: file, contents: Data(text.utf8), attributes: [.posixPermissions: mode])
-        return file
-    }
+extension TemporaryFolder {
+    /// The state folder a vault test uses (created by the vault).
+    var state: String { path("state") }
+    /// The key file a vault test uses (created by the vault).
+    var keyFile: String { path("master.key") }
 }
 
 /// Cheap scrypt for tests; the real default is exercised by the passphrase round-trip test.

@@ -8,14 +8,14 @@ import Testing
 @Suite struct VaultCLITests {
     static let secretValue = "S3cr3t-CLI-Value-8675309"
 
-    func writeConfig(_ folder: TemporaryFolder, key: String) -> String {
-        folder.write("state_dir: state\nvault:\n  key: \(key)\n", to: "config.yaml")
+    func writeConfig(_ folder: TemporaryFolder, key: String) throws -> String {
+        try folder.write("state_dir: state\nvault:\n  key: \(key)\n", to: "config.yaml")
     }
 
     @Test func secretsRoundTripThroughTheCLIAndNeverAppearInClear() async throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        let config = writeConfig(folder, key: "{file: master.key}")
+        let config = try writeConfig(folder, key: "{file: master.key}")
         var transcript: [CommandResult] = []
         func run(_ arguments: [String], input: String = "", environment: [String: String] = [:]) async throws -> CommandResult {
             let result = try await runCLI(arguments + ["--config", config], input: input, environment: environment, in: folder.path)
@@ -64,7 +64,7 @@ import Testing
         #expect(rekey.status == 0)
         let oldKey = try await run(["secret", "list"])
         #expect(oldKey.status == 2)
-        _ = writeConfig(folder, key: "{passphrase_env: NEW_VAULT_PASS}")
+        _ = try writeConfig(folder, key: "{passphrase_env: NEW_VAULT_PASS}")
         let afterRekey = try await run(["secret", "list"], environment: ["NEW_VAULT_PASS": "a new passphrase"])
         #expect(afterRekey.standardOutput == "other\nwiki/password\n")
         let wrong = try await run(["secret", "list"], environment: ["NEW_VAULT_PASS": "not it"])
@@ -93,9 +93,9 @@ import Testing
     /// The umask is per process, so this runs the CLI under `umask 000` rather than changing the test
     /// process's own (which would affect every test running beside it).
     @Test func foldersAre0700AndFiles0600WhateverTheUmask() async throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        let config = writeConfig(folder, key: "{file: master.key}")
+        let config = try writeConfig(folder, key: "{file: master.key}")
         let command = "umask 000; exec \(try sessionkeeperBinary()) secret set umask/test --config \(config)"
         let result = try await runProgram("/bin/sh", ["-c", command], input: Data("value".utf8), standardError: .discarded)
         #expect(result.status == 0)
@@ -109,9 +109,9 @@ import Testing
     }
 
     @Test func aLooseKeyFileIsRefusedByTheCLI() async throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        let config = writeConfig(folder, key: "{file: master.key}")
+        let config = try writeConfig(folder, key: "{file: master.key}")
         #expect(try await runCLI(["secret", "set", "x", "--config", config], input: "v", in: folder.path).status == 0)
         chmod(folder.keyFile, 0o644)
         let refused = try await runCLI(["secret", "list", "--config", config], in: folder.path)
@@ -121,10 +121,10 @@ import Testing
     }
 
     @Test func aStateFolderHeldByAnotherProcessIsRefusedNamingItsPid() async throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        let config = writeConfig(folder, key: "{file: master.key}")
-        let binary = try sessionkeeperBinary()
+        let config = try writeConfig(folder, key: "{file: master.key}")
+        let binary = try crashWriterBinary()
         let holder = try await onDedicatedThread {
             let writer = try CrashWriter(binary: binary, state: folder.state, keyFile: folder.keyFile, items: 1, firstRound: 1, rotate: false)
             try writer.waitUntilReady()
@@ -141,16 +141,22 @@ import Testing
     }
 
     @Test func theCrashWriterRefusesToRunOutsideTheCrashTest() async throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        let result = try await runCLI(["vault", "crash-writer", "--state", folder.state, "--key-file", folder.keyFile], in: folder.path)
-        #expect(result.status == 2)
-        #expect(result.standardError.contains("test helper"))
+        var environment = ProcessInfo.processInfo.environment
+        environment["SESSIONKEEPER_CRASH_WRITER"] = nil
+        let result = try await runProgram(
+            try crashWriterBinary(), ["--state", folder.state, "--key-file", folder.keyFile], environment: environment,
+            directory: folder.path)
+        #expect(result.status != 0)
+        #expect(result.errorText.contains("test helper"))
         #expect(!FileManager.default.fileExists(atPath: folder.state))
+        // The shipped program has no such subcommand.
+        #expect(try await runCLI(["vault", "crash-writer"], in: folder.path).status != 0)
     }
 
     @Test func aMissingConfigIsAUsageError() async throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let result = try await runCLI(["secret", "list", "--config", folder.path + "/absent.yaml"], in: folder.path)
         #expect(result.status == 2)

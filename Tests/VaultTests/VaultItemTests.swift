@@ -1,11 +1,12 @@
 import Foundation
 import Platform
+import TestSupport
 import Testing
 @testable import Vault
 
 @Suite struct VaultItemTests {
     @Test func storesReadsListsAndRemovesItemsOfBothKinds() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         let password = ItemReference(.credential, "wiki/password")
@@ -31,7 +32,7 @@ import Testing
     }
 
     @Test func contentsReadsEveryItemOfAKindInOnePassAndReportsDamagedOnes() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         for index in 0..<6 { try vault.set(bytes("state \(index)"), for: ItemReference(.siteState, "site\(index)")) }
@@ -52,7 +53,7 @@ import Testing
     }
 
     @Test func valuesSurviveClosingAndReopening() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         do {
             let vault = try openWithKeyFile(folder)
@@ -65,7 +66,7 @@ import Testing
     }
 
     @Test func emptyValueAndLargeValueRoundTrip() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         let big = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
@@ -76,7 +77,7 @@ import Testing
     }
 
     @Test func rejectsInvalidNamesAndOversizedValues() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         for name in ["", String(repeating: "x", count: 256), "tab\there", "new\nline"] {
@@ -90,7 +91,7 @@ import Testing
     }
 
     @Test func folderRevealsNoNamesAndNoValuesAndModesArePrivate() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         let secretValue = "hunter2-very-secret-value"
@@ -111,7 +112,7 @@ import Testing
     }
 
     @Test func staleTemporaryFilesAreRemovedOnOpen() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         vault.close()

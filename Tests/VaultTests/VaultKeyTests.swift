@@ -1,11 +1,12 @@
 import Foundation
 import Platform
+import TestSupport
 import Testing
 @testable import Vault
 
 @Suite struct VaultKeyTests {
     @Test func aKeyFileIsCreated0600OnFirstRunWith32Bytes() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         _ = try openWithKeyFile(folder)
         #expect(readFile(folder.keyFile).count == 32)
@@ -14,7 +15,7 @@ import Testing
 
     @Test(arguments: [0o644, 0o640, 0o604, 0o660, 0o601])
     func aKeyFileOthersCanAccessIsRefused(permissions: Int) throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         try openWithKeyFile(folder).close()
         chmod(folder.keyFile, mode_t(permissions))
@@ -26,7 +27,7 @@ import Testing
 
     @Test(arguments: [0o400, 0o700])
     func ownerOnlyKeyFileModesAreAccepted(permissions: Int) throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         try openWithKeyFile(folder).close()
         chmod(folder.keyFile, mode_t(permissions))
@@ -36,7 +37,7 @@ import Testing
 
     @Test(arguments: [0, 16, 31, 33, 64])
     func aKeyFileOfTheWrongSizeIsRefused(size: Int) throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         writeFile(folder.keyFile, [UInt8](repeating: 9, count: size))
         chmod(folder.keyFile, 0o600)
@@ -45,7 +46,7 @@ import Testing
     }
 
     @Test func aWrongKeyFileIsRefusedAsWrongKey() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         try vault.set(bytes("v"), for: ItemReference(.credential, "x"))
@@ -58,7 +59,7 @@ import Testing
     }
 
     @Test func aMissingKeyFileForAnExistingVaultIsNotRecreated() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         try openWithKeyFile(folder).close()
         try FileManager.default.removeItem(atPath: folder.keyFile)
@@ -68,7 +69,7 @@ import Testing
     }
 
     @Test func passphraseFromEnvironmentOpensAndAWrongOneIsRefused() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let source = MasterKeySource.passphraseEnvironment(name: "VAULT_TEST_PASS")
         let vault = try Vault.open(
@@ -92,7 +93,7 @@ import Testing
     }
 
     @Test func defaultScryptParametersRoundTrip() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let source = MasterKeySource.passphrase(VaultPassphrase(bytes("default cost")))
         try Vault.initialize(stateDirectory: folder.state, key: source).close()
@@ -101,9 +102,9 @@ import Testing
     }
 
     @Test func passphraseFileMustBePrivate() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        let file = folder.write("file passphrase\n", to: "pass.txt", mode: 0o600)
+        let file = try folder.write("file passphrase\n", to: "pass.txt", mode: 0o600)
         let source = MasterKeySource.passphraseFile(path: file)
         try Vault.open(stateDirectory: folder.state, key: source, createIfMissing: true, scrypt: fastScrypt).close()
         // The trailing newline is not part of the passphrase.
@@ -114,7 +115,7 @@ import Testing
     }
 
     @Test func passphraseCommandRunsWithoutShellAndTimesOut() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let source = MasterKeySource.passphraseCommand(argv: ["printf", "%s\\n", "from a command; not $HOME"], timeout: .seconds(5))
         try Vault.open(stateDirectory: folder.state, key: source, createIfMissing: true, scrypt: fastScrypt).close()
@@ -130,7 +131,7 @@ import Testing
     }
 
     @Test func systemdCredentialAsKeyOrPassphrase() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let credentials = folder.path + "/creds"
         try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
@@ -146,7 +147,7 @@ import Testing
         let missing = #expect(throws: VaultError.self) { try Vault.open(stateDirectory: folder.state, key: source, environment: [:]) }
         #expect(missing?.description.contains("CREDENTIALS_DIRECTORY") == true)
 
-        let other = TemporaryFolder()
+        let other = try TemporaryFolder()
         defer { other.cleanUp() }
         writeFile(credentials + "/pass", bytes("a systemd passphrase\n"))
         chmod(credentials + "/pass", 0o400)
@@ -156,7 +157,7 @@ import Testing
     }
 
     @Test func initRefusesAnExistingVaultAndOpenRefusesAMissingOne() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let missing = #expect(throws: VaultError.self) { try openWithKeyFile(folder, create: false) }
         #expect(missing?.reason == .notInitialized)
@@ -166,7 +167,7 @@ import Testing
     }
 
     @Test func aLostKeyringWithItemsLeftIsNotSilentlyReplaced() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         try vault.set(bytes("v"), for: ItemReference(.credential, "x"))
@@ -177,7 +178,7 @@ import Testing
     }
 
     @Test func aDamagedKeyringIsReported() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         try openWithKeyFile(folder).close()
         let keyringPath = folder.state + "/vault/keyring"
@@ -191,7 +192,7 @@ import Testing
     }
 
     @Test func rekeyChangesThePassphraseWithoutTouchingItems() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let old = MasterKeySource.passphrase(VaultPassphrase(bytes("old pass")))
         let new = MasterKeySource.passphrase(VaultPassphrase(bytes("new pass")))

@@ -1,11 +1,12 @@
 import Foundation
 import Platform
+import TestSupport
 import Testing
 @testable import Vault
 
 @Suite struct VaultRotationTests {
     @Test func rotateReencryptsEveryItemUnderANewMasterKey() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         for index in 0..<12 { try vault.set(bytes("value \(index)"), for: ItemReference(.credential, "c\(index)")) }
@@ -28,7 +29,7 @@ import Testing
     }
 
     @Test func anInterruptedRotateStillOpensAndTheNextRunFinishes() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         for index in 0..<10 { try vault.set(bytes("value \(index)"), for: ItemReference(.siteState, "s\(index)")) }
@@ -58,7 +59,7 @@ import Testing
     }
 
     @Test func aCrashBetweenWritingTheNewFileAndRemovingTheOldOneKeepsTheNewValue() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         let item = ItemReference(.credential, "both")
@@ -78,7 +79,7 @@ import Testing
     }
 
     @Test func rotateStopsOnUnreadableFilesAndKeepsBothGenerations() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         try vault.set(bytes("a"), for: ItemReference(.credential, "a"))

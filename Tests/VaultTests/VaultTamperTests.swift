@@ -1,11 +1,12 @@
 import Foundation
 import Platform
+import TestSupport
 import Testing
 @testable import Vault
 
 @Suite struct VaultTamperTests {
     @Test func aFlippedByteInAnyPositionIsDetectedAndNamesTheItem() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         let target = ItemReference(.credential, "mail/password")
@@ -34,7 +35,7 @@ import Testing
     }
 
     @Test func twoItemsFilesSwappedAreDetected() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         let first = ItemReference(.credential, "one")
@@ -54,7 +55,7 @@ import Testing
     }
 
     @Test func aCopyUnderTheSameKindButAnotherNameIsDetected() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         try vault.set(bytes("x"), for: ItemReference(.siteState, "same"))
@@ -65,7 +66,7 @@ import Testing
     }
 
     @Test func everyTruncationIsDetected() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         let item = ItemReference(.siteState, "shop")
@@ -83,7 +84,7 @@ import Testing
     }
 
     @Test func foreignFilesAreReportedWithoutStoppingTheOthers() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         let kept = ItemReference(.credential, "kept")
@@ -97,7 +98,7 @@ import Testing
     }
 
     @Test func anUnknownFormatVersionIsReportedAsSuch() throws {
-        let folder = TemporaryFolder()
+        let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         let item = ItemReference(.credential, "future")
@@ -113,8 +114,8 @@ import Testing
     }
 
     @Test func anItemWrittenUnderAnotherKeyIsReportedAsTampered() throws {
-        let one = TemporaryFolder()
-        let two = TemporaryFolder()
+        let one = try TemporaryFolder()
+        let two = try TemporaryFolder()
         defer { one.cleanUp(); two.cleanUp() }
         let first = try openWithKeyFile(one)
         let second = try openWithKeyFile(two)

@@ -11,7 +11,12 @@ enum HTTPBuilder {
         settings.timeout = checker.positiveDuration(file.timeout, key: "http.timeout")
         settings.connectTimeout = checker.positiveDuration(file.connectTimeout, key: "http.connect_timeout")
         if let userAgent = file.userAgent {
-            if userAgent.value.contains(where: { $0 == "\n" || $0 == "\r" }) {
+            if userAgent.value.allSatisfy(\.isWhitespace) {
+                // SPEC section 3: a User-Agent is "never none"; leaving the key out gives the default.
+                checker.error(
+                    userAgent.mark,
+                    "http.user_agent is empty; every request carries a User-Agent (leave the key out for \(SessionKeeperVersion.userAgent))")
+            } else if userAgent.value.contains(where: { $0 == "\n" || $0 == "\r" }) {
                 checker.error(userAgent.mark, "http.user_agent: must be one line")
             } else {
                 settings.userAgent = userAgent.value

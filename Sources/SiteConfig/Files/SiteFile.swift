@@ -134,9 +134,30 @@ struct SiteFile: Decodable {
         var accept: Marked<String>?
         var persistSessionCookies: Marked<Bool>?
         var limits: LimitsFile?
+        var keepOnLogin: Marked<KeepOnLoginFile>?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case essential, accept, persistSessionCookies = "persist_session_cookies", limits
+            case keepOnLogin = "keep_on_login"
+        }
+    }
+
+    /// `keep_on_login: all-but-essential | none` (a word) or `keep_on_login: [NAME, ...]` (a list).
+    enum KeepOnLoginFile: Decodable {
+        case word(Marked<String>)
+        case names([Marked<String>])
+
+        init(from decoder: any Decoder) throws {
+            guard let decoder = decoder as? NodeDecoder else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a YAML decoder"))
+            }
+            if decoder.node.items != nil {
+                self = .names(try decoder.decode([Marked<String>].self))
+            } else if decoder.node.scalarText != nil {
+                self = .word(try decoder.decode(Marked<String>.self))
+            } else {
+                throw decoder.error("expected all-but-essential, none or a list of cookie names, found \(decoder.node.kindDescription)")
+            }
         }
     }
 
@@ -224,9 +245,32 @@ struct StepFile: Decodable {
         var header: Marked<String>?
         var cookie: Marked<String>?
         var status: RawNode?
-        var url: RawNode?
+        var url: URLExtractionFile?
 
         enum CodingKeys: String, CodingKey, CaseIterable { case regex, xpath, json, header, cookie, status, url }
+    }
+
+    /// `url: true` (the final URL), `url: {query: NAME}` (one of its query parameters), or anything else,
+    /// which the builder rejects with the step's name. The mapping goes through the decoder, so a
+    /// misspelled key gets its "did you mean".
+    struct URLExtractionFile: Decodable, DecodesNull {
+        var node: YAMLNode
+        /// The mapping form, when the node is a mapping.
+        var mapping: QueryFile?
+
+        init(from decoder: any Decoder) throws {
+            guard let decoder = decoder as? NodeDecoder else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a YAML decoder"))
+            }
+            node = decoder.node
+            mapping = decoder.node.pairs == nil ? nil : try decoder.decode(QueryFile.self)
+        }
+    }
+
+    struct QueryFile: Decodable {
+        var query: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case query }
     }
 
     struct ExpectFile: Decodable {
@@ -235,7 +279,7 @@ struct StepFile: Decodable {
         var bodyContains: OneOrMany<Marked<String>>?
         var notBodyContains: OneOrMany<Marked<String>>?
         var cookie: OneOrMany<Marked<String>>?
-        var header: OneOrMany<RawNode>?
+        var header: OneOrMany<HeaderExpectationFile>?
         var json: OneOrMany<Marked<JSONExpectFile>>?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
@@ -251,7 +295,28 @@ struct StepFile: Decodable {
         enum CodingKeys: String, CodingKey, CaseIterable { case path, equals }
     }
 
-    struct HeaderExpectFile: Decodable {
+    /// `header: NAME`, `header: {name: NAME, matches: REGEX}` (decoded by the decoder, so a misspelled key
+    /// gets its "did you mean"), or anything else, which the builder rejects with the step's name.
+    enum HeaderExpectationFile: Decodable, DecodesNull {
+        case name(Marked<String>)
+        case pattern(Marked<HeaderPatternFile>)
+        case other(SourceMark)
+
+        init(from decoder: any Decoder) throws {
+            guard let decoder = decoder as? NodeDecoder else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a YAML decoder"))
+            }
+            if decoder.node.scalarText != nil, !decoder.node.isNull {
+                self = .name(try decoder.decode(Marked<String>.self))
+            } else if decoder.node.pairs != nil {
+                self = .pattern(try decoder.decode(Marked<HeaderPatternFile>.self))
+            } else {
+                self = .other(decoder.node.mark)
+            }
+        }
+    }
+
+    struct HeaderPatternFile: Decodable {
         var name: Marked<String>?
         var matches: Marked<String>?
 

@@ -14,6 +14,13 @@ struct Marked<Value: Decodable>: Decodable {
         keyMark = decoder.keyMark ?? decoder.node.mark
         value = try decoder.decode(Value.self)
     }
+
+    /// A value the builder took from a node by hand, marked where the node starts.
+    init(value: Value, mark: SourceMark) {
+        self.value = value
+        self.mark = mark
+        keyMark = mark
+    }
 }
 
 /// The node itself, for values whose shape is free (JSON bodies, `with:`) or decided by hand.

@@ -38,7 +38,9 @@ public struct HTTPSettings: Sendable, Hashable {
     public var timeout: Duration?
     /// Connection setup only (DNS, TCP, TLS).
     public var connectTimeout: Duration?
-    /// The User-Agent header.
+    /// The User-Agent header. A loaded site always has one: its own `user_agent`, else
+    /// `defaults.http.user_agent`, else ``SessionKeeperVersion/userAgent`` (SPEC section 3, "never none");
+    /// nil only in settings built in code (the transport then sends none).
     public var userAgent: String?
     /// Headers in file order (site entries override defaults of the same name).
     public var headers: [Header]

@@ -157,18 +157,32 @@ public struct CookiePolicy: Sendable, Hashable {
     public var persistSessionCookies: Bool
     /// Storage limits.
     public var limits: Limits
-    /// What a new login starts from (`keep_on_login`).
-    public var keepOnLogin: KeepOnLogin = .allButEssential
+    /// What a new login starts from (default: the stored cookies minus the essential ones).
+    public var keepOnLogin: KeepOnLogin
 
     public init(
         essential: [String] = [], accept: Accept = .always, persistSessionCookies: Bool = true,
-        limits: Limits = Limits()
+        limits: Limits = Limits(), keepOnLogin: KeepOnLogin = .allButEssential
     ) {
         self.essential = essential
         self.accept = accept
         self.persistSessionCookies = persistSessionCookies
         self.limits = limits
+        self.keepOnLogin = keepOnLogin
     }
+}
+
+/// Which of a site's stored cookies a new login starts with (`cookies.keep_on_login`, SPEC section 3).
+///
+/// A login that starts from the stored jar keeps what a browser keeps (a remembered-device cookie), and
+/// dropping the essential cookies makes a login page that redirects logged-in users show its form.
+public enum KeepOnLogin: Sendable, Hashable {
+    /// `all-but-essential` (the default): every stored cookie except those named in `cookies.essential`.
+    case allButEssential
+    /// `none`: an empty jar.
+    case none
+    /// A list of cookie names: only the stored cookies with these names (each listed once).
+    case names([String])
 }
 
 /// A file rewritten atomically whenever the site's cookies change (`outputs:`).
@@ -210,14 +224,4 @@ public struct AccessPolicy: Sendable, Hashable {
         self.uids = uids
         self.groups = groups
     }
-}
-
-/// Which stored cookies a new login starts from (`cookies.keep_on_login`).
-public enum KeepOnLogin: Sendable, Hashable {
-    /// Every stored cookie except the essential ones (the default).
-    case allButEssential
-    /// None: the login starts from an empty jar.
-    case none
-    /// Only the cookies with these names.
-    case names([String])
 }

@@ -12,9 +12,13 @@ import Testing
 /// the tests of this suite and removed when the process ends. nil when it cannot be installed (no
 /// network, no pip): the tests are then skipped with that reason.
 enum DjangoInstall {
+    /// The exact release installed, so a new Django cannot change what the test sees (its login form,
+    /// its cookies). 5.2 is a long-term-support series and runs on the Python 3.10+ the test machines have.
+    static let version = "5.2.19"
+
     struct Installed: Sendable {
         var python: String
-        var libraryFolder: URL
+        var libraryFolder: TemporaryFolder
     }
 
     /// The installation, made once (on a dedicated thread: pip takes seconds) when first asked for.
@@ -25,25 +29,25 @@ enum DjangoInstall {
     private static let installation = Task { await onDedicatedThread { install() } }
 
     /// The library folder to remove when the process ends.
-    private static let folderToRemove = Mutex<URL?>(nil)
+    private static let folderToRemove = Mutex<TemporaryFolder?>(nil)
 
     /// Blocks while pip runs; called only on a dedicated thread.
     private static func install() -> Installed? {
         guard let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }),
-              let folder = try? Integration.temporaryFolder("integ-django-lib")
+              let folder = try? TemporaryFolder("django-library")
         else { return nil }
         folderToRemove.withLock { $0 = folder }
-        atexit { if let folder = DjangoInstall.folderToRemove.withLock({ $0 }) { try? FileManager.default.removeItem(at: folder) } }
+        atexit { DjangoInstall.folderToRemove.withLock { $0 }?.cleanUp() }
         var environment = ProcessInfo.processInfo.environment
         environment["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
         environment["PIP_DEFAULT_TIMEOUT"] = "60"
         guard let result = try? runProgramOnThisThread(
-            python, ["-m", "pip", "install", "--quiet", "--target", folder.path, "django"], environment: environment,
+            python, ["-m", "pip", "install", "--quiet", "--target", folder.path, "django==\(version)"], environment: environment,
             standardError: .mergedWithOutput),
             result.status == 0,
-            FileManager.default.fileExists(atPath: folder.appendingPathComponent("django").path)
+            FileManager.default.fileExists(atPath: folder.path("django"))
         else {
-            try? FileManager.default.removeItem(at: folder)
+            folder.cleanUp()
             return nil
         }
         return Installed(python: python, libraryFolder: folder)
@@ -53,7 +57,7 @@ enum DjangoInstall {
 /// A flow that logs into Django's admin, a real third-party application (not written by us), on
 /// 127.0.0.1: CSRF token from the form (form_from) and the csrftoken cookie, sessionid as the essential
 /// cookie, and a check of /admin/.
-@Suite(.serialized, .enabled("Django could not be installed from PyPI (no network or no pip?); skipping the third-party login test") {
+@Suite(.serialized, .enabled("Django \(DjangoInstall.version) could not be installed from PyPI (no network or no pip?); skipping the third-party login test") {
     await DjangoInstall.installed != nil
 })
 struct DjangoAdminIntegrationTests {
@@ -92,8 +96,8 @@ struct DjangoAdminIntegrationTests {
     /// Starts Django's admin in a fresh folder, runs `body`, stops the server and removes the folder.
     static func withDjango(_ body: (Int, CurlHTTPClient) async throws -> Void) async throws {
         let install = try #require(await DjangoInstall.installed)
-        let folder = try Integration.temporaryFolder("integ-django-site")
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolder("django-site")
+        defer { folder.cleanUp() }
         var environment = ProcessInfo.processInfo.environment
         environment["PYTHONPATH"] = install.libraryFolder.path
         environment["DJANGO_ADMIN_PASSWORD"] = password

@@ -83,13 +83,6 @@ enum Integration {
             path, arguments, environment: environment, directory: directory?.path, standardError: .mergedWithOutput)
         return (result.status, result.outputText)
     }
-
-    /// A fresh private temporary folder.
-    static func temporaryFolder(_ prefix: String) throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        return url
-    }
 }
 
 

@@ -4,6 +4,7 @@ import Foundation
 import HTTPTransport
 import LoginFlow
 import SiteConfig
+import TestSupport
 import Testing
 
 /// The odd cases, over the wire, against `Fixtures/integration/odd_server.py` (Python's http.server on
@@ -283,9 +284,9 @@ import Testing
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs the openssl command to make a certificate"))
     func selfSignedTLSIsRefusedByDefaultAndAcceptedWithCAFile() async throws {
-        let folder = try Integration.temporaryFolder("integ-tls")
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let cert = folder.appendingPathComponent("cert.pem").path, key = folder.appendingPathComponent("key.pem").path
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let cert = folder.path("cert.pem"), key = folder.path("key.pem")
         let made = try await Integration.runTool("/usr/bin/openssl", [
             "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
             "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
