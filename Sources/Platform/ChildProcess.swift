@@ -128,11 +128,14 @@ public struct ChildProcess: Sendable {
             return ChildProcessResult(
                 termination: termination, standardOutput: captured.output, outputTruncated: captured.truncated)
         case let .failure(error):
-            if group.leader == nil { throw ChildProcessError(launching: program, error) }
+            // A run stopped early may end in an error (cancelled before the program even started); what
+            // the caller asked about is that it was stopped.
             switch stop {
             case .timedOut?: return ChildProcessResult(termination: .timedOut, standardOutput: [], outputTruncated: false)
             case .cancelled?: return ChildProcessResult(termination: .cancelled, standardOutput: [], outputTruncated: false)
-            case nil: throw .failed(program: program, reason: "\(error)")
+            case nil:
+                if group.leader == nil { throw ChildProcessError(launching: program, error) }
+                throw .failed(program: program, reason: "\(error)")
             }
         }
     }

@@ -126,6 +126,19 @@ final class Lines: Sendable {
         #expect(await groupIsGone(group))
     }
 
+    @Test func aTaskCancelledBeforeTheRunGetsACancelledRun() async throws {
+        let process = Self.process(["sleep", "30"])
+        let run = Task.detached(priority: .high) {
+            withUnsafeCurrentTask { $0?.cancel() }
+            let started = ContinuousClock.now
+            let result = try await process.run()
+            return (result.termination, ContinuousClock.now - started)
+        }
+        let (termination, elapsed) = try await run.value
+        #expect(termination == .cancelled)
+        #expect(elapsed < .seconds(10))
+    }
+
     @Test func whatTheProgramLeftInItsGroupGoesWhenItExits() async throws {
         let folder = TemporaryFolder()
         defer { folder.cleanUp() }
