@@ -32,6 +32,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // Child processes (Platform.ChildProcess). Its one trait, SubprocessFoundation (Data inputs and
+        // outputs), is left off: Platform hands bytes as [UInt8].
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2", traits: []),
     ],
     targets: [
         // MARK: C libraries (system packages, installed by .ci/run and the README's commands)
@@ -41,7 +44,11 @@ let package = Package(
         .systemLibrary(name: "CXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
 
         // MARK: Libraries
-        .target(name: "Platform", swiftSettings: strict),
+        .target(
+            name: "Platform",
+            dependencies: [.product(name: "Subprocess", package: "swift-subprocess")],
+            swiftSettings: strict
+        ),
         .target(name: "CookieJar", dependencies: ["CPSL"], swiftSettings: strict),
         .target(name: "XMLQuery", dependencies: ["CXML2"], swiftSettings: strict),
         .target(name: "SiteConfig", dependencies: ["CYAML", "XMLQuery"], swiftSettings: strict),
@@ -143,6 +150,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .testTarget(name: "PlatformTests", dependencies: ["Platform", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "VaultTests", dependencies: ["Vault", "Credentials", "Platform", "SiteConfig", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "SessionsTests",

@@ -1,6 +1,7 @@
 import Foundation
 import Platform
 import SiteConfig
+import Synchronization
 import Vault
 
 /// A credential that could not be resolved: which site, which credential, and why. Never the value.
@@ -39,6 +40,7 @@ public struct CredentialResolver: Sendable {
 
     /// - Parameters:
     ///   - vault: where `{secret: NAME}` and TOTP secrets live; nil makes them fail with a clear error.
+    ///   - environment: where `{env: NAME}` is looked up; a `{command: ...}` gets only its PATH, HOME and LANG.
     ///   - clock: the time TOTP codes are computed for.
     public init(
         vault: Vault?, environment: [String: String] = ProcessInfo.processInfo.environment,
@@ -53,34 +55,17 @@ public struct CredentialResolver: Sendable {
         self.standardError = standardError
     }
 
-    /// The value of credential `name` of `site`.
-    public func value(of name: String, in site: SiteDefinition) throws(CredentialError) -> String {
+    /// The value of credential `name` of `site`. A `{command: ...}` runs as a child process that the call
+    /// awaits without holding a thread.
+    public func value(of name: String, in site: SiteDefinition) async throws(CredentialError) -> String {
         guard let source = site.credential(named: name) else {
             throw CredentialError(site: site.name, credential: name, reason: "the site defines no such credential")
         }
-        return try resolve(source, credential: name, site: site.name)
-    }
-
-    /// The value of credential `name` of `site`, resolved on a thread of its own: a `{command: ...}`
-    /// may run for up to ``defaultCommandTimeout`` and must not hold one of the few threads of
-    /// Swift's cooperative pool meanwhile.
-    public func value(of name: String, in site: SiteDefinition) async throws(CredentialError) -> String {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<String, CredentialError>, Never>) in
-            let thread = Thread {
-                do throws(CredentialError) {
-                    continuation.resume(returning: .success(try self.value(of: name, in: site)))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-            thread.name = "credential \(site.name)/\(name)"
-            thread.start()
-        }
-        return try result.get()
+        return try await resolve(source, credential: name, site: site.name)
     }
 
     /// The value of one source.
-    public func resolve(_ source: CredentialSource, credential: String, site: String) throws(CredentialError) -> String {
+    public func resolve(_ source: CredentialSource, credential: String, site: String) async throws(CredentialError) -> String {
         func fail(_ reason: String) -> CredentialError { CredentialError(site: site, credential: credential, reason: reason) }
         switch source {
         case let .literal(value):
@@ -99,7 +84,7 @@ public struct CredentialResolver: Sendable {
             }
             return try text(of: Self.trimmingNewline(bytes), what: "file \(path)", fail: fail)
         case let .command(argv):
-            return try runCommand(argv, site: site, credential: credential, fail: fail)
+            return try await runCommand(argv, site: site, credential: credential, fail: fail)
         case let .totp(parameters):
             let stored = try text(of: try secret(parameters.secretName, fail: fail), what: "secret '\(parameters.secretName)'", fail: fail)
             guard let key = Base32.decode(stored), !key.isEmpty else {
@@ -132,34 +117,49 @@ public struct CredentialResolver: Sendable {
         return value
     }
 
-    private func runCommand(_ argv: [String], site: String, credential: String, fail: (String) -> CredentialError) throws(CredentialError) -> String {
+    /// Runs a `{command: [argv...]}` as plugins are run (SPEC section 3): no shell, the minimal environment
+    /// of ``ChildEnvironment`` (so never the master passphrase), its own process group, a timeout.
+    private func runCommand(
+        _ argv: [String], site: String, credential: String, fail: (String) -> CredentialError
+    ) async throws(CredentialError) -> String {
         let program = argv.first ?? ""
-        let output: ProcessOutput
+        let command = ChildProcess(
+            executable: program, arguments: Array(argv.dropFirst()), environment: ChildEnvironment.minimal(from: environment),
+            timeout: commandTimeout, outputLimit: Self.maximumValueSize, outputOverflow: .terminate)
+        // Held back until the value is known, so a command that echoes its value to stderr is masked.
+        let errorLines = Mutex<[String]>([])
+        let result: ChildProcessResult
         do {
-            output = try ChildProcess.run(argv, timeout: commandTimeout, outputLimit: Self.maximumValueSize)
-        } catch let .timedOut(_, _, standardError) {
-            forward(standardError, masking: nil, site: site, credential: credential)
-            throw fail("command `\(program)` did not finish within \(commandTimeout) and was killed")
+            result = try await command.run(standardErrorLine: { line in errorLines.withLock { $0.append(line) } })
         } catch {
             throw fail("command: \(error)")
         }
-        let value = Self.trimmingNewline(output.standardOutput)
-        forward(output.standardError, masking: value, site: site, credential: credential)
-        guard output.status == .exited(0) else { throw fail("command `\(program)` failed (\(output.status))") }
+        let stderr = errorLines.withLock { $0 }
+        switch result.termination {
+        case .timedOut:
+            forward(stderr, masking: nil, site: site, credential: credential)
+            throw fail("command `\(program)` did not finish within \(commandTimeout) and was killed")
+        case .cancelled:
+            throw fail("command `\(program)` was stopped: the login was cancelled")
+        case .exited, .signaled:
+            break
+        }
+        let value = Self.trimmingNewline(result.standardOutput)
+        forward(stderr, masking: value, site: site, credential: credential)
+        guard result.termination == .exited(0) else { throw fail("command `\(program)` failed (\(result.termination))") }
         guard !value.isEmpty else { throw fail("command `\(program)` printed nothing") }
         return try text(of: value, what: "the output of `\(program)`", fail: fail)
     }
 
-    /// Sends stderr to the sink line by line, with the command's value replaced by `***` should the
-    /// command have echoed it there.
-    private func forward(_ bytes: [UInt8], masking value: [UInt8]?, site: String, credential: String) {
-        guard !bytes.isEmpty else { return }
-        var text = String(decoding: bytes, as: UTF8.self)
-        if let value, !value.isEmpty {
-            text = text.replacingOccurrences(of: String(decoding: value, as: UTF8.self), with: "***")
-        }
-        for line in text.split(whereSeparator: \.isNewline) where !line.isEmpty {
-            standardError(site, credential, String(line))
+    /// Sends stderr lines to the sink, with the command's value replaced by `***` should the command have
+    /// echoed it there (line by line: a value of several lines is masked in each).
+    private func forward(_ lines: [String], masking value: [UInt8]?, site: String, credential: String) {
+        let pieces = (value ?? []).split(separator: UInt8(ascii: "\n"))
+            .map { String(decoding: Self.trimmingNewline(Array($0)), as: UTF8.self) }
+            .filter { !$0.isEmpty }
+            .sorted { $0.count > $1.count }
+        for line in lines where !line.isEmpty {
+            standardError(site, credential, pieces.reduce(line) { $0.replacingOccurrences(of: $1, with: "***") })
         }
     }
 

@@ -1,13 +1,10 @@
 import CookieJar
 import Foundation
 import HTTPTransport
+import Platform
 import SiteConfig
 
 extension FlowEngine {
-    /// Environment variables every plugin gets from the daemon (SPEC section 5), besides its `env:`.
-    static let inheritedVariables = ["PATH", "HOME", "LANG"]
-    static let fallbackPATH = "/usr/local/bin:/usr/bin:/bin"
-
     /// Runs a plugin step (or a whole plugin login) with SPEC section 5's JSON protocol, then applies its
     /// answer: variables, cookies, Set-Cookie lines, headers for the following requests.
     func runPlugin(
@@ -28,9 +25,8 @@ extension FlowEngine {
             }
         }
         let with = try state.render(plugin.with, step: name, mark: mark)
-        var childEnvironment: [String: String] = [:]
-        for variable in Self.inheritedVariables { childEnvironment[variable] = environment[variable] }
-        if childEnvironment["PATH"] == nil { childEnvironment["PATH"] = Self.fallbackPATH }
+        // SPEC section 5: PATH, HOME and LANG of the daemon, then the step's `env:`.
+        var childEnvironment = ChildEnvironment.minimal(from: environment).variables
         for entry in plugin.environment {
             switch entry {
             case .inherit(let variable):

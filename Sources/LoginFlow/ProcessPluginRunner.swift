@@ -1,49 +1,44 @@
 import Foundation
-import Glibc
-import Synchronization
+import Platform
 
-/// Runs plugins as child processes with `posix_spawn`: no shell, its own process group
-/// (`POSIX_SPAWN_SETPGROUP`), default signal dispositions and an empty signal mask, no inherited file
-/// descriptors besides the three pipes, and only the environment the invocation lists.
+/// Runs plugins as child processes through `Platform.ChildProcess`: no shell, a process group of its own,
+/// no inherited descriptors besides the three pipes, and exactly the environment the invocation lists.
 ///
-/// One dedicated thread per run writes stdin, reads stdout and stderr with `poll`, and enforces the
-/// timeout: on expiry the whole group gets SIGTERM, then SIGKILL after ``terminationGrace``. When the
-/// plugin itself exits, whatever it left running in its group is killed so that no orphan outlives it.
+/// On timeout, and when the calling task is cancelled, the whole group gets SIGTERM, then SIGKILL after
+/// ``terminationGrace``; when the plugin exits, whatever it left running in its group is killed.
 public struct ProcessPluginRunner: PluginRunner {
     /// Standard output beyond this is discarded (the protocol's answer is a small JSON object).
     public static let maximumOutputSize = 8 * 1024 * 1024
     /// A standard error line longer than this is delivered in pieces.
-    public static let maximumLineLength = 4096
-    /// Time between SIGTERM and SIGKILL on timeout.
-    public static let terminationGrace: Duration = .seconds(1)
-    /// After the plugin exits, how long its pipes may stay open (held by a process that left the group).
-    static let drainGrace: Duration = .seconds(2)
+    public static let maximumLineLength = ChildProcess.maximumLineLength
+    /// Time between SIGTERM and SIGKILL when a plugin is stopped.
+    public static let terminationGrace = ChildProcess.defaultTerminationGrace
 
     public init() {}
 
     public func run(
         _ invocation: PluginInvocation, standardErrorLine: @escaping @Sendable (String) -> Void
     ) async throws(PluginLaunchError) -> PluginOutput {
-        let cancelled = CancellationFlag()
-        let outcome: Result<PluginOutput, PluginLaunchError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let thread = Thread {
-                    continuation.resume(
-                        returning: PluginProcess.run(invocation, cancelled: cancelled, standardErrorLine: standardErrorLine))
-                }
-                thread.name = "plugin \(URL(fileURLWithPath: invocation.executablePath).lastPathComponent)"
-                thread.start()
-            }
-        } onCancel: {
-            cancelled.set()
+        let process = ChildProcess(
+            executable: invocation.executablePath, arguments: invocation.arguments,
+            environment: ChildEnvironment(exactly: invocation.environment), input: [UInt8](invocation.input),
+            timeout: invocation.timeout, terminationGrace: Self.terminationGrace,
+            outputLimit: Self.maximumOutputSize, outputOverflow: .truncate)
+        let result: ChildProcessResult
+        do {
+            result = try await process.run(standardErrorLine: standardErrorLine)
+        } catch let .launchFailed(_, reason) {
+            throw PluginLaunchError(executablePath: invocation.executablePath, message: reason)
+        } catch {
+            throw PluginLaunchError(executablePath: invocation.executablePath, message: "\(error)")
         }
-        return try outcome.get()
+        let termination: PluginOutput.Termination
+        switch result.termination {
+        case let .exited(code): termination = .exited(code)
+        case let .signaled(signal): termination = .signaled(signal)
+        case .timedOut, .cancelled: termination = .timedOut
+        }
+        return PluginOutput(
+            termination: termination, standardOutput: Data(result.standardOutput), outputTruncated: result.outputTruncated)
     }
-}
-
-/// Lets the I/O thread see the task's cancellation.
-final class CancellationFlag: Sendable {
-    private let flag = Atomic<Bool>(false)
-    func set() { flag.store(true, ordering: .relaxed) }
-    var isSet: Bool { flag.load(ordering: .relaxed) }
 }

@@ -49,6 +49,8 @@ struct KeyMaterial {
 public enum VaultKey {
     /// A key file's exact size: 256 bits for AES-256.
     public static let keyFileSize = 32
+    /// The most a key file, passphrase file or passphrase command may give: passphrases are short.
+    static let passphraseLimit = 64 * 1024
     /// How long a `passphrase_command` may run when config gives no timeout.
     public static let defaultCommandTimeout: Duration = .seconds(30)
 
@@ -86,18 +88,27 @@ public enum VaultKey {
             guard !bytes.isEmpty else { throw VaultError(.keySource("passphrase file \(path) is empty")) }
             return KeyMaterial(bytes: bytes, kind: .passphrase)
         case let .passphraseCommand(argv, timeout):
-            let output: ProcessOutput
+            let program = argv.first ?? ""
+            // The minimal environment: whatever else this process holds (a passphrase in another variable,
+            // the service manager's settings) is not the command's business. Its stderr is dropped: a
+            // failing command may echo what it was given.
+            let command = ChildProcess(
+                executable: program, arguments: Array(argv.dropFirst()), environment: ChildEnvironment.minimal(from: environment),
+                timeout: timeout, outputLimit: passphraseLimit, outputOverflow: .terminate)
+            let result: ChildProcessResult
             do {
-                output = try ChildProcess.run(argv, timeout: timeout)
+                result = try command.runBlocking()
             } catch {
                 throw VaultError(.keySource("passphrase command: \(error)"))
             }
-            guard output.status == .exited(0) else {
-                // stderr is left out: a failing command may echo what it was given.
-                throw VaultError(.keySource("passphrase command `\(argv.first ?? "")` failed (\(output.status))"))
+            if result.termination == .timedOut {
+                throw VaultError(.keySource("passphrase command `\(program)` did not finish within \(timeout) and was killed"))
             }
-            let bytes = trimmingNewline(output.standardOutput)
-            guard !bytes.isEmpty else { throw VaultError(.keySource("passphrase command `\(argv.first ?? "")` printed nothing")) }
+            guard result.termination == .exited(0) else {
+                throw VaultError(.keySource("passphrase command `\(program)` failed (\(result.termination))"))
+            }
+            let bytes = trimmingNewline(result.standardOutput)
+            guard !bytes.isEmpty else { throw VaultError(.keySource("passphrase command `\(program)` printed nothing")) }
             return KeyMaterial(bytes: bytes, kind: .passphrase)
         case let .systemdCredential(name):
             guard let folder = environment["CREDENTIALS_DIRECTORY"], !folder.isEmpty else {
@@ -119,7 +130,7 @@ public enum VaultKey {
 
     static func readPrivate(_ path: String, what: String) throws(VaultError) -> [UInt8] {
         do {
-            return try PrivateFile.read(path, limit: 64 * 1024)
+            return try PrivateFile.read(path, limit: passphraseLimit)
         } catch let .system(error) where error.errno == ENOENT {
             throw VaultError(.keySource("\(what) \(path) does not exist"))
         } catch {

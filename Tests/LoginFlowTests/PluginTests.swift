@@ -237,3 +237,51 @@ import Testing
         #expect(error.response?.bodyExcerpt == "denied for ••• and ••• and •••")
     }
 }
+
+/// SPEC section 5 through the engine and the real runner: a plugin sees PATH, HOME, LANG and its step's
+/// `env:` names, never the vault passphrase or the daemon's other variables. Values are compared, never printed.
+@Suite struct PluginEnvironmentTests {
+    /// The real runner, keeping each answer for the test to look at.
+    final class RecordingRunner: PluginRunner {
+        let answers = Mutex<[Data]>([])
+
+        func run(
+            _ invocation: PluginInvocation, standardErrorLine: @escaping @Sendable (String) -> Void
+        ) async throws(PluginLaunchError) -> PluginOutput {
+            let output = try await ProcessPluginRunner().run(invocation, standardErrorLine: standardErrorLine)
+            answers.withLock { $0.append(output.standardOutput) }
+            return output
+        }
+    }
+
+    @Test func aPluginGetsNeitherThePassphraseNorTheDaemonsOtherVariables() async throws {
+        let secret = "master-passphrase-\(UUID().uuidString)"
+        var environment = ProcessInfo.processInfo.environment
+        environment["SESSIONKEEPER_PASSPHRASE"] = secret
+        environment["SK_TEST_MARKER"] = "marker-value"
+        environment["LISTED"] = "listed-value"
+        environment["LANG"] = "C.UTF-8"
+        environment["HOME"] = "/home/sk-test"
+        let site = Fixture.site([
+            Step(name: "env", mark: Fixture.mark, action: .plugin(PluginStepTests.plugin("environment-dump-plugin.py", env: [.inherit("LISTED")]))),
+            Fixture.step("after", Fixture.get("/after")),
+        ])
+        let runner = RecordingRunner()
+        _ = try await Fixture.engine(FakeHTTPClient { Fixture.response($0) }, environment: environment, plugins: runner)
+            .login(site, storage: CookieStorage())
+        let answer = try #require(runner.answers.withLock { $0.first })
+        let text = String(decoding: answer, as: UTF8.self)
+        // Booleans only: a failing expectation shows its operands, and the answer must never be shown.
+        let hasPassphrase = text.contains(secret), hasMarker = text.contains("SK_TEST_MARKER")
+        let hasPassphraseName = text.contains("SESSIONKEEPER_PASSPHRASE")
+        #expect(!hasPassphrase)
+        #expect(!hasMarker)
+        #expect(!hasPassphraseName)
+        let document = try #require(try JSONSerialization.jsonObject(with: answer) as? [String: [String: String]])
+        let dump = try #require(document["vars"]?["environment"])
+        let names = dump.split(separator: "\n").map { String($0.prefix { $0 != "=" }) }
+        #expect(names == ["HOME", "LANG", "LISTED", "PATH"])
+        let keptHomeAndListed = dump.contains("HOME=/home/sk-test") && dump.contains("LISTED=listed-value")
+        #expect(keptHomeAndListed)
+    }
+}
