@@ -36,10 +36,10 @@ public struct JSONDecodingError: Error, Sendable, Hashable, CustomStringConverti
         return nil
     }
 
+    /// `/unlock/salt is missing (line 3)`, `invalid JSON: unterminated string (line 2)`.
     public var description: String {
-        let place = kind == .syntax ? "invalid JSON" : (path.isEmpty ? "the document" : JSONPointer.pointer(for: path))
-        let position = line.map { " (line \($0))" } ?? ""
-        return "\(place)\(position): \(reason)"
+        let place = kind == .syntax ? "invalid JSON:" : (path.isEmpty ? "the document" : JSONPointer.pointer(for: path))
+        return "\(place) \(reason)" + (line.map { " (line \($0))" } ?? "")
     }
 }
 

@@ -62,7 +62,7 @@ import Testing
     @Test("the json object is one definition: Codable through any encoder writes what the file holds")
     func codableMatchesTheFile() throws {
         let cookie = Cookie(name: "a", value: "v", domain: "example.com", hostOnly: false, path: "/p",
-                            expires: Date(timeIntervalSince1970: 1_500_000_000), version: 1, portList: [80])
+                            expires: Date(timeIntervalSince1970: 1_500_000_000), created: Self.now.addingTimeInterval(0.25), version: 1, portList: [80])
         let encoded = try JSONEncoder().encode(cookie)
         let decoded = try JSONValueDecoder().decode(Cookie.self, from: Array(encoded))
         #expect(decoded == cookie)

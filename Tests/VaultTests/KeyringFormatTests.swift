@@ -52,9 +52,9 @@ import Testing
 
     @Test(arguments: [
         ("{\"magic\": \"sessionkeeper-vault-keyring\"", "invalid JSON"),
-        ("{\"magic\": \"sessionkeeper-vault-keyring\", \"format\": 1, \"keys\": [], \"current\": 1}", "/unlock: is missing"),
+        ("{\"magic\": \"sessionkeeper-vault-keyring\", \"format\": 1, \"keys\": [], \"current\": 1}", "/unlock is missing (line 1)"),
         ("{\"magic\": \"sessionkeeper-vault-keyring\", \"format\": \"1\", \"unlock\": {}, \"keys\": [], \"current\": 1}",
-         "/format: must be a whole number, found a string"),
+         "/format must be a whole number, found a string (line 1)"),
         ("{\"magic\": \"other\", \"format\": 1, \"unlock\": {\"method\": \"key\", \"salt\": \"\"}, \"keys\": [], \"current\": 1}",
          "not a SessionKeeper keyring"),
     ])
