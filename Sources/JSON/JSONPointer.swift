@@ -24,11 +24,27 @@ public enum JSONPointer {
     /// The reference tokens of `pointer`, unescaped, or nil when it is neither empty nor starts with "/".
     public static func tokens(of pointer: String) -> [String]? {
         if pointer.isEmpty { return [] }
-        guard pointer.hasPrefix("/") else { return nil }
-        // Section 4: "~1" is turned into "/" before "~0" into "~", so "~01" stays "~1".
-        return pointer.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map {
-            String($0.replacing("~1", with: "/").replacing("~0", with: "~"))
+        guard pointer.utf8.first == UInt8(ascii: "/") else { return nil }
+        return pointer.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map(unescape)
+    }
+
+    /// Section 4: "~1" is "/" and "~0" is "~", decoded left to right so "~01" is "~1". A "~" before anything
+    /// else is not an escape and stays.
+    private static func unescape(_ token: Substring.UTF8View.SubSequence) -> String {
+        guard token.contains(UInt8(ascii: "~")) else { return String(decoding: token, as: UTF8.self) }
+        var bytes: [UInt8] = []
+        var index = token.startIndex
+        while index < token.endIndex {
+            let next = token.index(after: index)
+            if token[index] == UInt8(ascii: "~"), next < token.endIndex, token[next] == UInt8(ascii: "0") || token[next] == UInt8(ascii: "1") {
+                bytes.append(token[next] == UInt8(ascii: "0") ? UInt8(ascii: "~") : UInt8(ascii: "/"))
+                index = token.index(after: next)
+            } else {
+                bytes.append(token[index])
+                index = next
+            }
         }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The pointer that names `path` (each name escaped).
