@@ -179,9 +179,10 @@ private struct ValueDecoder: Decoder {
         }
     }
 
-    private func nullOrMismatch<T>(_ type: T.Type) -> DecodingError {
+    /// A null where a value is required reads as missing; anything else is the wrong type.
+    private func nullOrMismatch<T>(_ type: T.Type, expected: String? = nil) -> DecodingError {
         if case .null = value { return DecodingError.valueNotFound(type, .init(codingPath: codingPath, debugDescription: "is missing")) }
-        return mismatch(type, expected: expectation(type))
+        return mismatch(type, expected: expected ?? expectation(type))
     }
 
     /// An integer from number text: digits as they are, or a whole value written with a fraction or an
@@ -193,21 +194,16 @@ private struct ValueDecoder: Decoder {
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        guard case .object(let members) = value else { throw nullOrObjectMismatch([String: JSONValue].self, expected: "an object") }
+        guard case .object(let members) = value else { throw nullOrMismatch([String: JSONValue].self, expected: "an object") }
         return KeyedDecodingContainer(KeyedContainer<Key>(members: members, decoder: self))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        guard case .array(let items) = value else { throw nullOrObjectMismatch([JSONValue].self, expected: "an array") }
+        guard case .array(let items) = value else { throw nullOrMismatch([JSONValue].self, expected: "an array") }
         return UnkeyedContainer(items: items, decoder: self)
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer { SingleValueContainer(decoder: self) }
-
-    private func nullOrObjectMismatch<T>(_ type: T.Type, expected: String) -> DecodingError {
-        if case .null = value { return DecodingError.valueNotFound(type, .init(codingPath: codingPath, debugDescription: "is missing")) }
-        return mismatch(type, expected: expected)
-    }
 }
 
 private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
