@@ -4,6 +4,7 @@ import PackageDescription
 // Module graph (docs/ARCHITECTURE.md explains each):
 //   C shims:    CPSL  CYAML  CCurl  CXML2          (one per C library, imported by exactly one Swift module)
 //   Foundation: Platform (syscalls)  HTTPTransport (types + client protocol)
+//   Values:     JSON (one parser, one writer, Codable over it; depends on nothing)
 //   Engines:    CookieJar  XMLQuery  SiteConfig  CurlTransport  LoginFlow  Vault  Credentials
 //   Programs:   sessionkeeper (CLI)  demo-site
 // Dependencies point one way: LoginFlow never imports CurlTransport; only the CLI wires real parts together.
@@ -16,6 +17,7 @@ let package = Package(
     products: [
         .executable(name: "sessionkeeper", targets: ["sessionkeeper"]),
         .executable(name: "demo-site", targets: ["demo-site"]),
+        .library(name: "JSON", targets: ["JSON"]),
         .library(name: "CookieJar", targets: ["CookieJar"]),
         .library(name: "SiteConfig", targets: ["SiteConfig"]),
         .library(name: "HTTPTransport", targets: ["HTTPTransport"]),
@@ -49,20 +51,22 @@ let package = Package(
             dependencies: [.product(name: "Subprocess", package: "swift-subprocess")],
             swiftSettings: strict
         ),
-        .target(name: "CookieJar", dependencies: ["CPSL"], swiftSettings: strict),
+        .target(name: "JSON", swiftSettings: strict),
+        .target(name: "CookieJar", dependencies: ["CPSL", "JSON"], swiftSettings: strict),
         .target(name: "XMLQuery", dependencies: ["CXML2"], swiftSettings: strict),
-        .target(name: "SiteConfig", dependencies: ["CYAML", "XMLQuery"], swiftSettings: strict),
+        .target(name: "SiteConfig", dependencies: ["CYAML", "XMLQuery", "JSON"], swiftSettings: strict),
         .target(name: "HTTPTransport", swiftSettings: strict),
         .target(name: "CurlTransport", dependencies: ["CCurl", "HTTPTransport"], swiftSettings: strict),
         .target(
             name: "LoginFlow",
-            dependencies: ["HTTPTransport", "CookieJar", "SiteConfig", "XMLQuery", "Platform"],
+            dependencies: ["HTTPTransport", "CookieJar", "SiteConfig", "XMLQuery", "JSON", "Platform"],
             swiftSettings: strict
         ),
         .target(
             name: "Vault",
             dependencies: [
                 "Platform",
+                "JSON",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
@@ -129,14 +133,15 @@ let package = Package(
             path: "Tests/VaultCrashWriter",
             swiftSettings: strict
         ),
-        .testTarget(name: "CookieJarTests", dependencies: ["CookieJar"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "CookieJarTests", dependencies: ["CookieJar", "JSON"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "XMLQueryTests", dependencies: ["XMLQuery"], swiftSettings: strict),
         .testTarget(name: "SiteConfigTests", dependencies: ["SiteConfig", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"], swiftSettings: strict),
         .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "HTTPTransport", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(
             name: "LoginFlowTests",
-            dependencies: ["LoginFlow", "HTTPTransport", "CurlTransport", "DemoSite", "CookieJar", "SiteConfig", "TestSupport"],
+            dependencies: ["LoginFlow", "HTTPTransport", "CurlTransport", "DemoSite", "CookieJar", "SiteConfig", "JSON", "TestSupport"],
             resources: [.copy("Fixtures")],
             swiftSettings: strict
         ),
@@ -151,7 +156,10 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "PlatformTests", dependencies: ["Platform", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "VaultTests", dependencies: ["Vault", "Credentials", "Platform", "SiteConfig", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "VaultTests", dependencies: ["Vault", "Credentials", "Platform", "SiteConfig", "TestSupport"],
+            resources: [.copy("Fixtures")], swiftSettings: strict
+        ),
         .testTarget(
             name: "SessionsTests",
             dependencies: ["Sessions", "LoginFlow", "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "Vault", "TestSupport"],

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// The cookie file and wire formats of SPEC section 4.
 public enum CookieFormat: String, Sendable, CaseIterable {
@@ -228,210 +229,127 @@ enum NetscapeFormat {
     }
 }
 
-/// The lossless `json` format of SPEC section 4, one cookie object per line.
+/// The lossless `json` format of SPEC section 4, one cookie object per line (``Cookie/jsonObject``).
 enum JSONCookieFormat {
     static func encode(_ cookies: [Cookie]) -> String {
         guard !cookies.isEmpty else { return "[]\n" }
-        let objects = cookies.map { cookie -> String in
-            var members: [(String, String)] = [
-                ("name", JSONWriter.string(cookie.name)),
-                ("value", JSONWriter.string(cookie.value)),
-                ("domain", JSONWriter.string(cookie.domain)),
-                ("host_only", String(cookie.hostOnly)),
-                ("path", JSONWriter.string(cookie.path)),
-                ("expires", cookie.expires.map { JSONWriter.string(CookieTime.rfc3339($0, fractional: CookieTime.hasFraction($0))) } ?? "null"),
-                ("secure", String(cookie.secure)),
-                ("http_only", String(cookie.httpOnly)),
-                ("same_site", cookie.sameSite.map { JSONWriter.string($0.rawValue) } ?? "null"),
-                ("created", JSONWriter.string(CookieTime.rfc3339(cookie.created, fractional: true))),
-                ("last_access", JSONWriter.string(CookieTime.rfc3339(cookie.lastAccess, fractional: true))),
-            ]
-            if let version = cookie.version { members.append(("version", String(version))) }
-            if let comment = cookie.comment { members.append(("comment", JSONWriter.string(comment))) }
-            if let commentURL = cookie.commentURL { members.append(("comment_url", JSONWriter.string(commentURL))) }
-            if let ports = cookie.portList { members.append(("port_list", "[" + ports.map(String.init).joined(separator: ", ") + "]")) }
-            return "  {" + members.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}"
-        }
-        return "[\n" + objects.joined(separator: ",\n") + "\n]\n"
+        let lines = cookies.map { "  " + JSONWriter.write($0.jsonObject, layout: .spaced) }
+        return "[\n" + lines.joined(separator: ",\n") + "\n]\n"
     }
 
     static func decode(_ text: String, now: Date) throws(CookieFormatError) -> [Cookie] {
-        let root = try parseDocument(text, format: .json)
-        guard case .array(let elements) = root.value else {
-            throw CookieFormatError(format: .json, line: root.line, message: "expected a list of cookie objects, found \(root.typeName)")
+        do {
+            return try JSONValueDecoder(userInfo: [.cookieDefaultCreationTime: now]).decode([Cookie].self, from: text)
+        } catch {
+            throw CookieFormatError(error, format: .json, cookiesAt: [], container: "a list of cookie objects")
         }
-        var cookies: [Cookie] = []
-        for element in elements {
-            let fields = FieldReader(node: element, format: .json)
-            try fields.requireObject()
-            let created = try fields.time("created") ?? now
-            cookies.append(Cookie(
-                name: try fields.nonEmptyString("name"),
-                value: try fields.string("value"),
-                domain: try fields.nonEmptyString("domain"),
-                hostOnly: try fields.bool("host_only") ?? false,
-                path: try fields.optionalString("path") ?? "/",
-                expires: try fields.time("expires"),
-                secure: try fields.bool("secure") ?? false,
-                httpOnly: try fields.bool("http_only") ?? false,
-                sameSite: try fields.sameSite("same_site", lowerCase: true),
-                created: created,
-                lastAccess: try fields.time("last_access") ?? created,
-                version: try fields.integer("version"),
-                comment: try fields.optionalString("comment"),
-                commentURL: try fields.optionalString("comment_url"),
-                portList: try fields.integerList("port_list")
-            ))
-        }
-        return cookies
     }
 }
 
-/// Playwright's storageState (`browserContext.storageState()`), cookies only; `origins` is written empty.
+/// Playwright's storageState (`browserContext.storageState()`): cookies with `domain` carrying a leading
+/// dot for domain cookies, `expires` in seconds since 1970 (-1 for a session cookie), `sameSite` always
+/// set. Reading ignores `origins` (the localStorage Playwright saves beside the cookies); writing leaves
+/// it empty.
 enum PlaywrightFormat {
     static func encode(_ cookies: [Cookie]) -> String {
         let objects = cookies.map { cookie -> String in
-            let members: [(String, String)] = [
-                ("name", JSONWriter.string(cookie.name)),
-                ("value", JSONWriter.string(cookie.value)),
-                ("domain", JSONWriter.string((cookie.hostOnly ? "" : ".") + cookie.domain)),
-                ("path", JSONWriter.string(cookie.path)),
-                ("expires", cookie.expires.map { JSONWriter.number($0.timeIntervalSince1970) } ?? "-1"),
-                ("httpOnly", String(cookie.httpOnly)),
-                ("secure", String(cookie.secure)),
+            let object = JSONValue.object([
+                ("name", .string(cookie.name)),
+                ("value", .string(cookie.value)),
+                ("domain", .string((cookie.hostOnly ? "" : ".") + cookie.domain)),
+                ("path", .string(cookie.path)),
+                ("expires", .number(cookie.expires.map { JSONWriter.number($0.timeIntervalSince1970) } ?? "-1")),
+                ("httpOnly", .bool(cookie.httpOnly)),
+                ("secure", .bool(cookie.secure)),
                 // Playwright always writes sameSite; an unset attribute is what browsers treat as Lax (6265bis 5.6.7).
-                ("sameSite", JSONWriter.string((cookie.sameSite ?? .lax).rawValue.capitalized)),
-            ]
-            return "    {" + members.map { "\"\($0.0)\": \($0.1)" }.joined(separator: ", ") + "}"
+                ("sameSite", .string((cookie.sameSite ?? .lax).rawValue.capitalized)),
+            ])
+            return "    " + JSONWriter.write(object, layout: .spaced)
         }
         let list = objects.isEmpty ? "[]" : "[\n" + objects.joined(separator: ",\n") + "\n  ]"
         return "{\n  \"cookies\": \(list),\n  \"origins\": []\n}\n"
     }
 
     static func decode(_ text: String, now: Date) throws(CookieFormatError) -> [Cookie] {
-        let root = try parseDocument(text, format: .playwright)
-        guard case .object = root.value, let list = root["cookies"], case .array(let elements) = list.value else {
-            throw CookieFormatError(format: .playwright, line: root.line, message: "expected an object with a \"cookies\" list")
+        do {
+            return try JSONValueDecoder(userInfo: [.cookieDefaultCreationTime: now]).decode(StorageState.self, from: text).cookies
+        } catch {
+            throw CookieFormatError(error, format: .playwright, cookiesAt: [.key("cookies")], container: "an object with a \"cookies\" list")
         }
-        var cookies: [Cookie] = []
-        for element in elements {
-            let fields = FieldReader(node: element, format: .playwright)
-            try fields.requireObject()
-            let rawDomain = try fields.nonEmptyString("domain")
+    }
+
+    private struct StorageState: Decodable {
+        var cookies: [Cookie]
+
+        enum CodingKeys: String, CodingKey { case cookies }
+
+        init(from decoder: any Decoder) throws {
+            var list = try decoder.container(keyedBy: CodingKeys.self).nestedUnkeyedContainer(forKey: .cookies)
+            var cookies: [Cookie] = []
+            while !list.isAtEnd { cookies.append(try list.decode(PlaywrightCookie.self).cookie) }
+            self.cookies = cookies
+        }
+    }
+
+    private struct PlaywrightCookie: Decodable {
+        var cookie: Cookie
+
+        enum CodingKeys: String, CodingKey { case name, value, domain, path, expires, httpOnly, secure, sameSite }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            let domain = try container.nonEmptyString(.domain)
             var expires: Date?
-            if let seconds = try fields.number("expires"), seconds >= 0 { expires = Date(timeIntervalSince1970: seconds) }
-            cookies.append(Cookie(
-                name: try fields.nonEmptyString("name"),
-                value: try fields.string("value"),
-                domain: rawDomain,
-                hostOnly: !rawDomain.hasPrefix("."),
-                path: try fields.optionalString("path") ?? "/",
-                expires: expires,
-                secure: try fields.bool("secure") ?? false,
-                httpOnly: try fields.bool("httpOnly") ?? false,
-                sameSite: try fields.sameSite("sameSite", lowerCase: false),
-                created: now
-            ))
-        }
-        return cookies
-    }
-}
-
-private func parseDocument(_ text: String, format: CookieFormat) throws(CookieFormatError) -> JSONNode {
-    do {
-        return try JSONReader.parse(text)
-    } catch {
-        throw CookieFormatError(format: format, line: error.line, message: "invalid JSON: \(error.message)")
-    }
-}
-
-/// Typed access to one cookie object's keys, with errors that name the key and line (never the value).
-private struct FieldReader {
-    var node: JSONNode
-    var format: CookieFormat
-
-    func fail(_ key: String, _ message: String) -> CookieFormatError {
-        CookieFormatError(format: format, line: node[key]?.line ?? node.line, message: "\"\(key)\" \(message)")
-    }
-
-    func requireObject() throws(CookieFormatError) {
-        guard case .object = node.value else {
-            throw CookieFormatError(format: format, line: node.line, message: "expected a cookie object, found \(node.typeName)")
-        }
-    }
-
-    func optionalString(_ key: String) throws(CookieFormatError) -> String? {
-        guard let field = node[key] else { return nil }
-        switch field.value {
-        case .null: return nil
-        case .string(let text): return text
-        default: throw fail(key, "must be a string, found \(field.typeName)")
-        }
-    }
-
-    func string(_ key: String) throws(CookieFormatError) -> String {
-        guard let text = try optionalString(key) else { throw fail(key, "is missing") }
-        return text
-    }
-
-    func nonEmptyString(_ key: String) throws(CookieFormatError) -> String {
-        let text = try string(key)
-        guard !text.isEmpty else { throw fail(key, "is empty") }
-        return text
-    }
-
-    func bool(_ key: String) throws(CookieFormatError) -> Bool? {
-        guard let field = node[key] else { return nil }
-        switch field.value {
-        case .null: return nil
-        case .bool(let flag): return flag
-        default: throw fail(key, "must be true or false, found \(field.typeName)")
-        }
-    }
-
-    func number(_ key: String) throws(CookieFormatError) -> Double? {
-        guard let field = node[key] else { return nil }
-        switch field.value {
-        case .null: return nil
-        case .number(let value): return value
-        default: throw fail(key, "must be a number, found \(field.typeName)")
-        }
-    }
-
-    func integer(_ key: String) throws(CookieFormatError) -> Int? {
-        guard let value = try number(key) else { return nil }
-        guard let integer = Int(exactly: value) else { throw fail(key, "must be a whole number") }
-        return integer
-    }
-
-    func integerList(_ key: String) throws(CookieFormatError) -> [Int]? {
-        guard let field = node[key] else { return nil }
-        switch field.value {
-        case .null: return nil
-        case .array(let elements):
-            var result: [Int] = []
-            for element in elements {
-                guard case .number(let value) = element.value, let integer = Int(exactly: value) else {
-                    throw fail(key, "must be a list of whole numbers")
-                }
-                result.append(integer)
+            if let seconds = try container.decodeIfPresent(Double.self, forKey: .expires), seconds >= 0 {
+                expires = Date(timeIntervalSince1970: seconds)
             }
-            return result
-        default: throw fail(key, "must be a list of whole numbers, found \(field.typeName)")
+            var sameSite: SameSite?
+            if let text = try container.decodeIfPresent(String.self, forKey: .sameSite) {
+                guard let value = SameSite(rawValue: text.lowercased()) else {
+                    throw DecodingError.dataCorruptedError(forKey: .sameSite, in: container, debugDescription: "must be Strict, Lax or None")
+                }
+                sameSite = value
+            }
+            cookie = Cookie(
+                name: try container.nonEmptyString(.name),
+                value: try container.decode(String.self, forKey: .value),
+                domain: domain,
+                hostOnly: !domain.hasPrefix("."),
+                path: try container.decodeIfPresent(String.self, forKey: .path) ?? "/",
+                expires: expires,
+                secure: try container.decodeIfPresent(Bool.self, forKey: .secure) ?? false,
+                httpOnly: try container.decodeIfPresent(Bool.self, forKey: .httpOnly) ?? false,
+                sameSite: sameSite,
+                created: decoder.userInfo[.cookieDefaultCreationTime] as? Date ?? Date()
+            )
         }
     }
+}
 
-    func time(_ key: String) throws(CookieFormatError) -> Date? {
-        guard let text = try optionalString(key) else { return nil }
-        guard let date = CookieTime.parseRFC3339(text) else { throw fail(key, "is not an RFC 3339 time") }
-        return date
-    }
-
-    func sameSite(_ key: String, lowerCase: Bool) throws(CookieFormatError) -> SameSite? {
-        guard let text = try optionalString(key) else { return nil }
-        guard let value = SameSite(rawValue: text.lowercased()) else {
-            throw fail(key, lowerCase ? "must be strict, lax, none or null" : "must be Strict, Lax or None")
+extension CookieFormatError {
+    /// A decoding error of a JSON cookie format, in the words of the format: the line, the cookie's
+    /// position and the key, never a value.
+    /// - Parameters:
+    ///   - cookiesAt: where the list of cookie objects is in the document.
+    ///   - container: what the document must be, for errors above the cookies ("a list of cookie objects").
+    init(_ error: JSONDecodingError, format: CookieFormat, cookiesAt listPath: [JSONPathComponent], container: String) {
+        let message: String
+        if error.kind == .syntax {
+            message = "invalid JSON: \(error.reason)"
+        } else if error.path.count <= listPath.count || !error.path.starts(with: listPath) {
+            let place = error.path.isEmpty ? "the document" : JSONPointer.pointer(for: error.path)
+            message = "expected \(container): \(place) \(error.reason)"
+        } else {
+            var position = ""
+            if case .index(let index) = error.path[listPath.count] { position = "cookie \(index + 1)" }
+            let inside = error.path.dropFirst(listPath.count + 1).map { component in
+                switch component {
+                case .key(let name): "\"\(name)\""
+                case .index(let index): "item \(index + 1)"
+                }
+            }
+            message = inside.isEmpty ? "\(position) \(error.reason)" : "\(position): \(inside.joined(separator: " ")) \(error.reason)"
         }
-        return value
+        self.init(format: format, line: error.line, message: message)
     }
 }

@@ -1,6 +1,7 @@
 import CookieJar
 import Foundation
 import HTTPTransport
+import JSON
 import Platform
 import SiteConfig
 
@@ -69,7 +70,7 @@ extension FlowEngine {
         try checkCancellation(site: site.name, step: name)
 
         let answer = try parseAnswer(output, timeout: plugin.timeout, failure: failure)
-        try apply(answer, state: &state, storage: storage, failure: failure)
+        apply(answer, state: &state, storage: storage)
     }
 
     /// stdin: `{"site", "step", "with", "vars", "cookies", "last_response", "credentials"?}`.
@@ -81,7 +82,7 @@ extension FlowEngine {
             ("step", .string(step)),
             ("with", with),
             ("vars", .object(state.variables.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
-            ("cookies", (try? JSONText.parse(CookieCodec.encode(storage.allCookies, as: .json))) ?? .array([])),
+            ("cookies", .array(storage.allCookies.map(\.jsonObject))),
         ]
         if let response = state.lastResponse {
             var body = response.body
@@ -107,20 +108,27 @@ extension FlowEngine {
         return .object(members)
     }
 
-    private struct PluginAnswer {
-        var members: [(key: String, value: JSONValue)]
-        func value(_ key: String) -> JSONValue? { members.last { $0.key == key }?.value }
+    /// stdout (SPEC section 5): `{"vars", "cookies", "set_cookie", "headers", "error"}`, every key optional
+    /// and null meaning absent. `error` is read before the rest (it explains a failed exit too).
+    private struct PluginReply: Decodable {
+        /// Variables for the following steps: strings as they are, other values as their JSON text.
+        var vars: [String: JSONValue]?
+        /// Cookies in the `json` cookie format.
+        var cookies: [Cookie]?
+        /// Set-Cookie header values, stored as if the site's base URL had sent them.
+        var setCookie: [String]?
+        /// Headers for the following requests: values as `vars`.
+        var headers: [String: JSONValue]?
+
+        enum CodingKeys: String, CodingKey { case vars, cookies, setCookie = "set_cookie", headers }
     }
 
     private func parseAnswer(
         _ output: PluginOutput, timeout: Duration, failure: (String) -> FlowError
-    ) throws(FlowError) -> PluginAnswer {
-        let text = String(decoding: output.standardOutput, as: UTF8.self)
-        let parsed = try? JSONText.parse(text)
+    ) throws(FlowError) -> PluginReply {
+        let parsed = Result { () throws(JSONSyntaxError) -> JSONValue in try JSONValue.parse(Array(output.standardOutput)) }
         var reported: String?
-        if case .object(let members)? = parsed, let error = members.last(where: { $0.key == "error" })?.value {
-            if case .string(let message) = error { reported = message } else if error != .null { reported = error.serialized }
-        }
+        if case .success(let document) = parsed, let error = document["error"], error != .null { reported = error.plainText }
         switch output.termination {
         case .timedOut:
             throw failure("timed out after \(DurationText.format(timeout)); its process group was killed")
@@ -132,51 +140,46 @@ extension FlowEngine {
             break
         }
         if output.outputTruncated { throw failure("its output is larger than \(ProcessPluginRunner.maximumOutputSize) bytes") }
-        guard let parsed else {
-            let reason: String
-            do { _ = try JSONText.parse(text); reason = "" } catch { reason = error.description }
-            throw failure(text.isEmpty ? "it printed nothing (one JSON object expected on stdout)" : "its output is not JSON (\(reason))")
+        let document: JSONValue
+        switch parsed {
+        case .success(let value): document = value
+        case .failure(let error):
+            throw failure(output.standardOutput.isEmpty ? "it printed nothing (one JSON object expected on stdout)" : "its output is not JSON (\(error))")
         }
-        guard case .object(let members) = parsed else { throw failure("its output is JSON but not an object") }
+        guard case .object = document else { throw failure("its output is JSON but not an object") }
         if let reported { throw failure(reported) }
-        return PluginAnswer(members: members)
+        do {
+            return try JSONValueDecoder(userInfo: [.cookieDefaultCreationTime: now()]).decode(PluginReply.self, from: document)
+        } catch {
+            // Names the key and the types, never a value: "cookies" item 2: "name" is missing.
+            let place = error.path.enumerated().map { position, component in
+                switch component {
+                case .key(let name): (position == 0 ? "" : ": ") + "\"\(name)\""
+                case .index(let index): " item \(index + 1)"
+                }
+            }.joined()
+            throw failure("its output does not fit the plugin protocol: \(place) \(error.reason)")
+        }
     }
 
     private func apply(
-        _ answer: PluginAnswer, state: inout RunState, storage: CookieStorage, failure: (String) -> FlowError
-    ) throws(FlowError) {
+        _ reply: PluginReply, state: inout RunState, storage: CookieStorage
+    ) {
         let site = state.site
-        if let vars = answer.value("vars"), vars != .null {
-            guard case .object(let members) = vars else { throw failure("\"vars\" must be an object") }
-            for member in members { state.setVariable(member.key, JSONPointer.text(of: member.value)) }
+        // Sorted by name: JSON objects are unordered, and the flow must not depend on the plugin's order.
+        for (name, value) in (reply.vars ?? [:]).sorted(by: { $0.key < $1.key }) { state.setVariable(name, value.plainText) }
+        for (name, value) in (reply.headers ?? [:]).sorted(by: { $0.key < $1.key }) {
+            state.pluginHeaders.replaceOrAdd(name: name, value: value.plainText)
+            state.masker.addSecret(value.plainText)
         }
-        if let headers = answer.value("headers"), headers != .null {
-            guard case .object(let members) = headers else { throw failure("\"headers\" must be an object") }
-            for member in members {
-                let value = JSONPointer.text(of: member.value)
-                state.pluginHeaders.replaceOrAdd(name: member.key, value: value)
-                state.masker.addSecret(value)
-            }
-        }
-        if let cookies = answer.value("cookies"), cookies != .null {
-            guard case .array = cookies else { throw failure("\"cookies\" must be an array in the json cookie format") }
-            let decoded: [Cookie]
-            do { decoded = try CookieCodec.decode(cookies.serialized, as: .json, url: site.baseURL, now: now()) } catch {
-                throw failure("\"cookies\": \(error.description)")
-            }
+        if let cookies = reply.cookies {
             // Masked whether stored or not: the plugin handed them over as session values. Stored under the
             // site's accept policy, like a response's cookies.
-            for cookie in decoded { state.masker.addValue(cookie.value) }
-            storage.setCookies(decoded, mainDocumentURL: site.baseURL)
+            for cookie in cookies { state.masker.addValue(cookie.value) }
+            storage.setCookies(cookies, mainDocumentURL: site.baseURL)
         }
-        if let lines = answer.value("set_cookie"), lines != .null {
-            guard case .array(let items) = lines else { throw failure("\"set_cookie\" must be an array of strings") }
-            var headers: [String] = []
-            for item in items {
-                guard case .string(let line) = item else { throw failure("\"set_cookie\" must be an array of strings") }
-                headers.append(line)
-            }
-            for case .stored(let cookie) in storage.setCookies(fromHeaders: headers, for: site.baseURL, mainDocumentURL: site.baseURL) {
+        if let lines = reply.setCookie {
+            for case .stored(let cookie) in storage.setCookies(fromHeaders: lines, for: site.baseURL, mainDocumentURL: site.baseURL) {
                 state.masker.addValue(cookie.value)
             }
         }

@@ -1,6 +1,7 @@
 import CookieJar
 import Foundation
 import HTTPTransport
+import JSON
 import SiteConfig
 import XMLQuery
 
@@ -67,7 +68,7 @@ enum ResponseInspection {
             guard let value = JSONPointer.resolve(pointer, in: document) else {
                 throw Mismatch(expected: "a value at JSON pointer \(pointer)", found: "nothing there")
             }
-            return JSONPointer.text(of: value)
+            return value.plainText
         case .header(let name):
             guard let value = response.headers[name] else {
                 throw Mismatch(expected: "a \(name) header", found: "none")
@@ -137,7 +138,8 @@ enum ResponseInspection {
             guard let value = JSONPointer.resolve(pointer, in: document) else {
                 throw Mismatch(expected: "a value at JSON pointer \(pointer)", found: "nothing there")
             }
-            if let equals, !jsonEqual(value, equals) {
+            // JSON equality: numbers by value (`1.0` equals `1`), object members in any order.
+            if let equals, value != equals {
                 throw Mismatch(expected: "\(pointer) = \(equals.serialized)", found: shortJSON(value))
             }
         }
@@ -223,23 +225,8 @@ enum ResponseInspection {
     }
 
     static func json(_ response: HTTPResponse) throws(Mismatch) -> JSONValue {
-        do { return try JSONText.parse(Array(response.body)) } catch {
+        do { return try JSONValue.parse(Array(response.body)) } catch {
             throw Mismatch(expected: "a JSON body", found: "invalid JSON (\(error.description))")
-        }
-    }
-
-    /// JSON equality with numbers compared by value (`1.0` equals `1`), members in any order.
-    static func jsonEqual(_ a: JSONValue, _ b: JSONValue) -> Bool {
-        switch (a, b) {
-        case (.object(let x), .object(let y)):
-            guard x.count == y.count else { return false }
-            return x.allSatisfy { member in y.contains { $0.key == member.key && jsonEqual($0.value, member.value) } }
-        case (.array(let x), .array(let y)):
-            return x.count == y.count && zip(x, y).allSatisfy { jsonEqual($0, $1) }
-        case (.number(let x), .number(let y)):
-            return x == y || (Double(x) != nil && Double(x) == Double(y))
-        default:
-            return a == b
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTransport
+import JSON
 import SiteConfig
 
 /// The mutable state of one run: variables, resolved credentials, the last response, headers plugins

@@ -136,7 +136,8 @@ extension SessionRecord {
         var lastLogin: Timestamp
         var expiresAt: Timestamp?
         var userAgent: String?
-        var cookies: [StoredCookie]
+        /// Through `Cookie`'s Codable form: the jar's `json` format object, defined once in CookieJar.
+        var cookies: [Cookie]
 
         enum CodingKeys: String, CodingKey {
             case format, version, cookies
@@ -151,7 +152,7 @@ extension SessionRecord {
             lastLogin = Timestamp(record.lastLogin)
             expiresAt = record.expiresAt.map(Timestamp.init)
             userAgent = record.userAgent
-            cookies = record.cookies.map(StoredCookie.init)
+            cookies = record.cookies
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -167,7 +168,7 @@ extension SessionRecord {
 
         var record: SessionRecord {
             SessionRecord(
-                cookies: cookies.map(\.cookie), lastLogin: lastLogin.date, expiresAt: expiresAt?.date,
+                cookies: cookies, lastLogin: lastLogin.date, expiresAt: expiresAt?.date,
                 userAgent: userAgent)
         }
     }
@@ -199,81 +200,5 @@ struct Timestamp: Codable, Hashable {
     func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(text)
-    }
-}
-
-/// One cookie with the keys of the jar's `json` format (SPEC section 4), so a record's cookie list reads
-/// like a `jar list --format json` document.
-struct StoredCookie: Codable, Hashable {
-    var name: String
-    var value: String
-    var domain: String
-    var hostOnly: Bool
-    var path: String
-    var expires: Timestamp?
-    var secure: Bool
-    var httpOnly: Bool
-    var sameSite: SameSite?
-    var created: Timestamp
-    var lastAccess: Timestamp
-    var version: Int?
-    var comment: String?
-    var commentURL: String?
-    var portList: [Int]?
-
-    enum CodingKeys: String, CodingKey {
-        case name, value, domain, path, expires, secure, created, version, comment
-        case hostOnly = "host_only"
-        case httpOnly = "http_only"
-        case sameSite = "same_site"
-        case lastAccess = "last_access"
-        case commentURL = "comment_url"
-        case portList = "port_list"
-    }
-
-    init(_ cookie: Cookie) {
-        name = cookie.name
-        value = cookie.value
-        domain = cookie.domain
-        hostOnly = cookie.hostOnly
-        path = cookie.path
-        expires = cookie.expires.map(Timestamp.init)
-        secure = cookie.secure
-        httpOnly = cookie.httpOnly
-        sameSite = cookie.sameSite
-        created = Timestamp(cookie.created)
-        lastAccess = Timestamp(cookie.lastAccess)
-        version = cookie.version
-        comment = cookie.comment
-        commentURL = cookie.commentURL
-        portList = cookie.portList
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(name, forKey: .name)
-        try container.encode(value, forKey: .value)
-        try container.encode(domain, forKey: .domain)
-        try container.encode(hostOnly, forKey: .hostOnly)
-        try container.encode(path, forKey: .path)
-        try container.encode(expires, forKey: .expires)
-        try container.encode(secure, forKey: .secure)
-        try container.encode(httpOnly, forKey: .httpOnly)
-        try container.encode(sameSite, forKey: .sameSite)
-        try container.encode(created, forKey: .created)
-        try container.encode(lastAccess, forKey: .lastAccess)
-        // The legacy RFC 2965 attributes only when a server or a file supplied them, as the json format does.
-        try container.encodeIfPresent(version, forKey: .version)
-        try container.encodeIfPresent(comment, forKey: .comment)
-        try container.encodeIfPresent(commentURL, forKey: .commentURL)
-        try container.encodeIfPresent(portList, forKey: .portList)
-    }
-
-    var cookie: Cookie {
-        Cookie(
-            name: name, value: value, domain: domain, hostOnly: hostOnly, path: path, expires: expires?.date,
-            secure: secure, httpOnly: httpOnly, sameSite: sameSite, created: created.date,
-            lastAccess: lastAccess.date, version: version, comment: comment, commentURL: commentURL,
-            portList: portList)
     }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import Foundation
+import JSON
 
 /// scrypt's cost parameters (RFC 7914). The defaults, N = 2^15, r = 8, p = 1, take 32 MiB and about
 /// 0.1 s: the interactive-login setting of the scrypt paper, acceptable once per daemon start.
@@ -48,9 +49,9 @@ struct Keyring: Codable {
     static func decode(_ bytes: [UInt8]) throws(VaultError) -> Keyring {
         let keyring: Keyring
         do {
-            keyring = try JSONDecoder().decode(Keyring.self, from: Data(bytes))
+            keyring = try JSONValueDecoder().decode(Keyring.self, from: bytes)
         } catch {
-            throw VaultError(.keyringDamaged("not a keyring (\(error.localizedDescription))"))
+            throw VaultError(.keyringDamaged("not a keyring (\(error))"))
         }
         guard keyring.magic == magic else { throw VaultError(.keyringDamaged("not a SessionKeeper keyring")) }
         guard keyring.format == formatVersion else {
@@ -62,6 +63,7 @@ struct Keyring: Codable {
         return keyring
     }
 
+    /// The file's bytes: Foundation's pretty-printed, key-sorted JSON, the layout every keyring has had.
     func encoded() -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

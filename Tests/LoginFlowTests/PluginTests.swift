@@ -1,6 +1,7 @@
 import CookieJar
 import Foundation
 import HTTPTransport
+import JSON
 import SiteConfig
 import Synchronization
 import TestSupport
@@ -42,7 +43,7 @@ import Testing
         var environment = Self.baseEnvironment
         environment["BAR"] = "bar-value"
         let (output, _) = try await Self.run("env-plugin.py", environment: environment)
-        let answer = try JSONText.parse(Array(output.standardOutput))
+        let answer = try JSONValue.parse(Array(output.standardOutput))
         #expect(JSONPointer.resolve("/vars/env", in: answer) == .string("BAR,HOME,LANG,PATH"))
     }
 
@@ -211,6 +212,38 @@ import Testing
         } else {
             #expect(error.detail == detail)
         }
+    }
+
+    /// Fixtures/reply-plugin.sh prints $REPLY: each answer below breaks the protocol's schema one way.
+    @Test(arguments: [
+        (#"{"vars": []}"#, #""vars" must be an object, found an array"#),
+        (#"{"vars": {"a": 1}, "headers": "x"}"#, #""headers" must be an object, found a string"#),
+        (#"{"set_cookie": "a=b"}"#, #""set_cookie" must be an array, found a string"#),
+        (#"{"set_cookie": ["a=b", 7]}"#, #""set_cookie" item 2 must be a string, found a number"#),
+        (#"{"cookies": [{"name": "a", "value": "SECRETVALUE", "domain": "app.example.com", "secure": "yes"}]}"#,
+         #""cookies" item 1: "secure" must be true or false, found a string"#),
+        (#"{"cookies": [{"value": "SECRETVALUE", "domain": "app.example.com"}]}"#, #""cookies" item 1: "name" is missing"#),
+    ])
+    func answersThatBreakTheSchemaFailTheStepNamingTheKey(reply: String, reason: String) async throws {
+        let site = Fixture.site([Step(name: "plugin", mark: Fixture.mark, action: .plugin(Self.plugin(
+            "reply-plugin.sh", env: [.set(name: "REPLY", value: Fixture.template(reply))])))])
+        let error = try #require(await loginError(Fixture.engine(FakeHTTPClient { Fixture.response($0) }, environment: Self.environment), site))
+        #expect(error.kind == .plugin)
+        #expect(error.detail == "reply-plugin.sh: its output does not fit the plugin protocol: \(reason)")
+        #expect(error.description.contains("SECRETVALUE") == false)
+    }
+
+    @Test func answerVariablesKeepNumbersAsWrittenAndNullKeysAreAbsent() async throws {
+        let reply = #"{"vars": {"n": 1.10, "big": 12345678901234567890, "s": "x y", "o": {"a": [true, null]} }, "headers": null, "error": null}"#
+        let site = Fixture.site([
+            Step(name: "plugin", mark: Fixture.mark, action: .plugin(Self.plugin(
+                "reply-plugin.sh", env: [.set(name: "REPLY", value: Fixture.template(reply))]))),
+            Fixture.step("after", Fixture.get("/after?n={{ n }}&big={{ big }}&s={{ s }}&o={{ o }}")),
+        ])
+        let client = FakeHTTPClient { Fixture.response($0) }
+        _ = try await Fixture.engine(client, environment: Self.environment).login(site, storage: CookieStorage())
+        let query = try #require(client.requests.last?.url.query(percentEncoded: false))
+        #expect(query == #"n=1.10&big=12345678901234567890&s=x y&o={"a":[true,null]}"#)
     }
 
     @Test func timeoutFailsTheStep() async throws {

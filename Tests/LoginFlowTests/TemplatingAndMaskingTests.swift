@@ -165,32 +165,3 @@ extension Login {
         return []
     }
 }
-
-@Suite struct JSONTextTests {
-    @Test func parsesAndKeepsNumbersAndOrder() throws {
-        let value = try JSONText.parse(#" {"b": [1, 2.50, -0, 1e3, true, false, null], "a": "x\"\\\/\n\u00e9\ud83d\ude00"} "#)
-        #expect(value.serialized == #"{"b":[1,2.50,-0,1e3,true,false,null],"a":"x\"\\/\né😀"}"#)
-    }
-
-    @Test(arguments: ["", "{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\u{01}\"", "tru", "[1] x", "\"\\x\"", "-"])
-    func rejectsInvalidJSON(text: String) {
-        #expect(throws: JSONText.ParseError.self) { try JSONText.parse(text) }
-    }
-
-    @Test func refusesDeepNesting() {
-        let deep = String(repeating: "[", count: JSONText.maximumDepth + 1) + String(repeating: "]", count: JSONText.maximumDepth + 1)
-        #expect(throws: JSONText.ParseError.self) { try JSONText.parse(deep) }
-    }
-
-    @Test func pointerEdgeCases() throws {
-        let document = try JSONText.parse(#"{"": 1, "a": [10, 20], "0": "zero"}"#)
-        #expect(JSONPointer.resolve("", in: document) == document)
-        #expect(JSONPointer.resolve("/", in: document) == .number("1"))
-        #expect(JSONPointer.resolve("/a/1", in: document) == .number("20"))
-        #expect(JSONPointer.resolve("/a/01", in: document) == nil)
-        #expect(JSONPointer.resolve("/a/2", in: document) == nil)
-        #expect(JSONPointer.resolve("/a/-", in: document) == nil)
-        #expect(JSONPointer.resolve("/0", in: document) == .string("zero"))
-        #expect(JSONPointer.resolve("a", in: document) == nil)
-    }
-}

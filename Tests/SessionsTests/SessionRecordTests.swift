@@ -66,7 +66,7 @@ import Testing
         ("{\"format\":\"sessionkeeper-site-session\",\"version\":2,\"cookies\":[]}", "lacks 'last_login'"),
         ("{\"format\":\"sessionkeeper-site-session\",\"version\":2,\"cookies\":[],\"last_login\":\"yesterday\"}", "invalid 'last_login'"),
         ("{\"format\":\"sessionkeeper-site-session\",\"version\":2,\"last_login\":\"2023-11-14T22:15:00Z\",\"cookies\":[{\"name\":\"sid\",\"value\":\"v4lue-that-must-never-show\"}]}",
-         "lacks 'cookies[0].domain'"),
+         "lacks 'cookies[0].created'"),
     ])
     func refusesDamagedOrNewerRecordsSayingWhy(text: String, expected: String) {
         do {

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 internal import XMLQuery
 
 /// Shared checks and conversions of the builders; collects every problem instead of stopping.
@@ -200,7 +201,7 @@ struct Checker {
                 if node.isNull { return .null }
                 if ["true", "True", "TRUE"].contains(text) { return .bool(true) }
                 if ["false", "False", "FALSE"].contains(text) { return .bool(false) }
-                if Checker.isJSONNumber(text) { return .number(text) }
+                if JSONValue.isNumberText(text) { return .number(text) }
             }
             do {
                 return .string(try Template(parsing: text))
@@ -223,34 +224,11 @@ struct Checker {
                 if node.isNull { return .null }
                 if ["true", "True", "TRUE"].contains(text) { return .bool(true) }
                 if ["false", "False", "FALSE"].contains(text) { return .bool(false) }
-                if isJSONNumber(text) { return .number(text) }
+                if JSONValue.isNumberText(text) { return .number(text) }
             }
             return .string(text)
         case .sequence(let items): return .array(items.map(jsonValue))
         case .mapping(let pairs): return .object(pairs.map { ($0.name, jsonValue($0.value)) })
         }
-    }
-
-    /// RFC 8259 section 6 number syntax.
-    static func isJSONNumber(_ text: String) -> Bool {
-        var scalars = Substring(text)
-        if scalars.first == "-" { scalars = scalars.dropFirst() }
-        let integer = scalars.prefix { $0.isASCII && $0.isNumber }
-        guard !integer.isEmpty, integer == "0" || integer.first != "0" else { return false }
-        scalars = scalars.dropFirst(integer.count)
-        if scalars.first == "." {
-            scalars = scalars.dropFirst()
-            let fraction = scalars.prefix { $0.isASCII && $0.isNumber }
-            guard !fraction.isEmpty else { return false }
-            scalars = scalars.dropFirst(fraction.count)
-        }
-        if scalars.first == "e" || scalars.first == "E" {
-            scalars = scalars.dropFirst()
-            if scalars.first == "+" || scalars.first == "-" { scalars = scalars.dropFirst() }
-            let exponent = scalars.prefix { $0.isASCII && $0.isNumber }
-            guard !exponent.isEmpty else { return false }
-            scalars = scalars.dropFirst(exponent.count)
-        }
-        return scalars.isEmpty
     }
 }

@@ -1,3 +1,5 @@
+import JSON
+
 /// One check on a step's last response (SPEC section 3, `expect:`).
 ///
 /// A failing expectation stops the flow with an error naming the site, the step and what differed;
