@@ -36,6 +36,7 @@ let package = Package(
                 "LoginBenchmarkSupport",
                 .product(name: "CookieJar", package: "SessionKeeper"),
                 .product(name: "CurlTransport", package: "SessionKeeper"),
+                .product(name: "HTTPTransport", package: "SessionKeeper"),
                 .product(name: "LoginFlow", package: "SessionKeeper"),
                 .product(name: "SiteConfig", package: "SessionKeeper"),
             ],

@@ -7,16 +7,16 @@ import HTTPTransport
 /// are queued to that thread, run concurrently, and their continuations resume as transfers finish. There is
 /// no thread per request. The thread is also a task executor (``preferredTaskExecutor``), so callers can keep
 /// their request-heavy tasks on it. Connections stay open in the multi handle's cache and are reused for later requests
-/// to the same host; the DNS cache is shared the same way.
+/// to the same host (and the same pinned address); the DNS cache is shared the same way.
 ///
 /// The client sends exactly the request it is given plus `User-Agent` (when ``TransportOptions/userAgent`` is
 /// set) and `Accept-Encoding` (bodies are decoded transparently; the response keeps the server's
 /// `Content-Encoding` header). It never follows redirects, never sends or stores cookies (libcurl's cookie
 /// engine is off) and ignores proxy environment variables.
 ///
-/// Note on ``TransportOptions/resolve``: like curl's `--resolve` with one multi handle, pinned addresses go
-/// into the client's shared DNS cache and apply to every later request of this client to that `HOST:PORT`.
-/// Sites that pin the same name to different addresses need a client each.
+/// ``TransportOptions/resolve`` pins apply to the requests sent with those options only: one client serves
+/// sites that pin the same name to different addresses (or not at all), and a connection made for one pin is
+/// never reused for a request with another.
 ///
 /// Call ``shutdown()`` to stop the thread; dropping the last reference does the same.
 public final class CurlHTTPClient: HTTPClient, Sendable {

@@ -18,9 +18,10 @@ final class CurlEasyHandle: @unchecked Sendable {
     /// HTTP version) were made for; nil while it has libcurl's defaults. A transfer with equal options sets
     /// only its own request's settings.
     var configuredOptions: TransportOptions?
-    /// C memory the handle's per-handle options point at (the proxy header list): kept until the reset.
+    /// C memory the handle's per-handle options point at (the proxy header list, the connect-to pins): kept
+    /// until the reset.
     private var handleAttachments: [CurlStringList] = []
-    /// C memory the last request's options point at (header and resolve lists): kept until the next
+    /// C memory the last request's options point at (the header list): kept until the next
     /// request replaces them, so the handle never points at freed memory.
     private var requestAttachments: [CurlStringList] = []
     private var nextRequestAttachments: [CurlStringList] = []
@@ -94,7 +95,7 @@ final class CurlMultiHandle: @unchecked Sendable {
     deinit { curl_multi_cleanup(raw) }
 }
 
-/// Owns a `curl_slist` (request headers, `CURLOPT_RESOLVE` entries); `curl_slist_free_all` in deinit.
+/// Owns a `curl_slist` (request headers, `CURLOPT_CONNECT_TO` entries); `curl_slist_free_all` in deinit.
 /// libcurl reads the list during the transfer without copying it, so it lives as long as the transfer.
 final class CurlStringList {
     private(set) var raw: UnsafeMutablePointer<curl_slist>?

@@ -59,13 +59,6 @@ final class CurlTransfer: @unchecked Sendable {
         try check(ccurl_easy_setopt_string(handle, CURLOPT_URL, request.url.absoluteString), "CURLOPT_URL")
         try configureMethodAndBody()
         try configureHeaders()
-        if !options.resolve.isEmpty {
-            // Applied to the shared DNS cache when a transfer starts, once per setting: set for every request
-            // so that a pin removed meanwhile (another site's `-HOST:PORT`) comes back.
-            let resolveList = newRequestList()
-            for entry in options.resolve { try append(entry, to: resolveList) }
-            try check(ccurl_easy_setopt_slist(handle, CURLOPT_RESOLVE, resolveList.raw), "CURLOPT_RESOLVE")
-        }
         easy.requestConfigured()
     }
 
@@ -166,6 +159,7 @@ final class CurlTransfer: @unchecked Sendable {
             try append("Proxy-Connection:", to: proxyHeaderList)
             try check(ccurl_easy_setopt_slist(handle, CURLOPT_PROXYHEADER, proxyHeaderList.raw), "CURLOPT_PROXYHEADER")
         }
+        try configurePins(options)
         let version: Int
         switch options.httpVersion {
         case nil: version = CURL_HTTP_VERSION_NONE
@@ -176,6 +170,25 @@ final class CurlTransfer: @unchecked Sendable {
         case .http3?: version = CURL_HTTP_VERSION_3
         }
         try check(ccurl_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, version), "CURLOPT_HTTP_VERSION")
+    }
+
+    /// The options' `resolve` pins, on this handle only (see ``ConnectPins``). They stay with the handle as long
+    /// as it serves these options; a handle taken for other options is reset first, which clears them.
+    private func configurePins(_ options: TransportOptions) throws(TransportError) {
+        guard !options.resolve.isEmpty else { return }
+        let pins = ConnectPins(options.resolve)
+        guard !pins.connectTo.isEmpty else { return }
+        let handle = easy.raw
+        let connectToList = newHandleList()
+        for line in pins.connectTo { try append(line, to: connectToList) }
+        try check(ccurl_easy_setopt_slist(handle, CURLOPT_CONNECT_TO, connectToList.raw), "CURLOPT_CONNECT_TO")
+        if !pins.aliases.isEmpty {
+            // Loaded into the shared DNS cache when this handle's next transfer starts, before it connects.
+            // An alias always stands for the same addresses, so sharing it is harmless.
+            let aliasList = newHandleList()
+            for line in pins.aliases { try append(line, to: aliasList) }
+            try check(ccurl_easy_setopt_slist(handle, CURLOPT_RESOLVE, aliasList.raw), "CURLOPT_RESOLVE")
+        }
     }
 
     private func configureTLS(_ options: TransportOptions) throws(TransportError) {

@@ -62,29 +62,23 @@ enum RequestValidation {
         }
     }
 
-    /// `HOST:PORT:ADDRESS[,ADDRESS...]` as curl's `--resolve` takes it (an optional leading `+` marks an entry
-    /// that may time out, `-HOST:PORT` removes one). IPv6 addresses go in brackets.
+    /// `HOST:PORT:ADDRESS[,ADDRESS...]` as curl's `--resolve` takes it (an optional leading `+`, `-HOST:PORT`
+    /// to drop an earlier entry). IPv6 addresses go in brackets.
     static func resolveEntryProblem(_ entry: String) -> String? {
-        var rest = Substring(entry)
-        if rest.hasPrefix("-") {
-            let parts = rest.dropFirst().split(separator: ":", omittingEmptySubsequences: false)
-            guard parts.count == 2, !parts[0].isEmpty, isPort(parts[1]) else { return "expected -HOST:PORT" }
-            return nil
+        guard let (host, port, addresses) = ConnectPins.parse(entry) else {
+            return entry.hasPrefix("-") ? "expected -HOST:PORT" : "expected HOST:PORT:ADDRESS"
         }
-        if rest.hasPrefix("+") { rest = rest.dropFirst() }
-        guard let firstColon = rest.firstIndex(of: ":") else { return "expected HOST:PORT:ADDRESS" }
-        let host = rest[..<firstColon]
-        let afterHost = rest[rest.index(after: firstColon)...]
-        guard let secondColon = afterHost.firstIndex(of: ":") else { return "expected HOST:PORT:ADDRESS" }
-        let port = afterHost[..<secondColon]
-        let addresses = afterHost[afterHost.index(after: secondColon)...]
         guard !host.isEmpty else { return "the host is empty" }
         guard isPort(port) else { return "the port must be a number from 1 to 65535" }
-        guard !addresses.isEmpty else { return "no address after HOST:PORT:" }
-        for address in addresses.split(separator: ",", omittingEmptySubsequences: false) {
+        guard let addresses else { return nil }
+        guard addresses != [""] else { return "no address after HOST:PORT:" }
+        for address in addresses {
             guard isAddress(address) else {
                 return "\"\(address)\" is not an IPv4 address or a bracketed IPv6 address"
             }
+        }
+        if addresses.count > 1, ConnectPins.alias(for: addresses).utf8.count > ConnectPins.maxAliasLength {
+            return "too many addresses for one pin"
         }
         return nil
     }

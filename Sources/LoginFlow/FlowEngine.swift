@@ -16,6 +16,18 @@ public struct FlowEngine: Sendable {
     /// `last_response.body` sent to plugins is cut to this (SPEC section 5).
     public static let pluginBodyLimit = 1024 * 1024
 
+    /// Where a flow's own work (templating, parsing pages, the cookie jar) runs between its requests.
+    public enum Placement: Sendable, Hashable {
+        /// Wherever the calling task runs: Swift's global concurrent executor unless the caller chose another
+        /// (a task created with `executorPreference: client.preferredTaskExecutor` runs on the transport
+        /// thread). Flows run on every core, and parsing a large page never holds up other transfers.
+        case caller
+        /// On the client's ``HTTPClient/preferredTaskExecutor`` when it has one (the libcurl client's transport
+        /// thread): a response's continuation and the parsing after it need no hop to another thread, but every
+        /// other transfer waits while a page is parsed, and flows share one core.
+        case transportThread
+    }
+
     public let client: any HTTPClient
     public let credentials: any CredentialProvider
     public let plugins: any PluginRunner
@@ -24,19 +36,22 @@ public struct FlowEngine: Sendable {
     public let environment: [String: String]
     /// The clock cookie expiry is judged by.
     public let now: @Sendable () -> Date
+    /// Where `login`, `check` and `keepalive` run.
+    public let placement: Placement
     /// Step URLs resolved against `base_url` by earlier runs.
     let resolvedURLs = ResolvedURLCache()
 
     public init(
         client: any HTTPClient, credentials: any CredentialProvider, plugins: any PluginRunner = ProcessPluginRunner(),
         environment: [String: String] = ProcessInfo.processInfo.environment,
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date = { Date() }, placement: Placement = .caller
     ) {
         self.client = client
         self.credentials = credentials
         self.plugins = plugins
         self.environment = environment
         self.now = now
+        self.placement = placement
     }
 
     // MARK: Login
@@ -46,9 +61,7 @@ public struct FlowEngine: Sendable {
     ///
     /// The storage is used as it is (the caller decides whether a login starts from an empty jar).
     ///
-    /// The flow runs on the client's ``HTTPClient/preferredTaskExecutor`` when it has one (the libcurl
-    /// client's transport thread), so a response's continuation and the parsing after it need no hop to
-    /// another thread.
+    /// The flow runs where ``placement`` says.
     public func login(
         _ site: SiteDefinition, storage: CookieStorage, observer: FlowObserver? = nil
     ) async throws(FlowError) -> FlowResult {
@@ -162,13 +175,13 @@ public struct FlowEngine: Sendable {
 
     // MARK: Shared
 
-    /// Runs `body` with the client's preferred task executor as the task's preference; as it is when the
-    /// client has none or the task already prefers it (a caller that runs many flows on it), which spares the
-    /// preference record and the two hops.
+    /// Runs `body` where ``placement`` says: as it is for `.caller`; for `.transportThread` with the client's
+    /// preferred task executor as the task's preference, unless the client has none or the task already
+    /// prefers it (a caller that runs many flows on it), which spares the preference record and the two hops.
     func onPreferredExecutor<Result>(
         _ body: () async throws(FlowError) -> Result
     ) async throws(FlowError) -> Result {
-        guard let executor = client.preferredTaskExecutor else { return try await body() }
+        guard placement == .transportThread, let executor = client.preferredTaskExecutor else { return try await body() }
         let current = withUnsafeCurrentTask { $0?.unownedTaskExecutor }
         if current == executor.asUnownedTaskExecutor() { return try await body() }
         return try await withTaskExecutorPreference(executor) { () async throws(FlowError) -> Result in try await body() }

@@ -41,6 +41,9 @@ struct DemoSiteOptions: ParsableArguments {
     @Option(help: "Host name of the single-sign-on site.")
     var ssoHost = "sso.demo.test"
 
+    @Option(help: ArgumentHelp("Extra markup on the sign-in page, after the form (a large page for benchmarks).", valueName: "bytes"))
+    var loginPagePadding = 0
+
     /// The configuration these flags describe, validated.
     func makeConfiguration(environment: [String: String]) throws(DemoSite.ConfigurationError) -> DemoSite.Configuration {
         let configuration = DemoSite.Configuration(
@@ -53,7 +56,8 @@ struct DemoSiteOptions: ParsableArguments {
             totpSecret: totpSecret,
             totpRejectReplay: totpRejectReplay,
             mainHost: mainHost,
-            ssoHost: ssoHost
+            ssoHost: ssoHost,
+            loginPagePadding: loginPagePadding
         )
         try configuration.validate()
         return configuration

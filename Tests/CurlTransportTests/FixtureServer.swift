@@ -4,7 +4,8 @@ import HTTPTransport
 import TestSupport
 import Testing
 
-/// A running `Fixtures/server.py`: started on 127.0.0.1 port 0, the port read from its first stdout line.
+/// A running `Fixtures/server.py`: started on 127.0.0.1 (or `--host`) port 0 (or `--port`), the port read from its
+/// first stdout line.
 final class FixtureServer: @unchecked Sendable {
     let port: Int
     private let process: Process
@@ -100,6 +101,8 @@ struct Echo: Decodable {
     var body: String
     var proxied: Bool
     var client_cn: String?
+    /// The address the answering server is bound to.
+    var server: String
 
     var headerNames: [String] { headers.map { $0[0].lowercased() } }
     func header(_ name: String) -> String? { headers.first { $0[0].lowercased() == name.lowercased() }?[1] }

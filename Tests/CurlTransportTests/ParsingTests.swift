@@ -87,6 +87,23 @@ struct ParsingTests {
         #expect((RequestValidation.resolveEntryProblem(entry) == nil) == valid)
     }
 
+    @Test("resolve entries become connect-to pins: later entries replace earlier ones, several addresses an alias")
+    func connectPins() {
+        let pins = ConnectPins([
+            "a.test:443:10.0.0.1", "+B.test:80:10.0.0.2", "a.test:443:10.0.0.3", "c.test:443:10.0.0.4", "-C.TEST:443",
+            "d.test:443:10.0.0.5,[2001:db8::1]", "e.test:443:[::1]",
+        ])
+        #expect(pins.connectTo == [
+            "B.test:80:10.0.0.2:80", "a.test:443:10.0.0.3:443", "d.test:443:10.0.0.5_2001-db8--1:443",
+            "e.test:443:[::1]:443",
+        ])
+        #expect(pins.aliases == ["10.0.0.5_2001-db8--1:443:10.0.0.5,[2001:db8::1]"])
+        #expect(ConnectPins([]).connectTo.isEmpty)
+
+        let many = Array(repeating: "[2001:db8:1234:5678:9abc:def0:1234:5678]", count: 7).joined(separator: ",")
+        #expect(RequestValidation.resolveEntryProblem("a.test:443:\(many)") == "too many addresses for one pin")
+    }
+
     @Test("method and header names must be RFC 9110 tokens; values must not hold CR, LF or NUL")
     func tokens() {
         #expect(RequestValidation.isToken("PURGE"))

@@ -15,6 +15,7 @@ struct ConfigurationTests {
             (DemoSite.Configuration(totpSecret: "GEZDGNBV"), "--totp-secret"),
             (DemoSite.Configuration(mainHost: "bad host"), "--main-host"),
             (DemoSite.Configuration(mainHost: "same.test", ssoHost: "SAME.test"), "--sso-host"),
+            (DemoSite.Configuration(loginPagePadding: -1), "--login-page-padding"),
         ]
     )
     func invalid(configuration: DemoSite.Configuration, flag: String) throws {

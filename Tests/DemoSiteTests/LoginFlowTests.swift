@@ -6,6 +6,19 @@ import Testing
 
 @Suite("Password login through the form")
 struct LoginFlowTests {
+    @Test("--login-page-padding makes the sign-in page that much larger; the form and its token stay the same")
+    func paddedLoginPage() async throws {
+        let app = try DemoSite.buildApplication(configuration: .init(loginPagePadding: 1_000_000))
+        try await app.test(.router) { client in
+            let page = try await client.execute(uri: "/login", method: .get)
+            #expect(page.status == .ok)
+            #expect(page.body.readableBytes > 1_000_000)
+            #expect(page.text.contains("<form id=\"login\" method=\"post\" action=\"/login\">"))
+            let csrfCookie = try #require(page.cookie("demo_csrf"))
+            #expect(try hiddenField("csrf", in: page.text) == csrfCookie.value)
+        }
+    }
+
     @Test("GET /login, POST /login, then /api/me and /account with the session cookie")
     func wholeLoginFlow() async throws {
         let clock = TestClock()

@@ -109,7 +109,8 @@ import Testing
     }
 }
 
-/// Flows run on the client's preferred task executor, when it has one.
+/// Flows run where the engine's placement says: on the client's preferred task executor (when it has one) for
+/// `.transportThread`, where the caller runs for `.caller`.
 @Suite struct PreferredExecutorTests {
     /// Counts the jobs it runs; runs them on Dispatch's global queue.
     final class CountingExecutor: TaskExecutor, @unchecked Sendable {
@@ -121,10 +122,14 @@ import Testing
         }
     }
 
-    @Test func loginCheckAndKeepaliveRunOnTheClientsExecutor() async throws {
+    private func engine(_ client: FakeHTTPClient, placement: FlowEngine.Placement) -> FlowEngine {
+        FlowEngine(client: client, credentials: DictionaryCredentials(values: [:]), environment: [:], placement: placement)
+    }
+
+    @Test func transportThreadPlacementRunsLoginCheckAndKeepaliveOnTheClientsExecutor() async throws {
         let executor = CountingExecutor()
         let client = FakeHTTPClient(executor: executor) { request in Fixture.response(request, 200) }
-        let engine = Fixture.engine(client)
+        let engine = engine(client, placement: .transportThread)
         let site = Fixture.site([Fixture.step("page", Fixture.get("/page"))], check: Fixture.get("/check"), keepalive: Fixture.get("/keep"))
         _ = try await engine.login(site, storage: CookieStorage())
         let afterLogin = executor.jobs.load(ordering: .relaxed)
@@ -136,10 +141,24 @@ import Testing
         #expect(executor.jobs.load(ordering: .relaxed) > afterCheck)
     }
 
+    @Test func callerPlacementLeavesTheClientsExecutorAlone() async throws {
+        let executor = CountingExecutor()
+        let client = FakeHTTPClient(executor: executor) { request in Fixture.response(request, 200) }
+        #expect(FlowEngine(client: client, credentials: DictionaryCredentials(values: [:])).placement == .caller)
+        let engine = engine(client, placement: .caller)
+        let site = Fixture.site([Fixture.step("page", Fixture.get("/page"))], check: Fixture.get("/check"), keepalive: Fixture.get("/keep"))
+        _ = try await engine.login(site, storage: CookieStorage())
+        _ = try await engine.check(site, storage: CookieStorage())
+        _ = try await engine.keepalive(site, storage: CookieStorage())
+        #expect(executor.jobs.load(ordering: .relaxed) == 0)
+        #expect(client.requests.count == 3)
+    }
+
     @Test func aClientWithoutExecutorRunsFlowsWhereTheCallerIs() async throws {
         let client = FakeHTTPClient { request in Fixture.response(request, 200) }
         #expect(client.preferredTaskExecutor == nil)
-        let result = try await Fixture.engine(client).login(Fixture.site([Fixture.step("page", Fixture.get("/page"))]), storage: CookieStorage())
+        let result = try await engine(client, placement: .transportThread).login(
+            Fixture.site([Fixture.step("page", Fixture.get("/page"))]), storage: CookieStorage())
         #expect(result.steps.count == 1)
     }
 }

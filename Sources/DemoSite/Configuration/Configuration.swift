@@ -27,6 +27,12 @@ extension DemoSite {
         public var mainHost: String
         /// Host name of the single-sign-on site (`--sso-host`).
         public var ssoHost: String
+        /// Bytes of extra markup on the sign-in page, after the form (`--login-page-padding`): a large page
+        /// for benchmarks of parsing under load. 0 keeps the page small.
+        public var loginPagePadding: Int
+
+        /// The largest `--login-page-padding`: 64 MiB.
+        public static let maxLoginPagePadding = 64 * 1024 * 1024
 
         /// The password used when `--password-env`'s variable is unset.
         public static let defaultPassword = "wonderland"
@@ -42,7 +48,8 @@ extension DemoSite {
             totpSecret: String? = nil,
             totpRejectReplay: Bool = false,
             mainHost: String = "demo.test",
-            ssoHost: String = "sso.demo.test"
+            ssoHost: String = "sso.demo.test",
+            loginPagePadding: Int = 0
         ) {
             self.host = host
             self.port = port
@@ -54,6 +61,7 @@ extension DemoSite {
             self.totpRejectReplay = totpRejectReplay
             self.mainHost = mainHost
             self.ssoHost = ssoHost
+            self.loginPagePadding = loginPagePadding
         }
 
         /// Checks every field and decodes the TOTP secret.
@@ -78,6 +86,9 @@ extension DemoSite {
             }
             guard mainHost.lowercased() != ssoHost.lowercased() else {
                 throw .invalid(field: "--sso-host", reason: "must differ from --main-host ('\(mainHost)')")
+            }
+            guard (0...Self.maxLoginPagePadding).contains(loginPagePadding) else {
+                throw .invalid(field: "--login-page-padding", reason: "\(loginPagePadding) is not from 0 to \(Self.maxLoginPagePadding) bytes")
             }
             guard let totpSecret else { return nil }
             let secret: [UInt8]
@@ -114,7 +125,8 @@ extension DemoSite.Configuration: CustomStringConvertible, CustomDebugStringConv
     public var description: String {
         "Configuration(host: \(host), port: \(port), user: \(user), password: <redacted>, "
             + "sessionMaxAge: \(sessionMaxAge), sliding: \(sliding), totpSecret: \(totpSecret == nil ? "none" : "<redacted>"), "
-            + "totpRejectReplay: \(totpRejectReplay), mainHost: \(mainHost), ssoHost: \(ssoHost))"
+            + "totpRejectReplay: \(totpRejectReplay), mainHost: \(mainHost), ssoHost: \(ssoHost), "
+            + "loginPagePadding: \(loginPagePadding))"
     }
 
     public var debugDescription: String { description }
@@ -126,6 +138,7 @@ extension DemoSite.Configuration: CustomStringConvertible, CustomDebugStringConv
                 "host": host, "port": port, "user": user, "password": "<redacted>", "sessionMaxAge": sessionMaxAge,
                 "sliding": sliding, "totpSecret": totpSecret == nil ? "none" : "<redacted>",
                 "totpRejectReplay": totpRejectReplay, "mainHost": mainHost, "ssoHost": ssoHost,
+                "loginPagePadding": loginPagePadding,
             ],
             displayStyle: .struct
         )

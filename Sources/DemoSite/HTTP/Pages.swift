@@ -4,7 +4,7 @@ import Foundation
 /// hints, an error in a `role="alert"` paragraph), so XPath and form extraction meet what they meet in
 /// the wild.
 enum Pages {
-    static func login(csrf: String, next: String?, error: String?) -> String {
+    static func login(csrf: String, next: String?, error: String?, padding: String = "") -> String {
         let nextField = next.map { "\n      <input type=\"hidden\" name=\"next\" value=\"\(escape($0))\">" } ?? ""
         return document(
             title: "Sign in",
@@ -18,9 +18,23 @@ enum Pages {
                       <input type="password" id="password" name="password" autocomplete="current-password">
                       <button type="submit">Sign in</button>
                     </form>
-                    <p><a href="/sso/start">Sign in with SSO</a></p>
+                    <p><a href="/sso/start">Sign in with SSO</a></p>\(padding)
                 """
         )
+    }
+
+    /// About `bytes` bytes of the markup a portal puts around its sign-in form (a list of linked news items),
+    /// so a parser meets many elements, attributes and text nodes; "" for 0.
+    static func padding(bytes: Int) -> String {
+        guard bytes > 0 else { return "" }
+        var markup = "\n    <ul class=\"news\">"
+        var item = 0
+        while markup.utf8.count < bytes {
+            item += 1
+            markup += "\n      <li class=\"item\"><a href=\"/news/\(item)\" title=\"News item \(item)\">Portal news item \(item)</a>"
+                + " <span class=\"date\">2026-11-21</span> <em>maintenance &amp; updates</em></li>"
+        }
+        return markup + "\n    </ul>"
     }
 
     static func totp(csrf: String, error: String?) -> String {

@@ -120,7 +120,8 @@ struct LoginRoutes: Sendable {
 
     private func loginForm(next: String?, error: String?) -> Response {
         let token = site.csrf.issue()
-        return Reply.html(Pages.login(csrf: token, next: next, error: error), cookies: [SiteCookie.csrf(token)])
+        return Reply.html(
+            Pages.login(csrf: token, next: next, error: error, padding: site.loginPagePadding), cookies: [SiteCookie.csrf(token)])
     }
 
     private func totpForm(error: String?) -> Response {

@@ -14,6 +14,8 @@ final class SiteContext: Sendable {
     let csrf = CSRFTokens()
     let totp: TOTP?
     let now: DemoSite.WallClock
+    /// `--login-page-padding`'s markup, made once.
+    let loginPagePadding: String
     /// The port the server listens on, once it does (redirects across hosts need it).
     let boundPort = Mutex<Int?>(nil)
 
@@ -22,6 +24,7 @@ final class SiteContext: Sendable {
         self.store = SessionStore(now: now)
         self.totp = totpSecret.map(TOTP.init(secret:))
         self.now = now
+        self.loginPagePadding = Pages.padding(bytes: configuration.loginPagePadding)
     }
 
     /// The `Host` header (HTTP/1.1) or `:authority` (what HTTPTypes moves it to), split into name and port.

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """HTTP fixture server for CurlTransportTests.
 
-Binds 127.0.0.1 on the given port (0 = any), prints the bound port on stdout, serves until killed.
+Binds --host (127.0.0.1 by default) on the given port (0 = any), prints the bound port on stdout, serves
+until killed.
 Options: --tls-cert/--tls-key serve HTTPS; --client-ca makes a client certificate mandatory.
 
 Routes (any method):
-  /echo              JSON {method, path, headers: [[name, value]...], body_length, body, proxied, client_cn}
+  /echo              JSON {method, path, headers: [[name, value]...], body_length, body, proxied, client_cn,
+                     server} (server: the address this server is bound to)
   /redirect          302 to /echo (the client must not follow it)
   /cookies           200 with three Set-Cookie headers, in order a, b, a
   /slow?delay=S      sleeps S seconds, then 200
@@ -97,6 +99,7 @@ class Handler(BaseHTTPRequestHandler):
                 "body": body.decode("utf-8", "replace"),
                 "proxied": proxied,
                 "client_cn": client_cn,
+                "server": self.server.server_address[0],
             }
             self.reply(200, json.dumps(payload).encode(), [("Content-Type", "application/json")])
         elif route == "/redirect":
@@ -168,6 +171,7 @@ class Server(ThreadingHTTPServer):
 
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--tls-cert")
     parser.add_argument("--tls-key")
@@ -180,7 +184,7 @@ def main():
     # Exit when the test process goes away (our stdin is its pipe), so no server outlives a crashed run.
     threading.Thread(target=lambda: (sys.stdin.buffer.read(), os._exit(0)), daemon=True).start()
 
-    server = Server(("127.0.0.1", args.port), Handler)
+    server = Server((args.host, args.port), Handler)
     if args.tls_cert:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(args.tls_cert, args.tls_key)
