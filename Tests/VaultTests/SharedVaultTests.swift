@@ -91,7 +91,7 @@ import Testing
         #expect(rotate?.description.contains("re-sealed under another key") == true)
         #expect(rotate?.description.contains("key file \(folder.keyFile) no longer opens it") == true)
         let refused = #expect(throws: VaultError.self) { try openWithKeyFile(folder, create: false) }
-        #expect(refused?.reason == .wrongKey(source: "key file \(folder.keyFile)"))
+        #expect(refused?.description.contains("the vault was created with a passphrase") == true)
         let reopened = try Vault.open(stateDirectory: folder.state, key: newKey)
         #expect(try reopened.value(of: ItemReference(.credential, "d")) == bytes("after the rekey"))
     }
