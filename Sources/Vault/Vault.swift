@@ -21,46 +21,94 @@ public struct RotationSummary: Sendable, Hashable {
 /// The encrypted store (SPEC section 6): one AES-256-GCM file per item under `state_dir/vault/`, named by
 /// a keyed hash of its kind and name, plus `vault/keyring` holding the sealed master key generations.
 ///
-/// Opening a vault takes the state folder's lock (`state_dir/lock`, flock(2)) for the life of the
-/// object: one process per state folder. All methods are thread-safe and synchronous; writes are atomic
-/// and durable (``Platform/DurableFile``). Errors name the item (kind and name) and the file, never a value.
+/// Several processes may use one vault at once (the daemon, `login`, `secret`, `vault`): an open vault
+/// holds no lock. Items are replaced atomically and durably (``Platform/DurableFile``) and always read
+/// afresh from their files, so a process sees what another one wrote. The keyring changes (`init`,
+/// `rekey`, `rotate`) under a short exclusive lock on `state_dir/keyring.lock`; item writes and removals
+/// hold the same lock shared, re-reading the keyring under it, so they never write under a key
+/// generation that a concurrent rotation is about to drop. docs/VAULT.md gives the rules.
+///
+/// All methods are thread-safe and synchronous (they block on file I/O); ``background`` offers the item
+/// operations as async calls that run on the vault's I/O threads. Errors name the item (kind and name)
+/// and the file, never a value.
 public final class Vault: Sendable {
     /// The largest value an item may hold (a site's cookies and state are far smaller).
     public static let maximumValueSize = 16 << 20
+    /// How long an operation waits for the keyring lock before failing with
+    /// ``VaultError/Reason/keyringBusy(holderPID:waited:)``. Holders keep it for a keyring write or a
+    /// batch of a rotation (milliseconds on a healthy disk), so this is long only for a stuck process.
+    public static let defaultLockTimeout: Duration = .seconds(30)
     /// The keyring's file name inside the vault folder.
     static let keyringName = "keyring"
+    /// The lock file guarding keyring changes, in the state folder (beside `vault/`, so that listings
+    /// of the vault folder show only the keyring and items).
+    static let keyringLockName = "keyring.lock"
     static let temporaryMarker = ".tmp-"
+    /// A rotation re-encrypts at most this many items, or for at most ``rotationBatchTime``, per hold of
+    /// the exclusive lock, then lets writers in.
+    static let rotationBatchSize = 64
+    static let rotationBatchTime: Duration = .milliseconds(50)
 
     /// The state folder this vault lives in.
     public let stateDirectory: String
     /// `state_dir/vault`.
     public let folder: String
     private let keyringPath: String
-    private let lock: FileLock
+    private let keyringLockPath: String
+    let lockTimeout: Duration
     private let state: Mutex<State>
 
     struct State {
+        /// The keyring file's bytes when this process last read or wrote it: when the file holds other
+        /// bytes, another process changed the keyring.
+        var keyringBytes: [UInt8]
         var keyring: Keyring
         /// Newest first.
         var generations: [KeyGeneration]
+        /// The unlock description (method and salt) that `keyEncryptionKey` belongs to; after a
+        /// `vault rekey` in another process the keyring's differs.
+        var ownUnlock: Keyring.Unlock
         var keyEncryptionKey: SymmetricKey
         var source: MasterKeySource
         var isClosed = false
-
-        var current: KeyGeneration { generations.first { $0.id == keyring.current }! }
     }
 
-    private init(stateDirectory: String, lock: FileLock, state: State) {
+    /// What one operation works with, copied out of ``State`` so that file I/O runs without the mutex.
+    struct Keys: Sendable {
+        var keyringBytes: [UInt8]
+        var keyring: Keyring
+        /// Newest first.
+        var generations: [KeyGeneration]
+        var current: KeyGeneration
+        var keyEncryptionKey: SymmetricKey
+        var ownsKeyring: Bool
+
+        init(_ state: State, keyringPath: String) throws(VaultError) {
+            guard let current = state.generations.first(where: { $0.id == state.keyring.current }) else {
+                throw VaultError(.keyringDamaged("the current key generation \(state.keyring.current) is missing"), file: keyringPath)
+            }
+            keyringBytes = state.keyringBytes
+            keyring = state.keyring
+            generations = state.generations
+            self.current = current
+            keyEncryptionKey = state.keyEncryptionKey
+            ownsKeyring = state.keyring.unlock.isSame(as: state.ownUnlock)
+        }
+    }
+
+    private init(stateDirectory: String, lockTimeout: Duration, state: State) {
         self.stateDirectory = stateDirectory
         self.folder = stateDirectory + "/vault"
         self.keyringPath = stateDirectory + "/vault/" + Vault.keyringName
-        self.lock = lock
+        self.keyringLockPath = stateDirectory + "/" + Vault.keyringLockName
+        self.lockTimeout = lockTimeout
         self.state = Mutex(state)
     }
 
     enum Creation { case never, ifMissing, mustCreate }
 
-    /// Opens the vault in `stateDirectory`, unlocking it with `key`.
+    /// Opens the vault in `stateDirectory`, unlocking it with `key`. Takes no lock: other processes may
+    /// use the vault at the same time.
     /// - Parameters:
     ///   - createIfMissing: create a new vault (and, for a key file source, the key file) when the folder
     ///     has none — the daemon's and `secret set`'s first run.
@@ -70,20 +118,21 @@ public final class Vault: Sendable {
         scrypt: ScryptParameters = ScryptParameters(),
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(VaultError) -> Vault {
-        try open(stateDirectory, key, createIfMissing ? .ifMissing : .never, scrypt, environment)
+        try open(stateDirectory, key, createIfMissing ? .ifMissing : .never, scrypt, environment, defaultLockTimeout)
     }
 
-    /// Creates a new vault (`vault init`); fails when one exists.
+    /// Creates a new vault (`vault init`); fails when one exists, also when another process created it
+    /// a moment earlier.
     public static func initialize(
         stateDirectory: String, key: MasterKeySource, scrypt: ScryptParameters = ScryptParameters(),
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(VaultError) -> Vault {
-        try open(stateDirectory, key, .mustCreate, scrypt, environment)
+        try open(stateDirectory, key, .mustCreate, scrypt, environment, defaultLockTimeout)
     }
 
-    private static func open(
+    static func open(
         _ stateDirectory: String, _ key: MasterKeySource, _ creation: Creation, _ scrypt: ScryptParameters,
-        _ environment: [String: String]
+        _ environment: [String: String], _ lockTimeout: Duration
     ) throws(VaultError) -> Vault {
         let folder = stateDirectory + "/vault"
         let keyringPath = folder + "/" + keyringName
@@ -92,104 +141,163 @@ public final class Vault: Sendable {
         } catch {
             throw VaultError(.io(error), file: stateDirectory)
         }
-        let lock: FileLock
-        do {
-            lock = try FileLock.acquire(stateDirectory + "/lock")
-        } catch {
-            throw VaultError(.locked(error))
-        }
         do {
             try DurableFile.makePrivateFolder(folder)
             try removeStaleTemporaryFiles(in: folder)
         } catch {
             throw VaultError(.io(error), file: folder)
         }
+        func made(_ state: State) -> Vault { Vault(stateDirectory: stateDirectory, lockTimeout: lockTimeout, state: state) }
 
-        if Syscall.exists(keyringPath) {
+        if let bytes = try readKeyringIfPresent(keyringPath) {
             if creation == .mustCreate { throw VaultError(.alreadyInitialized, file: keyringPath) }
-            let bytes: [UInt8]
-            do { bytes = try DurableFile.read(keyringPath) } catch { throw VaultError(.io(error), file: keyringPath) }
-            var keyring: Keyring
-            do { keyring = try Keyring.decode(bytes) } catch { throw VaultError(error.reason, file: keyringPath) }
-            let material = try VaultKey.material(from: key, environment: environment)
-            let kek = try Keyring.keyEncryptionKey(keyring.unlock, material: material, source: key)
-            let generations: [KeyGeneration]
-            do { generations = try keyring.unseal(with: kek, source: key) } catch { throw VaultError(error.reason, file: keyringPath) }
-            keyring.keys.sort { $0.id < $1.id }
-            let state = State(keyring: keyring, generations: generations, keyEncryptionKey: kek, source: key)
-            return Vault(stateDirectory: stateDirectory, lock: lock, state: state)
+            return made(try unlock(bytes, keyringPath: keyringPath, key: key, material: nil, environment: environment))
         }
-
         guard creation != .never else { throw VaultError(.notInitialized, file: stateDirectory) }
+
+        // The key material is obtained before taking the lock (a passphrase command may take its time),
+        // except from a key file that this call is to create: that happens under the lock, so two
+        // processes creating the vault at once never make two key files.
+        let material: KeyMaterial?
+        if case let .keyFile(path) = key, !Syscall.exists(path) {
+            material = nil
+        } else {
+            material = try VaultKey.material(from: key, environment: environment)
+        }
+        let lock = try acquireKeyringLock(stateDirectory + "/" + keyringLockName, .exclusive, lockTimeout)
+        defer { lock.release() }
+        // Another process may have created the vault while this one waited.
+        if let bytes = try readKeyringIfPresent(keyringPath) {
+            if creation == .mustCreate { throw VaultError(.alreadyInitialized, file: keyringPath) }
+            return made(try unlock(bytes, keyringPath: keyringPath, key: key, material: material, environment: environment))
+        }
         let orphans: Int
         do { orphans = try Syscall.listDirectory(folder).filter(isItemFileName).count } catch { throw VaultError(.io(error), file: folder) }
         guard orphans == 0 else { throw VaultError(.orphanedItems(count: orphans), file: keyringPath) }
         if case let .keyFile(path) = key, !Syscall.exists(path) {
             try VaultKey.createKeyFile(at: path)
         }
-        let material = try VaultKey.material(from: key, environment: environment)
-        let unlock = Keyring.newUnlock(for: material, scrypt: scrypt)
-        let kek = try Keyring.keyEncryptionKey(unlock, material: material, source: key)
+        let keyMaterial: KeyMaterial
+        if let material { keyMaterial = material } else { keyMaterial = try VaultKey.material(from: key, environment: environment) }
+        let unlock = Keyring.newUnlock(for: keyMaterial, scrypt: scrypt)
+        let kek = try Keyring.keyEncryptionKey(unlock, material: keyMaterial, source: key)
         let generation = KeyGeneration(id: 1, masterKey: SymmetricKey(size: .bits256))
         let keyring = Keyring(
             magic: Keyring.magic, format: Keyring.formatVersion, unlock: unlock,
             keys: [try Keyring.seal(generation, with: kek)], current: generation.id)
-        try write(keyring, to: keyringPath)
-        let state = State(keyring: keyring, generations: [generation], keyEncryptionKey: kek, source: key)
-        return Vault(stateDirectory: stateDirectory, lock: lock, state: state)
+        let bytes = try write(keyring, to: keyringPath)
+        return made(State(keyringBytes: bytes, keyring: keyring, generations: [generation], ownUnlock: unlock, keyEncryptionKey: kek, source: key))
     }
 
-    /// Releases the state folder's lock. Later calls fail with ``VaultError/Reason/closed``.
+    /// The keyring's bytes, or nil when there is no keyring.
+    private static func readKeyringIfPresent(_ path: String) throws(VaultError) -> [UInt8]? {
+        do throws(SystemError) {
+            return try DurableFile.read(path)
+        } catch {
+            if error.errno == ENOENT { return nil }
+            throw VaultError(.io(error), file: path)
+        }
+    }
+
+    /// Opens an existing keyring with `key` (its material obtained here unless given).
+    private static func unlock(
+        _ bytes: [UInt8], keyringPath: String, key: MasterKeySource, material: KeyMaterial?, environment: [String: String]
+    ) throws(VaultError) -> State {
+        var keyring: Keyring
+        do { keyring = try Keyring.decode(bytes) } catch { throw VaultError(error.reason, file: keyringPath) }
+        let keyMaterial: KeyMaterial
+        if let material { keyMaterial = material } else { keyMaterial = try VaultKey.material(from: key, environment: environment) }
+        let kek = try Keyring.keyEncryptionKey(keyring.unlock, material: keyMaterial, source: key)
+        let generations: [KeyGeneration]
+        do { generations = try keyring.unseal(with: kek, source: key) } catch { throw VaultError(error.reason, file: keyringPath) }
+        keyring.keys.sort { $0.id < $1.id }
+        return State(keyringBytes: bytes, keyring: keyring, generations: generations, ownUnlock: keyring.unlock, keyEncryptionKey: kek, source: key)
+    }
+
+    /// Marks the vault closed: later calls fail with ``VaultError/Reason/closed``. An open vault holds no
+    /// lock, so there is nothing else to release.
     public func close() {
         state.withLock { $0.isClosed = true }
-        lock.release()
     }
 
     // MARK: Items
 
-    /// The value of `item`, or nil when the vault has none.
+    /// The value of `item`, or nil when the vault has none. Reads the item's file afresh, so a value
+    /// another process wrote is seen.
     public func value(of item: ItemReference) throws(VaultError) -> [UInt8]? {
-        try withOpenState { (state) throws(VaultError) in
-            try Self.checkName(item)
-            for generation in state.generations {
-                let path = self.path(of: item, in: generation)
-                let bytes: [UInt8]
-                do throws(SystemError) {
-                    bytes = try DurableFile.read(path)
-                } catch {
-                    if error.errno == ENOENT { continue }
-                    throw VaultError(.io(error), item: item, file: path)
-                }
-                switch Self.decode(bytes, fileName: Self.fileName(of: path), generations: state.generations) {
-                case let .success(opened):
-                    guard opened.kind == item.kind, opened.name == item.name else {
-                        throw VaultError(.tampered, item: item, file: path)
-                    }
-                    return opened.value
-                case let .failure(reason):
-                    throw VaultError(reason, item: item, file: path)
-                }
+        try Self.checkName(item)
+        var keys = try currentKeys()
+        // Another process's rotation may have moved the item under a generation this one has not read
+        // yet (it is then missing under the names known here, or its file names an unknown generation),
+        // or be moving it right now: re-read the keyring and look again, a bounded number of times.
+        for attempt in 1...3 {
+            switch try lookUp(item, keys: keys) {
+            case let .found(value):
+                return value
+            case let .unknownGeneration(error):
+                let fresh = try refreshedKeys()
+                guard attempt < 3, fresh.keyringBytes != keys.keyringBytes else { throw error }
+                keys = fresh
+            case .missing:
+                guard attempt < 3 else { return nil }
+                let fresh = try refreshedKeys()
+                guard fresh.keyringBytes != keys.keyringBytes || fresh.generations.count > 1 else { return nil }
+                keys = fresh
             }
-            return nil
         }
+        return nil
+    }
+
+    enum Lookup {
+        case found([UInt8])
+        case missing
+        case unknownGeneration(VaultError)
+    }
+
+    private func lookUp(_ item: ItemReference, keys: Keys) throws(VaultError) -> Lookup {
+        // Newest generation first: a rotation writes the new file before it unlinks the old one.
+        for generation in keys.generations {
+            let path = self.path(of: item, in: generation)
+            let bytes: [UInt8]
+            do throws(SystemError) {
+                bytes = try DurableFile.read(path)
+            } catch {
+                if error.errno == ENOENT { continue }
+                throw VaultError(.io(error), item: item, file: path)
+            }
+            switch Self.decode(bytes, fileName: Self.fileName(of: path), generations: keys.generations) {
+            case let .success(opened):
+                guard opened.kind == item.kind, opened.name == item.name else {
+                    throw VaultError(.tampered, item: item, file: path)
+                }
+                return .found(opened.value)
+            case let .failure(reason):
+                if case .unknownKeyID = reason { return .unknownGeneration(VaultError(reason, item: item, file: path)) }
+                throw VaultError(reason, item: item, file: path)
+            }
+        }
+        return .missing
     }
 
     /// Stores `value` as `item`, replacing any previous value atomically and durably.
     public func set(_ value: [UInt8], for item: ItemReference) throws(VaultError) {
-        try withOpenState { (state) throws(VaultError) in
-            try Self.checkName(item)
-            guard value.count <= Self.maximumValueSize else { throw VaultError(.valueTooLarge(size: value.count), item: item) }
-            try self.store(value, for: item, state: state)
+        try Self.checkName(item)
+        guard value.count <= Self.maximumValueSize else { throw VaultError(.valueTooLarge(size: value.count), item: item) }
+        _ = try currentKeys()
+        try withKeyringLock(.shared) { () throws(VaultError) in
+            try self.store(value, for: item, keys: try self.refreshedKeys())
         }
     }
 
     /// Removes `item`; returns false when there was none.
     @discardableResult
     public func remove(_ item: ItemReference) throws(VaultError) -> Bool {
-        try withOpenState { (state) throws(VaultError) in
-            try Self.checkName(item)
+        try Self.checkName(item)
+        _ = try currentKeys()
+        return try withKeyringLock(.shared) { () throws(VaultError) -> Bool in
+            let keys = try self.refreshedKeys()
             var removed = false
-            for generation in state.generations {
+            for generation in keys.generations {
                 let path = self.path(of: item, in: generation)
                 do throws(SystemError) { if try Syscall.unlinkIfPresent(path) { removed = true } } catch { throw VaultError(.io(error), item: item, file: path) }
             }
@@ -203,21 +311,17 @@ public final class Vault: Sendable {
     /// Every item, read by decrypting every file (the names live inside the ciphertexts). A file that
     /// cannot be read becomes a problem in the listing; the others are listed all the same.
     public func list() throws(VaultError) -> VaultListing {
-        try withOpenState { (state) throws(VaultError) in
-            let scan = try self.scan(state: state)
-            return VaultListing(items: scan.items.keys.sorted(), problems: scan.problems)
-        }
+        let scan = try scanAgreeingWithKeyring()
+        return VaultListing(items: scan.items.keys.sorted(), problems: scan.problems)
     }
 
     /// Every item of `kind` with its value, in one pass over the folder (the daemon's restore of all
     /// sites at start), and the problems met: a file that cannot be read is reported, not fatal.
     public func contents(of kind: ItemKind) throws(VaultError) -> (values: [String: [UInt8]], problems: [VaultError]) {
-        try withOpenState { (state) throws(VaultError) in
-            let scan = try self.scan(state: state, keepingValuesOf: kind)
-            var values: [String: [UInt8]] = [:]
-            for (item, value) in scan.values { values[item.name] = value }
-            return (values, scan.problems)
-        }
+        let scan = try scanAgreeingWithKeyring(keepingValuesOf: kind)
+        var values: [String: [UInt8]] = [:]
+        for (item, value) in scan.values { values[item.name] = value }
+        return (values, scan.problems)
     }
 
     /// The names of the items of one kind, sorted, and the problems met while listing.
@@ -226,39 +330,44 @@ public final class Vault: Sendable {
         return (listing.items.filter { $0.kind == kind }.map(\.name), listing.problems)
     }
 
-    /// The key generations the keyring holds (two while a rotation is unfinished).
+    /// The key generations the keyring holds (two while a rotation is unfinished), read afresh when
+    /// the keyring can be read.
     public var keyGenerations: [UInt32] {
-        state.withLock { $0.keyring.keys.map(\.id) }
+        if let keys = try? refreshedKeys() { return keys.keyring.keys.map(\.id) }
+        return state.withLock { $0.keyring.keys.map(\.id) }
     }
 
     // MARK: Keys
 
     /// Seals the master key generations under a key from `newSource` (a new passphrase, a new key file
-    /// that must already exist, …); no item is re-encrypted. The old key stops working.
+    /// that must already exist, …); no item is re-encrypted. The old key stops working. Other
+    /// processes that have the vault open keep their master keys and go on reading and writing items.
     public func rekey(to newSource: MasterKeySource, scrypt: ScryptParameters = ScryptParameters(),
                       environment: [String: String] = ProcessInfo.processInfo.environment) throws(VaultError) {
-        try withOpenState { (state) throws(VaultError) in
-            let material = try VaultKey.material(from: newSource, environment: environment)
-            let unlock = Keyring.newUnlock(for: material, scrypt: scrypt)
-            let kek = try Keyring.keyEncryptionKey(unlock, material: material, source: newSource)
-            var keyring = state.keyring
+        _ = try currentKeys()
+        // The new key before the lock: a passphrase command and scrypt take their time.
+        let material = try VaultKey.material(from: newSource, environment: environment)
+        let unlock = Keyring.newUnlock(for: material, scrypt: scrypt)
+        let kek = try Keyring.keyEncryptionKey(unlock, material: material, source: newSource)
+        try withKeyringLock(.exclusive) { () throws(VaultError) in
+            // The generations as the keyring holds them now: another process may have rotated.
+            let keys = try self.refreshedKeys(requiringOwnKey: true)
+            var keyring = keys.keyring
             keyring.unlock = unlock
             var sealed: [Keyring.SealedKey] = []
-            for generation in state.generations.sorted(by: { $0.id < $1.id }) {
+            for generation in keys.generations.sorted(by: { $0.id < $1.id }) {
                 sealed.append(try Keyring.seal(generation, with: kek))
             }
             keyring.keys = sealed
-            try Self.write(keyring, to: self.keyringPath)
-            state.keyring = keyring
-            state.keyEncryptionKey = kek
-            state.source = newSource
+            try self.commit(keyring, generations: keys.generations, newKey: (kek, newSource))
         }
     }
 
     /// Re-encrypts every item under a new master key. Crash-safe: the keyring first gains the new
     /// generation (both are kept), items move one by one (write the new file, then unlink the old),
     /// and only when no old file remains is the old generation dropped. Run again after an interruption,
-    /// it finishes the same rotation instead of starting another.
+    /// it finishes the same rotation instead of starting another. Other processes keep reading and
+    /// writing meanwhile: items move in short batches under the exclusive keyring lock.
     @discardableResult
     public func rotate() throws(VaultError) -> RotationSummary {
         try rotate(stoppingAfter: nil)
@@ -266,57 +375,182 @@ public final class Vault: Sendable {
 
     /// `rotate()`, stopping as a crash would after `limit` items (tests of the recovery).
     func rotate(stoppingAfter limit: Int?) throws(VaultError) -> RotationSummary {
-        try withOpenState { (state) throws(VaultError) in
-            if state.keyring.keys.count == 1 {
-                let next = KeyGeneration(id: state.keyring.current + 1, masterKey: SymmetricKey(size: .bits256))
-                var keyring = state.keyring
-                keyring.keys.append(try Keyring.seal(next, with: state.keyEncryptionKey))
-                keyring.current = next.id
-                try Self.write(keyring, to: self.keyringPath)
-                state.keyring = keyring
-                state.generations.insert(next, at: 0)
+        _ = try currentKeys()
+        // 1. The keyring gains the new generation, unless an unfinished rotation already added one.
+        let target = try withKeyringLock(.exclusive) { () throws(VaultError) -> KeyGeneration in
+            let keys = try self.refreshedKeys(requiringOwnKey: true)
+            if keys.generations.count > 1 { return keys.current }
+            let newest = keys.generations.map(\.id).max() ?? keys.current.id
+            let next = KeyGeneration(id: newest + 1, masterKey: SymmetricKey(size: .bits256))
+            var keyring = keys.keyring
+            keyring.keys.append(try Keyring.seal(next, with: keys.keyEncryptionKey))
+            keyring.current = next.id
+            try self.commit(keyring, generations: [next] + keys.generations, newKey: nil)
+            return next
+        }
+
+        // 2. Items move in batches under the exclusive lock. Writers wait only for a batch, and every
+        //    write after step 1 already uses the new generation.
+        let names: [String]
+        do throws(SystemError) { names = try Syscall.listDirectory(folder).filter(Self.isItemFileName) } catch { throw VaultError(.io(error), file: folder) }
+        var moved = 0
+        var index = 0
+        let clock = ContinuousClock()
+        while index < names.count {
+            if let limit, moved >= limit { return RotationSummary(keyID: target.id, reencrypted: moved) }
+            try withKeyringLock(.exclusive) { () throws(VaultError) in
+                let keys = try self.refreshedKeys()
+                let batchEnd = clock.now.advanced(by: Self.rotationBatchTime)
+                var count = 0
+                while index < names.count, count < Self.rotationBatchSize, clock.now < batchEnd {
+                    if let limit, moved >= limit { return }
+                    if case .moved = try self.move(names[index], to: target, keys: keys) { moved += 1 }
+                    index += 1
+                    count += 1
+                }
             }
-            let target = state.current
-            var moved = 0
-            var unreadable: [String] = []
+            // Let a writer polling for the lock in.
+            if index < names.count { Thread.sleep(forTimeInterval: 0.003) }
+        }
+
+        // 3. Under the lock, no file may remain under an older generation; then the keyring drops them.
+        return try withKeyringLock(.exclusive) { () throws(VaultError) -> RotationSummary in
+            let keys = try self.refreshedKeys(requiringOwnKey: true)
+            // Another process finished this rotation (and may have begun another).
+            guard keys.current.id == target.id, keys.generations.count > 1 else {
+                return RotationSummary(keyID: target.id, reencrypted: moved)
+            }
             let names: [String]
-            do throws(SystemError) { names = try Syscall.listDirectory(self.folder) } catch { throw VaultError(.io(error), file: self.folder) }
-            for name in names where Self.isItemFileName(name) {
-                if let limit, moved >= limit { return RotationSummary(keyID: target.id, reencrypted: moved) }
-                let path = self.folder + "/" + name
-                let bytes: [UInt8]
-                do throws(SystemError) { bytes = try DurableFile.read(path) } catch { throw VaultError(.io(error), file: path) }
-                if case .success(target.id) = ItemFile.keyID(of: bytes) { continue }
-                guard case let .success(opened) = Self.decode(bytes, fileName: name, generations: state.generations) else {
-                    unreadable.append(path)
-                    continue
+            do throws(SystemError) { names = try Syscall.listDirectory(self.folder).filter(Self.isItemFileName) } catch { throw VaultError(.io(error), file: self.folder) }
+            var unreadable: [String] = []
+            for name in names {
+                switch try self.move(name, to: target, keys: keys) {
+                case .moved: moved += 1
+                case let .unreadable(path): unreadable.append(path)
+                case .alreadyCurrent: break
                 }
-                let item = ItemReference(opened.kind, opened.name)
-                let newPath = self.path(of: item, in: target)
-                // A crash after the new file was written leaves both: the new one is the newer value.
-                if !Syscall.exists(newPath) {
-                    try self.writeItem(opened.value, for: item, generation: target, path: newPath)
-                    moved += 1
-                }
-                do throws(SystemError) { try Syscall.unlinkIfPresent(path) } catch { throw VaultError(.io(error), item: item, file: path) }
             }
             do throws(SystemError) { try DurableFile.syncFolder(self.folder) } catch { throw VaultError(.io(error), file: self.folder) }
             guard unreadable.isEmpty else { throw VaultError(.rotationIncomplete(unreadableFiles: unreadable.sorted())) }
-            var keyring = state.keyring
+            var keyring = keys.keyring
             keyring.keys = keyring.keys.filter { $0.id == target.id }
-            try Self.write(keyring, to: self.keyringPath)
-            state.keyring = keyring
-            state.generations = [target]
+            try self.commit(keyring, generations: [target], newKey: nil)
             return RotationSummary(keyID: target.id, reencrypted: moved)
         }
     }
 
+    enum MoveOutcome {
+        case moved
+        case alreadyCurrent
+        case unreadable(String)
+    }
+
+    /// Moves one file to `target` (under the exclusive lock, so no writer or remover races it).
+    private func move(_ name: String, to target: KeyGeneration, keys: Keys) throws(VaultError) -> MoveOutcome {
+        let path = folder + "/" + name
+        let bytes: [UInt8]
+        do throws(SystemError) {
+            bytes = try DurableFile.read(path)
+        } catch {
+            // Removed, or moved by another rotating process, since the folder was listed.
+            if error.errno == ENOENT { return .alreadyCurrent }
+            throw VaultError(.io(error), file: path)
+        }
+        if case .success(target.id) = ItemFile.keyID(of: bytes) { return .alreadyCurrent }
+        guard case let .success(opened) = Self.decode(bytes, fileName: name, generations: keys.generations) else {
+            return .unreadable(path)
+        }
+        let item = ItemReference(opened.kind, opened.name)
+        let newPath = self.path(of: item, in: target)
+        var outcome = MoveOutcome.alreadyCurrent
+        // Both files exist after a crash between writing the new one and unlinking the old, or after a
+        // write whose unlink of the older file was cut short: the new one holds the newer value.
+        if !Syscall.exists(newPath) {
+            try writeItem(opened.value, for: item, generation: target, path: newPath)
+            outcome = .moved
+        }
+        do throws(SystemError) { try Syscall.unlinkIfPresent(path) } catch { throw VaultError(.io(error), item: item, file: path) }
+        return outcome
+    }
+
     // MARK: Internals
 
-    private func withOpenState<T>(_ body: (inout State) throws(VaultError) -> T) throws(VaultError) -> T {
-        try state.withLock { (state) throws(VaultError) -> T in
+    /// The keys as this process last read them; fails once the vault is closed.
+    private func currentKeys() throws(VaultError) -> Keys {
+        try state.withLock { (state) throws(VaultError) -> Keys in
             guard !state.isClosed else { throw VaultError(.closed, file: stateDirectory) }
-            return try body(&state)
+            return try Keys(state, keyringPath: keyringPath)
+        }
+    }
+
+    /// Re-reads the keyring file and takes in what another process changed (a rotation's generations,
+    /// a rekey). After a rekey elsewhere this process no longer holds the key that opens the keyring,
+    /// but the master keys it has are unchanged and stay usable; a generation it has not seen is then
+    /// out of reach, and so is any keyring change (`requiringOwnKey`).
+    private func refreshedKeys(requiringOwnKey: Bool = false) throws(VaultError) -> Keys {
+        let bytes: [UInt8]
+        do throws(SystemError) { bytes = try DurableFile.read(keyringPath) } catch { throw VaultError(.io(error), file: keyringPath) }
+        let path = keyringPath
+        return try state.withLock { (state) throws(VaultError) -> Keys in
+            guard !state.isClosed else { throw VaultError(.closed, file: stateDirectory) }
+            if bytes != state.keyringBytes {
+                var keyring: Keyring
+                do throws(VaultError) { keyring = try Keyring.decode(bytes) } catch { throw VaultError(error.reason, file: path) }
+                keyring.keys.sort { $0.id < $1.id }
+                let generations: [KeyGeneration]
+                if keyring.unlock.isSame(as: state.ownUnlock) {
+                    do throws(VaultError) {
+                        generations = try keyring.unseal(with: state.keyEncryptionKey, source: state.source)
+                    } catch {
+                        throw VaultError(error.reason, file: path)
+                    }
+                } else {
+                    let known = keyring.keys.compactMap { sealed in state.generations.first { $0.id == sealed.id } }
+                    guard known.count == keyring.keys.count else {
+                        throw VaultError(.rekeyedElsewhere(source: state.source.description), file: path)
+                    }
+                    generations = known.sorted { $0.id > $1.id }
+                }
+                state.keyringBytes = bytes
+                state.keyring = keyring
+                state.generations = generations
+            }
+            if requiringOwnKey, !state.keyring.unlock.isSame(as: state.ownUnlock) {
+                throw VaultError(.rekeyedElsewhere(source: state.source.description), file: path)
+            }
+            return try Keys(state, keyringPath: path)
+        }
+    }
+
+    /// Writes a changed keyring (under the exclusive lock) and makes it this process's.
+    private func commit(_ keyring: Keyring, generations: [KeyGeneration], newKey: (SymmetricKey, MasterKeySource)?) throws(VaultError) {
+        let bytes = try Self.write(keyring, to: keyringPath)
+        state.withLock { state in
+            state.keyringBytes = bytes
+            state.keyring = keyring
+            state.generations = generations.sorted { $0.id > $1.id }
+            if case let (kek, source)? = newKey {
+                state.ownUnlock = keyring.unlock
+                state.keyEncryptionKey = kek
+                state.source = source
+            }
+        }
+    }
+
+    private func withKeyringLock<T>(_ mode: FileLock.Mode, _ body: () throws(VaultError) -> T) throws(VaultError) -> T {
+        let lock = try Self.acquireKeyringLock(keyringLockPath, mode, lockTimeout)
+        defer { lock.release() }
+        return try body()
+    }
+
+    private static func acquireKeyringLock(_ path: String, _ mode: FileLock.Mode, _ timeout: Duration) throws(VaultError) -> FileLock {
+        do {
+            return try FileLock.acquire(path, mode: mode, waitingUpTo: timeout)
+        } catch {
+            switch error {
+            case let .held(_, holderPID): throw VaultError(.keyringBusy(holderPID: holderPID, waited: timeout), file: path)
+            case let .system(systemError): throw VaultError(.io(systemError), file: path)
+            }
         }
     }
 
@@ -324,12 +558,13 @@ public final class Vault: Sendable {
         folder + "/" + generation.fileID(kind: item.kind, name: item.name).hexString
     }
 
-    private func store(_ value: [UInt8], for item: ItemReference, state: State) throws(VaultError) {
-        let current = state.current
+    /// Writes `item` under the current generation; called with the keyring lock held shared.
+    private func store(_ value: [UInt8], for item: ItemReference, keys: Keys) throws(VaultError) {
+        let current = keys.current
         try writeItem(value, for: item, generation: current, path: path(of: item, in: current))
         // While a rotation is unfinished the item may also exist under the old generation's name.
         var removed = false
-        for generation in state.generations where generation.id != current.id {
+        for generation in keys.generations where generation.id != current.id {
             let old = path(of: item, in: generation)
             do throws(SystemError) { if try Syscall.unlinkIfPresent(old) { removed = true } } catch { throw VaultError(.io(error), item: item, file: old) }
         }
@@ -353,9 +588,30 @@ public final class Vault: Sendable {
         var items: [ItemReference: UInt32] = [:]
         var values: [ItemReference: [UInt8]] = [:]
         var problems: [VaultError] = []
+        /// A file named by the listing was gone when read (removed, or moved by a rotation).
+        var sawVanishedFile = false
+        /// A file is encrypted under a generation the keys used do not hold.
+        var sawUnknownGeneration = false
     }
 
-    private func scan(state: State, keepingValuesOf kept: ItemKind? = nil) throws(VaultError) -> Scan {
+    /// A scan of the folder that agrees with the keyring: when it met a file under a generation this
+    /// process has not read yet, or a file that vanished while a rotation was under way, the keyring is
+    /// read again and the folder scanned again (at most twice more).
+    private func scanAgreeingWithKeyring(keepingValuesOf kept: ItemKind? = nil) throws(VaultError) -> Scan {
+        var keys = try currentKeys()
+        var attempt = 1
+        while true {
+            let scan = try scan(keys: keys, keepingValuesOf: kept)
+            guard scan.sawUnknownGeneration || scan.sawVanishedFile, attempt < 3 else { return scan }
+            let fresh = try refreshedKeys()
+            let changed = fresh.keyringBytes != keys.keyringBytes
+            guard changed || (scan.sawVanishedFile && fresh.generations.count > 1) else { return scan }
+            keys = fresh
+            attempt += 1
+        }
+    }
+
+    private func scan(keys: Keys, keepingValuesOf kept: ItemKind?) throws(VaultError) -> Scan {
         let names: [String]
         do throws(SystemError) { names = try Syscall.listDirectory(folder) } catch { throw VaultError(.io(error), file: folder) }
         var scan = Scan()
@@ -369,10 +625,14 @@ public final class Vault: Sendable {
             do throws(SystemError) {
                 bytes = try DurableFile.read(path)
             } catch {
-                if error.errno != ENOENT { scan.problems.append(VaultError(.io(error), file: path)) }
+                if error.errno == ENOENT {
+                    scan.sawVanishedFile = true
+                } else {
+                    scan.problems.append(VaultError(.io(error), file: path))
+                }
                 continue
             }
-            switch Self.decode(bytes, fileName: name, generations: state.generations) {
+            switch Self.decode(bytes, fileName: name, generations: keys.generations) {
             case let .success(opened):
                 let item = ItemReference(opened.kind, opened.name)
                 guard case let .success(id) = ItemFile.keyID(of: bytes) else { continue }
@@ -380,6 +640,7 @@ public final class Vault: Sendable {
                 scan.items[item] = id
                 if opened.kind == kept { scan.values[item] = opened.value }
             case let .failure(reason):
+                if case .unknownKeyID = reason { scan.sawUnknownGeneration = true }
                 scan.problems.append(VaultError(reason, file: path))
             }
         }
@@ -409,16 +670,44 @@ public final class Vault: Sendable {
         guard ItemFile.isValidName(item.name) else { throw VaultError(.invalidName, item: item) }
     }
 
-    private static func write(_ keyring: Keyring, to path: String) throws(VaultError) {
-        do { try DurableFile.write(keyring.encoded(), to: path, mode: 0o600) } catch { throw VaultError(.io(error), file: path) }
+    /// Writes the keyring durably and returns the bytes written.
+    private static func write(_ keyring: Keyring, to path: String) throws(VaultError) -> [UInt8] {
+        let bytes = keyring.encoded()
+        do { try DurableFile.write(bytes, to: path, mode: 0o600) } catch { throw VaultError(.io(error), file: path) }
+        return bytes
     }
 
-    /// Temporary files left by a write that a crash interrupted; safe to remove under the lock.
+    /// Temporary files left by a write that a crash interrupted: those whose writer (the pid in the
+    /// name, `NAME.tmp-PID-RANDOM`) is no longer running. A live writer's file is its write in progress.
     private static func removeStaleTemporaryFiles(in folder: String) throws(SystemError) {
         var removed = false
         for name in try Syscall.listDirectory(folder) where name.contains(temporaryMarker) {
+            if let pid = writerPID(ofTemporaryFile: name), isRunning(pid) { continue }
             if try Syscall.unlinkIfPresent(folder + "/" + name) { removed = true }
         }
         if removed { try DurableFile.syncFolder(folder) }
     }
+
+    /// The pid in a temporary file's name, `NAME.tmp-PID-RANDOM` (``Platform/DurableFile/write(_:to:mode:)``).
+    static func writerPID(ofTemporaryFile name: String) -> Int32? {
+        guard let marker = name.range(of: temporaryMarker) else { return nil }
+        return Int32(name[marker.upperBound...].prefix { $0 != "-" })
+    }
+
+    /// Whether a process with this pid exists (kill with signal 0 checks without sending anything).
+    private static func isRunning(_ pid: Int32) -> Bool {
+        guard pid > 0 else { return false }
+        do throws(SystemError) {
+            try Syscall.kill(pid, 0)
+            return true
+        } catch {
+            // EPERM: it exists but belongs to another user.
+            return error.errno != ESRCH
+        }
+    }
+}
+
+extension Keyring.Unlock {
+    /// The same method and salt: the same key derives the same key encryption key for both.
+    func isSame(as other: Keyring.Unlock) -> Bool { method == other.method && salt == other.salt }
 }

@@ -49,8 +49,14 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case wrongKey(source: String)
         /// The key could not be obtained: a missing or loose key file, an unset variable, a failing command.
         case keySource(String)
-        /// Another process holds the state folder's lock.
+        /// Another process holds the state folder's lock (``StateFolderLock``: one daemon per state folder).
         case locked(FileLockError)
+        /// The keyring lock (`state_dir/keyring.lock`) stayed held by another process for longer than
+        /// `waited`: a keyring change, a rotation batch or an item write that is stuck.
+        case keyringBusy(holderPID: Int32?, waited: Duration)
+        /// Another process re-sealed the keyring (`vault rekey`) under a key this process does not hold,
+        /// and the call needs it: a keyring change, or a key generation this process has not seen.
+        case rekeyedElsewhere(source: String)
         /// Authentication failed: the file was changed, swapped with another item's or written under another key.
         case tampered
         /// Shorter than the smallest valid item.
@@ -69,7 +75,7 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case valueTooLarge(size: Int)
         /// `vault rotate` left these files on the old key because they cannot be read.
         case rotationIncomplete(unreadableFiles: [String])
-        /// The vault was closed (its lock released) before this call.
+        /// The vault was closed before this call.
         case closed
         case io(SystemError)
     }
@@ -104,7 +110,17 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case let .keySource(text):
             message = text
         case let .locked(error):
-            message = error.description
+            message = "\(error); only one sessionkeeper daemon may use a state folder at a time"
+        case let .keyringBusy(pid, waited):
+            let holder = pid.map { "process \($0)" } ?? "another process"
+            let milliseconds = waited.components.seconds * 1000 + waited.components.attoseconds / 1_000_000_000_000_000
+            let span = milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
+            message = "the vault's keyring lock has been held by \(holder) for more than \(span), so the vault "
+                + "cannot be changed now: another sessionkeeper is changing the keyring (vault init, rekey or rotate) or writing an "
+                + "item and seems stuck; try again, or stop that process"
+        case let .rekeyedElsewhere(source):
+            message = "the keyring was re-sealed under another key (sessionkeeper vault rekey) while this process had the vault "
+                + "open, and \(source) no longer opens it; restart with the new key"
         case .tampered:
             message = "authentication failed: the file was modified, swapped with another item's file or written under another key"
         case let .truncated(size):

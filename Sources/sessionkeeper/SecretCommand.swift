@@ -28,8 +28,8 @@ struct SecretSetCommand: AsyncParsableCommand {
             guard ItemReference.isValidName(name) else {
                 throw CLIFailure.usage("invalid secret name '\(name)': names are 1 to 255 bytes of UTF-8 without control characters")
             }
-            // Find the config before asking for the value, but take the state folder's lock only after
-            // it was typed: a prompt may wait for a long time.
+            // Find the config before asking for the value, but unlock the vault only after it was typed:
+            // a prompt may wait for a long time.
             let location = try options.vaultLocation()
             let value = try SecretInput.read(prompt: "Value for secret '\(name)': ", what: "value")
             let vault = try options.openVault(at: location, create: true)

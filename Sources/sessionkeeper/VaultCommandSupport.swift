@@ -39,7 +39,7 @@ extension CLIFailure {
             return
         }
         switch error.reason {
-        case .keySource, .wrongKey, .notInitialized, .alreadyInitialized, .invalidName:
+        case .keySource, .wrongKey, .rekeyedElsewhere, .notInitialized, .alreadyInitialized, .invalidName:
             self = .usage(error.description)
         default:
             self = .failed(error.description)

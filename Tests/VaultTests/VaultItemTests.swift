@@ -107,7 +107,7 @@ import Testing
         #expect(mode(of: folder.state) == 0o700)
         #expect(mode(of: vault.folder) == 0o700)
         #expect(mode(of: folder.keyFile) == 0o600)
-        #expect(mode(of: folder.state + "/lock") == 0o600)
+        #expect(mode(of: folder.state + "/keyring.lock") == 0o600)
         for name in names { #expect(mode(of: vault.folder + "/" + name) == 0o600, "\(name)") }
     }
 
@@ -116,7 +116,8 @@ import Testing
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         vault.close()
-        let stale = folder.state + "/vault/" + String(repeating: "a", count: 64) + ".tmp-123-456"
+        // A pid no process has: the writer is gone.
+        let stale = folder.state + "/vault/" + String(repeating: "a", count: 64) + ".tmp-\(Int32.max)-456"
         writeFile(stale, [1, 2, 3])
         let reopened = try openWithKeyFile(folder, create: false)
         #expect(!FileManager.default.fileExists(atPath: stale))
