@@ -60,7 +60,7 @@ enum JarFiles {
     /// The bytes of a file a user named, or of standard input for `-`; nil when the file is missing and
     /// `missingIsNil`. Unreadable input is a usage error (exit 2) in the user's words.
     static func readBytes(_ path: String, missingIsNil: Bool = false) throws -> [UInt8]? {
-        do {
+        do throws(SystemError) {
             if path == "-" { return try DurableFile.read(descriptor: STDIN_FILENO, path: "standard input", limit: readLimit) }
             return try DurableFile.read(path, limit: readLimit)
         } catch {
@@ -158,7 +158,7 @@ enum JarFiles {
     static func checkWritable(_ path: String, now: Date) throws {
         guard path != "-" else { return }
         let target: ReplaceTarget
-        do {
+        do throws(FileReplaceError) {
             target = try DurableFile.replaceTarget(path)
         } catch {
             throw failure(error, path: path)
@@ -184,7 +184,7 @@ enum JarFiles {
             return Written(count: cookies.count, format: .netscape)
         }
         let locked: LockedFile
-        do {
+        do throws(FileReplaceError) {
             locked = try DurableFile.lockForReplace(path, readLimit: readLimit)
         } catch {
             throw failure(error, path: path)
@@ -192,7 +192,7 @@ enum JarFiles {
         defer { locked.release() }
         let existing = try existingJar(locked.contents, path: path, now: now)
         let cookies = try change(existing.cookies)
-        do {
+        do throws(SystemError) {
             try locked.replace(with: Array(CookieCodec.encode(cookies, as: existing.format).utf8))
         } catch {
             throw failure(.system(error), path: path)
@@ -204,7 +204,7 @@ enum JarFiles {
     /// an existing file is replaced only when it is empty or a cookie file (a jar or Set-Cookie lines).
     static func replace(_ path: String, with cookies: [Cookie], format: CookieFormat, now: Date) throws {
         let locked: LockedFile
-        do {
+        do throws(FileReplaceError) {
             locked = try DurableFile.lockForReplace(path, readLimit: readLimit)
         } catch {
             throw failure(error, path: path)
@@ -214,7 +214,7 @@ enum JarFiles {
         if !content.allSatisfy(\.isWhitespace), CookieFormat.guess(from: content) != .setCookie {
             _ = try existingJar(locked.contents, path: path, now: now)
         }
-        do {
+        do throws(SystemError) {
             try locked.replace(with: Array(CookieCodec.encode(cookies, as: format).utf8))
         } catch {
             throw failure(.system(error), path: path)
