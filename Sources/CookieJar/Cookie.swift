@@ -72,6 +72,22 @@ public struct Cookie: Sendable, Hashable {
         return expires <= date
     }
 
+    /// Why a cookie read from a file could not have come from a Set-Cookie header and would break the line
+    /// formats (a line break in a value ends a cookies.txt line): a control character in its name, value,
+    /// domain or path (a tab only in the value, which cookies.txt's reader allows), or an empty name. Nil
+    /// when it is sound. Names the field, never its content.
+    public var fileProblem: String? {
+        func hasControl(_ text: String, allowingTab: Bool) -> Bool {
+            text.utf8.contains { ($0 < 0x20 && !(allowingTab && $0 == 0x09)) || $0 == 0x7F }
+        }
+        if name.isEmpty { return "the name is empty" }
+        if hasControl(name, allowingTab: false) { return "the name holds a control character" }
+        if hasControl(value, allowingTab: true) { return "the value of cookie \(name) holds a control character" }
+        if hasControl(domain, allowingTab: false) { return "the domain of cookie \(name) holds a control character" }
+        if hasControl(path, allowingTab: false) { return "the path of cookie \(name) holds a control character" }
+        return nil
+    }
+
     /// The identity RFC 6265 section 5.3 step 11 uses for replacement: name, domain and path.
     var key: CookieKey { CookieKey(name: name, domain: domain, path: path) }
 

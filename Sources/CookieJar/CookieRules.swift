@@ -360,6 +360,10 @@ public enum CookieRejection: Error, Sendable, Hashable, CustomStringConvertible 
     case expiredOnArrival
     case policyNever
     case outsideMainDocumentDomain(domain: String, registrableDomain: String)
+    /// The domain is at its limit with cookies that may not be evicted (restored from a file).
+    case domainFull(domain: String, limit: Int)
+    /// The jar is at its limit with cookies that may not be evicted (restored from a file).
+    case jarFull(limit: Int)
 
     public var description: String {
         switch self {
@@ -376,6 +380,10 @@ public enum CookieRejection: Error, Sendable, Hashable, CustomStringConvertible 
         case .policyNever: "the accept policy is never"
         case .outsideMainDocumentDomain(let domain, let registrable):
             "domain \(domain) is outside the main document's registrable domain \(registrable)"
+        case .domainFull(let domain, let limit):
+            "\(domain) already holds \(limit) cookies (the per-domain limit) read from the jar file, which are never evicted"
+        case .jarFull(let limit):
+            "the jar already holds \(limit) cookies (the total limit) read from the jar file, which are never evicted"
         }
     }
 }

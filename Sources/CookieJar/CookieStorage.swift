@@ -27,6 +27,12 @@ public final class CookieStorage: Sendable {
         var cookie: Cookie
         /// Order of first storage, the tie-break after creation time (cookies of one response share it).
         var sequence: UInt64
+        /// Restored from a file the user named (``CookieStorage/restore(_:)``): never evicted, and kept by
+        /// a server's replacement of the cookie.
+        var pinned = false
+
+        /// Eviction may take it: it was not restored from a file, or it has expired.
+        func isEvictable(at now: Date) -> Bool { !pinned || cookie.isExpired(at: now) }
     }
 
     struct State {
@@ -38,11 +44,16 @@ public final class CookieStorage: Sendable {
         /// overlay check looks at those few domains only.
         var secureNames: [String: [String: Int]] = [:]
         var subscribers: [Int: AsyncStream<CookieChange>.Continuation] = [:]
+        /// The changes gathered for each ``CookieStorage/recordingChanges(_:)`` call in progress.
+        var recordings: [Int: [CookieChange]] = [:]
         var nextSubscriber = 0
         /// The origin of the last URL a call was given: clients ask about one URL several times in a row (its
         /// Cookie header, then the response's Set-Cookie headers, then a cookie by name), and comparing URLs
         /// costs less than Foundation's host, scheme and path getters. It holds no cookie data.
         var lastOrigin: RequestOrigin?
+
+        /// Whether anyone listens to changes (a subscriber or a recording): if not, none is gathered.
+        var isObserved: Bool { !subscribers.isEmpty || !recordings.isEmpty }
 
         /// The position of `domain`'s bucket. A small jar (a login's holds one or two domains) is searched by
         /// comparing keys, which costs less than hashing the domain; a larger one by hash.
@@ -97,12 +108,60 @@ public final class CookieStorage: Sendable {
         let now = clock()
         let events = state.withLock { state -> PendingChanges in
             guard state.acceptPolicy != .never else { return PendingChanges(enabled: false) }
-            var events = PendingChanges(enabled: !state.subscribers.isEmpty)
+            var events = PendingChanges(enabled: state.isObserved)
             var cookie = cookie
             _ = store(&cookie, now: now, secureOrigin: true, state: &state, events: &events)
             return events
         }
         publish(events)
+    }
+
+    /// Puts cookies read from a file the user named into the storage exactly as they are, in order: no
+    /// accept policy, no limits, expired ones included until removed, each replacing a stored cookie with
+    /// the same name, domain and path. They are never evicted afterwards (SPEC section 4: a user's file is
+    /// not the jar's to trim): a new cookie that finds its domain, or the jar, full of them is refused.
+    public func restore(_ cookies: [Cookie]) {
+        let events = state.withLock { state -> PendingChanges in
+            var events = PendingChanges(enabled: state.isObserved)
+            for cookie in cookies {
+                if let position = state.bucketPosition(of: cookie.domain),
+                   let index = state.buckets.values[position].firstIndex(where: { $0.cookie.key == cookie.key }) {
+                    let old = state.buckets.values[position][index].cookie
+                    if old.secure { Self.forgetSecure(old, state: &state) }
+                    state.buckets.values[position][index].cookie = cookie
+                    state.buckets.values[position][index].pinned = true
+                    events.append(.updated(old: old, new: cookie))
+                } else {
+                    let entry = Entry(cookie: cookie, sequence: state.nextSequence, pinned: true)
+                    if let position = state.bucketPosition(of: cookie.domain) {
+                        state.buckets.values[position].append(entry)
+                    } else {
+                        state.buckets[cookie.domain] = [entry]
+                    }
+                    state.nextSequence += 1
+                    state.count += 1
+                    events.append(.added(cookie))
+                }
+                if cookie.secure { state.secureNames[cookie.name, default: [:]][cookie.domain, default: 0] += 1 }
+            }
+            return events
+        }
+        publish(events)
+    }
+
+    /// Runs `body` and returns its result with every change made while it ran, in order (including changes
+    /// other threads made meanwhile): the synchronous counterpart of ``changes()``, for a caller that
+    /// reports what one operation did, such as `jar store --verbose`.
+    public func recordingChanges<T>(_ body: () -> T) -> (result: T, changes: [CookieChange]) {
+        let id = state.withLock { state in
+            let id = state.nextSubscriber
+            state.nextSubscriber += 1
+            state.recordings[id] = []
+            return id
+        }
+        let result = body()
+        let changes = state.withLock { $0.recordings.removeValue(forKey: id) ?? [] }
+        return (result, changes)
     }
 
     /// Stores cookies made elsewhere (a login plugin's answer, an import) under the storage's accept policy,
@@ -115,7 +174,7 @@ public final class CookieStorage: Sendable {
         var decisions: [CookieDecision] = []
         decisions.reserveCapacity(cookies.count)
         let events = state.withLock { state -> PendingChanges in
-            var events = PendingChanges(enabled: !state.subscribers.isEmpty)
+            var events = PendingChanges(enabled: state.isObserved)
             var registrableDomain: String??
             for made in cookies {
                 var cookie = made
@@ -153,7 +212,7 @@ public final class CookieStorage: Sendable {
                 }
                 return PendingChanges(enabled: false)
             }
-            var events = PendingChanges(enabled: !state.subscribers.isEmpty)
+            var events = PendingChanges(enabled: state.isObserved)
             // Only the main-document-domain policy needs the registrable domain; worked out at most once.
             var registrableDomain: String??
             for index in setCookieValues.indices {
@@ -280,6 +339,7 @@ public final class CookieStorage: Sendable {
             if cookie.secure { state.secureNames[cookie.name, default: [:]][cookie.domain, default: 0] += 1 }
             if let old { events.append(.updated(old: old, new: cookie)) }
         } else {
+            if let refusal = noRoom(for: cookie, position: position, now: now, state: state) { return refusal }
             let entry = Entry(cookie: cookie, sequence: state.nextSequence)
             if let position {
                 state.buckets.values[position].append(entry)
@@ -293,7 +353,7 @@ public final class CookieStorage: Sendable {
             if cookie.secure { state.secureNames[cookie.name, default: [:]][cookie.domain, default: 0] += 1 }
             events.append(.added(cookie))
         }
-        enforceLimits(domain: cookie.domain, bucketCount: bucketCount, now: now, state: &state, events: &events)
+        enforceLimits(stored: cookie, bucketCount: bucketCount, now: now, state: &state, events: &events)
         return nil
     }
 
@@ -322,56 +382,80 @@ public final class CookieStorage: Sendable {
         state.secureNames[cookie.name] = domains.isEmpty ? nil : domains
     }
 
-    /// RFC 6265 section 5.3, after step 12: over a limit, evict expired cookies first, then the least recently
-    /// accessed — within the domain for the per-domain limit, across the jar for the total.
-    /// `bucketCount` is how many cookies the domain's bucket holds now (its lookup is skipped under the limit).
-    private func enforceLimits(domain: String, bucketCount: Int, now: Date, state: inout State, events: inout PendingChanges) {
+    /// A new cookie that a full domain or a full jar has no room for, because everything that eviction could
+    /// take was restored from a file (never evicted): the cookie is refused instead. Only a jar at a limit
+    /// is scanned, and the scan stops at the first cookie eviction may take.
+    private func noRoom(for cookie: Cookie, position: Dictionary<String, [Entry]>.Index?, now: Date, state: State) -> CookieRejection? {
+        if let position, state.buckets.values[position].count >= limits.maxCookiesPerDomain,
+           !state.buckets.values[position].contains(where: { $0.isEvictable(at: now) }) {
+            return .domainFull(domain: cookie.domain, limit: limits.maxCookiesPerDomain)
+        }
+        if state.count >= limits.maxCookies, !state.buckets.values.contains(where: { $0.contains { $0.isEvictable(at: now) } }) {
+            return .jarFull(limit: limits.maxCookies)
+        }
+        return nil
+    }
+
+    /// RFC 6265 section 5.3, after step 12, with RFC 6265bis section 5.7's order: over a limit, evict expired
+    /// cookies first, then non-Secure cookies of domains over their limit, then any of those domains, then
+    /// any cookie; within a rank the least recently accessed first (ties: the earliest stored). The per-domain
+    /// limit evicts within the domain, the total across the jar. Never the cookie just stored, nor one
+    /// restored from a file. `bucketCount` is how many cookies the domain's bucket holds now (its lookup is
+    /// skipped under the limit).
+    private func enforceLimits(stored: Cookie, bucketCount: Int, now: Date, state: inout State, events: inout PendingChanges) {
+        let domain = stored.domain
         if bucketCount > limits.maxCookiesPerDomain, var bucket = state.buckets[domain] {
-            while bucket.count > limits.maxCookiesPerDomain {
-                let victim = Self.evictionVictim(in: bucket, now: now)
+            let reason = CookieEviction.domainLimit(domain: domain, limit: limits.maxCookiesPerDomain)
+            while bucket.count > limits.maxCookiesPerDomain,
+                  let victim = Self.evictionVictim(in: bucket, crowded: true, sparing: stored, now: now)?.index {
                 let removed = bucket.remove(at: victim)
                 Self.forget(removed.cookie, state: &state)
-                events.append(removed.cookie.isExpired(at: now) ? .expired(removed.cookie) : .removed(removed.cookie))
+                events.append(removed.cookie.isExpired(at: now) ? .expired(removed.cookie) : .evicted(removed.cookie, reason: reason))
             }
             state.buckets[domain] = bucket
         }
-        guard state.count > limits.maxCookies else { return }
-        // Expired cookies anywhere go first.
-        for (bucketDomain, bucket) in state.buckets where bucket.contains(where: { $0.cookie.isExpired(at: now) }) {
-            let kept = bucket.filter { entry in
-                guard entry.cookie.isExpired(at: now) else { return true }
-                Self.forget(entry.cookie, state: &state)
-                events.append(.expired(entry.cookie))
-                return false
-            }
-            state.buckets[bucketDomain] = kept.isEmpty ? nil : kept
-        }
+        let reason = CookieEviction.totalLimit(limit: limits.maxCookies)
         while state.count > limits.maxCookies {
-            var oldest: (domain: String, index: Int, lastAccess: Date, sequence: UInt64)?
+            var best: (domain: String, index: Int, rank: EvictionRank)?
             for (bucketDomain, bucket) in state.buckets {
-                for (index, entry) in bucket.enumerated() {
-                    if let current = oldest,
-                       (entry.cookie.lastAccess, entry.sequence) >= (current.lastAccess, current.sequence) { continue }
-                    oldest = (bucketDomain, index, entry.cookie.lastAccess, entry.sequence)
-                }
+                let crowded = bucket.count > limits.maxCookiesPerDomain
+                guard let candidate = Self.evictionVictim(in: bucket, crowded: crowded, sparing: stored, now: now) else { continue }
+                if let current = best, !(candidate.rank < current.rank) { continue }
+                best = (bucketDomain, candidate.index, candidate.rank)
             }
-            guard let oldest, var bucket = state.buckets[oldest.domain] else { return }
-            let removed = bucket.remove(at: oldest.index)
+            guard let best, var bucket = state.buckets[best.domain] else { return }
+            let removed = bucket.remove(at: best.index)
             Self.forget(removed.cookie, state: &state)
-            state.buckets[oldest.domain] = bucket.isEmpty ? nil : bucket
-            events.append(.removed(removed.cookie))
+            state.buckets[best.domain] = bucket.isEmpty ? nil : bucket
+            events.append(removed.cookie.isExpired(at: now) ? .expired(removed.cookie) : .evicted(removed.cookie, reason: reason))
         }
     }
 
-    /// Expired cookies first, then the oldest last access (ties: the earliest stored).
-    private static func evictionVictim(in bucket: [Entry], now: Date) -> Int {
-        if let expired = bucket.firstIndex(where: { $0.cookie.isExpired(at: now) }) { return expired }
-        var victim = 0
-        for index in bucket.indices.dropFirst()
-        where (bucket[index].cookie.lastAccess, bucket[index].sequence) < (bucket[victim].cookie.lastAccess, bucket[victim].sequence) {
-            victim = index
+    /// Eviction order, lowest first: the RFC 6265bis rank (0 expired, 1 non-Secure in a crowded domain,
+    /// 2 crowded domain, 3 any), then last access, then storage order.
+    struct EvictionRank: Comparable {
+        var rank: Int
+        var lastAccess: Date
+        var sequence: UInt64
+
+        static func < (lhs: Self, rhs: Self) -> Bool {
+            (lhs.rank, lhs.lastAccess, lhs.sequence) < (rhs.rank, rhs.lastAccess, rhs.sequence)
         }
-        return victim
+    }
+
+    /// The bucket's first cookie in eviction order, sparing `stored` and cookies restored from a file;
+    /// nil when eviction may take none of them. `crowded`: the bucket's domain is over its limit.
+    private static func evictionVictim(in bucket: [Entry], crowded: Bool, sparing stored: Cookie, now: Date) -> (index: Int, rank: EvictionRank)? {
+        var best: (index: Int, rank: EvictionRank)?
+        for index in bucket.indices where bucket[index].isEvictable(at: now) {
+            let cookie = bucket[index].cookie
+            if cookie.name == stored.name, cookie.path == stored.path, cookie.domain == stored.domain { continue }
+            let rank = cookie.isExpired(at: now) ? 0 : !crowded ? 3 : cookie.secure ? 2 : 1
+            let candidate = EvictionRank(rank: rank, lastAccess: cookie.lastAccess, sequence: bucket[index].sequence)
+            if let current = best, !(candidate < current.rank) { continue }
+            best = (index, candidate)
+        }
+        return best
     }
 
     // MARK: Retrieving
@@ -612,7 +696,7 @@ public final class CookieStorage: Sendable {
     private func removeWhere(domains: [String]?, event: (Cookie) -> CookieChange = CookieChange.removed,
                              _ shouldRemove: (Cookie) -> Bool) {
         let events = state.withLock { state -> PendingChanges in
-            var events = PendingChanges(enabled: !state.subscribers.isEmpty)
+            var events = PendingChanges(enabled: state.isObserved)
             for domain in domains ?? Array(state.buckets.keys) {
                 guard let bucket = state.buckets[domain] else { continue }
                 var kept: [Entry] = []
@@ -658,7 +742,10 @@ public final class CookieStorage: Sendable {
 
     private func publish(_ events: [CookieChange]) {
         guard !events.isEmpty else { return }
-        let subscribers = state.withLock { Array($0.subscribers.values) }
+        let subscribers = state.withLock { state in
+            for id in state.recordings.keys { state.recordings[id]?.append(contentsOf: events) }
+            return Array(state.subscribers.values)
+        }
         for continuation in subscribers {
             for event in events { continuation.yield(event) }
         }

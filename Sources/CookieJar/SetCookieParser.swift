@@ -31,6 +31,9 @@ public enum SetCookieParseFailure: Error, Sendable, Hashable, CustomStringConver
     case emptyName
     /// A tab inside the name or the value (see ``SetCookieParser``).
     case tabInNameOrValue
+    /// Bytes that are not UTF-8: the jar keeps names and values as text and refuses such a cookie rather
+    /// than rewrite its bytes (RFC 6265bis section 5.6 treats them as octets; these never round-trip).
+    case notUTF8
 
     public var description: String {
         switch self {
@@ -38,6 +41,7 @@ public enum SetCookieParseFailure: Error, Sendable, Hashable, CustomStringConver
         case .missingEquals: "no '=' in the name-value pair"
         case .emptyName: "the cookie name is empty"
         case .tabInNameOrValue: "a tab inside the cookie name or value"
+        case .notUTF8: "bytes that are not UTF-8 (the jar refuses them rather than rewrite them)"
         }
     }
 }
@@ -53,6 +57,13 @@ public enum SetCookieParser {
         // The header's own UTF-8 storage (made contiguous first only if it is not native): no copy per header.
         var header = header
         return header.withUTF8 { parse(bytes: $0[...]) }
+    }
+
+    /// Parses one Set-Cookie header value given as the octets received: a value that is not UTF-8 is
+    /// refused (``SetCookieParseFailure/notUTF8``), never decoded into other bytes.
+    public static func parse(octets: some Collection<UInt8>) -> Result<ParsedSetCookie, SetCookieParseFailure> {
+        guard let header = String(validating: octets, as: UTF8.self) else { return .failure(.notUTF8) }
+        return parse(header)
     }
 
     private static func parse(bytes: CookieBytes) -> Result<ParsedSetCookie, SetCookieParseFailure> {

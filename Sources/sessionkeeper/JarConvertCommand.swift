@@ -6,10 +6,14 @@ import Foundation
 struct JarConvertCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "convert",
-        abstract: "Convert a cookie file between formats (input guessed from the content; OUT '-' is stdout)."
+        abstract: "Convert a cookie file between formats (input guessed from the content; IN '-' is stdin, OUT '-' is stdout).",
+        discussion: """
+            An existing OUT is replaced only when it is empty or a cookie file; a symbolic link is followed, \
+            anything but a regular file is refused, and the file is locked while it is written.
+            """
     )
 
-    @Argument(help: "The input file.")
+    @Argument(help: "The input file, or '-' for standard input.")
     var input: String
 
     @Argument(help: "The output file, written with mode 0600, or '-' for standard output.")
@@ -43,17 +47,12 @@ struct JarConvertCommand: AsyncParsableCommand {
             } else {
                 throw CLIFailure.usage("\(input): cannot tell the cookie format; give --from")
             }
-            let cookies: [Cookie]
-            do {
-                cookies = try CookieCodec.decode(text, as: inputFormat, url: sourceURL, now: now)
-            } catch {
-                throw CLIFailure.usage("\(input): \(error)")
-            }
+            let cookies = try JarFiles.decode(text, as: inputFormat, path: input, url: sourceURL, now: now)
             if output == "-" {
                 let encoded = CookieCodec.encode(cookies, as: outputFormat)
                 Console.outRaw(outputFormat == .header ? (encoded.isEmpty ? "" : encoded + "\n") : encoded)
             } else {
-                try JarFiles.save(cookies, to: output, format: outputFormat)
+                try JarFiles.replace(output, with: cookies, format: outputFormat, now: now)
             }
         }
     }

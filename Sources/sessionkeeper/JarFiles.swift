@@ -2,10 +2,22 @@ import CookieJar
 import Foundation
 import Platform
 
-/// Reading and writing jar files for the `jar` subcommands: `.json` files hold the lossless json format,
-/// every other name the Netscape cookies.txt format curl and wget use.
+/// Reading and writing jar files for the `jar` subcommands and `login --jar` (SPEC section 9).
+///
+/// Reading: `-` is standard input; a file's format comes from its content (json, Playwright, Set-Cookie
+/// lines, cookies.txt), its name deciding only for an empty file; reads stop at ``readLimit``; bytes that
+/// are not UTF-8 are refused, never rewritten.
+///
+/// Writing never clobbers: `-` is standard output; symbolic links are followed to the file they name;
+/// anything but a regular file is refused; an existing file that is not a jar is refused; the file is
+/// locked while it is read, changed and replaced, so concurrent writers lose nothing. A jar keeps the
+/// format it has; a new one is json when named `*.json`, Netscape cookies.txt otherwise.
 enum JarFiles {
-    /// The format a jar file is written in, from its name.
+    /// The most a jar file or standard input may hold: 3000 cookies of 4 KiB each, in json, fit about
+    /// four times over; /dev/zero or an endless FIFO stops here.
+    static let readLimit = 64 << 20
+
+    /// The format a new jar file is written in, from its name.
     static func format(forPath path: String) -> CookieFormat {
         path.lowercased().hasSuffix(".json") ? .json : .netscape
     }
@@ -29,57 +41,233 @@ enum JarFiles {
         return url
     }
 
-    /// The file's text, nil when it does not exist and `missingIsEmpty`; a usage error when unreadable.
-    static func readText(_ path: String, missingIsEmpty: Bool) throws -> String? {
-        do {
-            let bytes = try DurableFile.read(path)
-            guard let text = String(validating: bytes, as: UTF8.self) else {
-                throw CLIFailure.usage("\(path): not UTF-8 text")
-            }
-            return text
-        } catch let error as SystemError {
-            if missingIsEmpty && error.errno == ENOENT { return nil }
-            throw CLIFailure.usage("cannot read \(path): \(String(cString: strerror(error.errno)))")
+    /// Refuses command-line arguments that are not UTF-8: Swift would hand them over with their bytes
+    /// replaced, and a cookie's bytes are never rewritten (SPEC section 4).
+    static func requireUTF8Arguments() throws {
+        for index in 1..<Int(CommandLine.argc) {
+            guard let raw = CommandLine.unsafeArgv[index], String(validatingCString: raw) == nil else { continue }
+            throw CLIFailure.usage(
+                "argument \(index) holds bytes that are not UTF-8; cookie names and values are kept as UTF-8 text "
+                    + "and never rewritten, so it is refused")
         }
     }
 
-    /// Loads a jar file's cookies. `format` nil: `.json` names are json, others Netscape unless the content
-    /// is clearly another format.
-    static func load(_ path: String, format: CookieFormat? = nil, now: Date, missingIsEmpty: Bool = false) throws -> [Cookie] {
-        guard let text = try readText(path, missingIsEmpty: missingIsEmpty) else { return [] }
-        let chosen = format ?? formatOfContent(text, path: path)
-        do {
-            return try CookieCodec.decode(text, as: chosen, url: nil, now: now)
+    // MARK: Reading
+
+    /// The name a path has in messages.
+    static func displayName(_ path: String) -> String { path == "-" ? "standard input" : path }
+
+    /// The bytes of a file a user named, or of standard input for `-`; nil when the file is missing and
+    /// `missingIsNil`. Unreadable input is a usage error (exit 2) in the user's words.
+    static func readBytes(_ path: String, missingIsNil: Bool = false) throws -> [UInt8]? {
+        do throws(SystemError) {
+            if path == "-" { return try DurableFile.read(descriptor: STDIN_FILENO, path: "standard input", limit: readLimit) }
+            return try DurableFile.read(path, limit: readLimit)
         } catch {
-            throw CLIFailure.usage("\(path): \(error)")
+            if missingIsNil && error.errno == ENOENT { return nil }
+            throw CLIFailure.usage("cannot read \(displayName(path)): \(reason(error.errno))")
         }
     }
 
-    private static func formatOfContent(_ text: String, path: String) -> CookieFormat {
-        let byName = format(forPath: path)
-        if byName == .json { return .json }
+    /// `bytes` as text, or a usage error naming the first line that is not UTF-8.
+    static func text(of bytes: [UInt8], name: String) throws -> String {
+        if let text = String(validating: bytes, as: UTF8.self) { return text }
+        var line = 1
+        for piece in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
+            if String(validating: piece, as: UTF8.self) == nil { break }
+            line += 1
+        }
+        throw CLIFailure.usage(
+            "\(name) line \(line): bytes that are not UTF-8; cookie names and values are kept as UTF-8 text and never "
+                + "rewritten, so the file is refused (convert it to UTF-8 first)")
+    }
+
+    /// The text of a file or of standard input (`-`), nil when missing and `missingIsEmpty`.
+    static func readText(_ path: String, missingIsEmpty: Bool) throws -> String? {
+        guard let bytes = try readBytes(path, missingIsNil: missingIsEmpty) else { return nil }
+        return try text(of: bytes, name: displayName(path))
+    }
+
+    /// The format a cookie file's content is in: by content, the name deciding for an empty file.
+    static func formatOfContent(_ text: String, path: String) -> CookieFormat {
         switch CookieFormat.guess(from: text) {
-        case .json?: return .json
-        case .playwright?: return .playwright
-        case .setCookie?: return .setCookie
-        default: return .netscape
+        case .json?: .json
+        case .playwright?: .playwright
+        case .setCookie?: .setCookie
+        case .netscape?: .netscape
+        case .header?, nil: format(forPath: path)
         }
     }
 
-    /// A storage holding the file's cookies, with the clock at `now`.
-    static func storage(loading path: String, now: Date, missingIsEmpty: Bool = false) throws -> CookieStorage {
+    /// Decodes a cookie file's text, refusing cookies no Set-Cookie header could have made (a line break in a
+    /// value, say), so that whatever is read can be written back in any format.
+    static func decode(_ text: String, as format: CookieFormat, path: String, url: URL? = nil, now: Date) throws -> [Cookie] {
+        if text.allSatisfy(\.isWhitespace) { return [] }
+        let cookies: [Cookie]
+        do {
+            cookies = try CookieCodec.decode(text, as: format, url: url, now: now)
+        } catch {
+            throw CLIFailure.usage("\(displayName(path)): \(error)")
+        }
+        for (index, cookie) in cookies.enumerated() {
+            if let problem = cookie.fileProblem {
+                throw CLIFailure.usage("\(displayName(path)): cookie \(index + 1): \(problem); the file is refused")
+            }
+        }
+        return cookies
+    }
+
+    /// Loads a jar file's (or standard input's) cookies for reading.
+    static func load(_ path: String, now: Date) throws -> [Cookie] {
+        guard let text = try readText(path, missingIsEmpty: false) else { return [] }
+        return try decode(text, as: formatOfContent(text, path: path), path: path, now: now)
+    }
+
+    /// A storage holding the file's cookies as they are (restored: no limit trims a user's file), with the
+    /// clock at `now`.
+    static func storage(loading path: String, now: Date) throws -> CookieStorage {
         let storage = CookieStorage(acceptPolicy: .always, limits: CookieLimits(), clock: { now })
-        for cookie in try load(path, now: now, missingIsEmpty: missingIsEmpty) { storage.setCookie(cookie) }
+        storage.restore(try load(path, now: now))
         return storage
     }
 
-    /// Writes cookies atomically and durably with mode 0600 (cookie files are credentials).
-    static func save(_ cookies: [Cookie], to path: String, format: CookieFormat) throws {
-        let text = CookieCodec.encode(cookies, as: format)
+    // MARK: Writing
+
+    /// The formats a file may hold to be a jar that a command writes back.
+    private static let jarFormats: Set<CookieFormat> = [.netscape, .json, .playwright]
+
+    /// A writable jar's existing content: its cookies and the format to write it back in; a usage error when
+    /// the content is not a jar (a site file, a script), which is never overwritten.
+    private static func existingJar(_ bytes: [UInt8], path: String, now: Date) throws -> (cookies: [Cookie], format: CookieFormat) {
+        let content = try text(of: bytes, name: path)
+        if content.allSatisfy(\.isWhitespace) { return ([], format(forPath: path)) }
+        guard let guessed = CookieFormat.guess(from: content), jarFormats.contains(guessed) else {
+            throw CLIFailure.usage(
+                "\(path) is not a cookie jar (not Netscape cookies.txt, json or Playwright), so it is not overwritten; "
+                    + "give the path of a jar file or of a new file")
+        }
         do {
-            try DurableFile.write(Array(text.utf8), to: path, mode: 0o600)
+            return (try decode(content, as: guessed, path: path, now: now), guessed)
+        } catch let failure as CLIFailure {
+            throw CLIFailure.usage("\(failure.message); it is not overwritten")
+        }
+    }
+
+    /// Checks, before any work is done, that `path` can be written as a jar: `-`, a new file in a writable
+    /// folder, or an existing jar (any other file is refused). Nothing is created or locked.
+    static func checkWritable(_ path: String, now: Date) throws {
+        guard path != "-" else { return }
+        let target: ReplaceTarget
+        do throws(FileReplaceError) {
+            target = try DurableFile.replaceTarget(path)
         } catch {
-            throw CLIFailure.failed("cannot write \(error)")
+            throw failure(error, path: path)
+        }
+        guard target.exists, let bytes = try readBytes(target.target, missingIsNil: true) else { return }
+        _ = try existingJar(bytes, path: path, now: now)
+    }
+
+    /// What ``update(_:now:_:)`` wrote.
+    struct Written {
+        var count: Int
+        var format: CookieFormat
+    }
+
+    /// Reads the jar at `path` under its lock, hands its cookies to `change`, and replaces the file with the
+    /// cookies `change` returns, in the jar's own format (a new file's from its name), mode 0600. `-` starts
+    /// from no cookies and writes Netscape cookies.txt to standard output.
+    @discardableResult
+    static func update(_ path: String, now: Date, _ change: ([Cookie]) throws -> [Cookie]) throws -> Written {
+        if path == "-" {
+            let cookies = try change([])
+            Console.outRaw(CookieCodec.encode(cookies, as: .netscape))
+            return Written(count: cookies.count, format: .netscape)
+        }
+        let locked: LockedFile
+        do throws(FileReplaceError) {
+            locked = try DurableFile.lockForReplace(path, readLimit: readLimit)
+        } catch {
+            throw failure(error, path: path)
+        }
+        defer { locked.release() }
+        let existing = try existingJar(locked.contents, path: path, now: now)
+        let cookies = try change(existing.cookies)
+        do throws(SystemError) {
+            try locked.replace(with: Array(CookieCodec.encode(cookies, as: existing.format).utf8))
+        } catch {
+            throw failure(.system(error), path: path)
+        }
+        return Written(count: cookies.count, format: existing.format)
+    }
+
+    /// Writes `cookies` to `path` as the whole new content (`jar convert`'s output), under the file's lock;
+    /// an existing file is replaced only when it is empty or a cookie file (a jar or Set-Cookie lines).
+    static func replace(_ path: String, with cookies: [Cookie], format: CookieFormat, now: Date) throws {
+        let locked: LockedFile
+        do throws(FileReplaceError) {
+            locked = try DurableFile.lockForReplace(path, readLimit: readLimit)
+        } catch {
+            throw failure(error, path: path)
+        }
+        defer { locked.release() }
+        let content = try text(of: locked.contents, name: path)
+        if !content.allSatisfy(\.isWhitespace), CookieFormat.guess(from: content) != .setCookie {
+            _ = try existingJar(locked.contents, path: path, now: now)
+        }
+        do throws(SystemError) {
+            try locked.replace(with: Array(CookieCodec.encode(cookies, as: format).utf8))
+        } catch {
+            throw failure(.system(error), path: path)
+        }
+    }
+
+    // MARK: Messages
+
+    /// A refused or failed write, in the user's words: what happened to which file and what to do. A path
+    /// that cannot be a jar is bad input (exit 2); a write the system refused failed (exit 1).
+    static func failure(_ error: FileReplaceError, path: String) -> CLIFailure {
+        switch error {
+        case let .notRegularFile(_, target, kind):
+            let which = target == path ? path : "\(path) (which leads to \(target))"
+            return .usage(
+                "\(which) is \(kind), not a regular file; jar files are replaced as a whole, so only regular files are "
+                    + "written: give the path of a file, or - for standard output")
+        case .symbolicLinkLoop:
+            return .usage("\(path): its symbolic links loop (more than \(DurableFile.maxSymbolicLinkHops) hops); fix or remove the link")
+        case .system(let system):
+            // Syscall.stat is used on the folder only: the file itself is looked at with lstat.
+            if system.call == "stat" {
+                return .usage("cannot write \(path): the folder \(system.path ?? path) does not exist or is not a folder")
+            }
+            switch system.errno {
+            case EACCES, EPERM:
+                var isFolder: ObjCBool = false
+                let onFolder = system.path.map { FileManager.default.fileExists(atPath: $0, isDirectory: &isFolder) && isFolder.boolValue } ?? false
+                return .failed(
+                    "cannot write \(path): permission denied"
+                        + (onFolder ? " on the folder \(system.path ?? path) (the jar is replaced as a whole, so its folder must be writable)" : ""))
+            case ENOENT, ENOTDIR, ENAMETOOLONG:
+                return .usage("cannot write \(path): \(reason(system.errno))")
+            default:
+                return .failed("cannot write \(path): \(reason(system.errno))")
+            }
+        }
+    }
+
+    /// errno in words, without the system call or a temporary file's name.
+    static func reason(_ code: Int32) -> String {
+        switch code {
+        case ENOENT: "no such file or folder"
+        case EACCES, EPERM: "permission denied"
+        case EISDIR: "it is a directory"
+        case EFBIG: "it holds more than \(readLimit >> 20) MiB, more than any jar"
+        case ENOSPC: "no space left on the device"
+        case EDQUOT: "the disk quota is exceeded"
+        case EROFS: "the file system is read-only"
+        case ELOOP: "its symbolic links loop"
+        case ENAMETOOLONG: "the name is too long"
+        case ENOTDIR: "a part of the path is not a folder"
+        default: String(cString: strerror(code))
         }
     }
 }

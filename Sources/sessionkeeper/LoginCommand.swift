@@ -33,7 +33,7 @@ struct LoginCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Also show restored cookie names, step timings, plugin output and what was stored.")
     var verbose = false
 
-    @Option(name: .long, help: "Also write the cookies to this jar file (.json: lossless json; otherwise Netscape cookies.txt), mode 0600.")
+    @Option(name: .long, help: "Also merge the cookies into this jar file as curl -b F -c F does (a new .json: lossless json; otherwise Netscape cookies.txt), mode 0600; '-' is standard output.")
     var jar: String?
 
     @Flag(name: .long, help: "Start from an empty jar instead of the session stored in the vault.")
@@ -44,6 +44,8 @@ struct LoginCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let (daemonConfig, definition) = try LoginSetup.load(site: site, explicitConfig: config.path)
+            // A --jar that cannot be written (not a jar, not a regular file) is refused before any request.
+            if let jar { try JarFiles.checkWritable(jar, now: Date()) }
             let vault: Vault
             do {
                 vault = try Vault.open(
@@ -81,11 +83,14 @@ struct LoginCommand: AsyncParsableCommand {
             progress.finish()
 
             if let jar {
-                let kept = result.storage.allCookies.filter { !$0.isExpired(at: Date()) }
-                try JarFiles.save(kept, to: jar, format: JarFiles.format(forPath: jar))
-                progress.note("wrote \(kept.count) cookie(s) to \(jar)")
+                let now = Date()
+                let kept = result.storage.allCookies.filter { !$0.isExpired(at: now) }
+                let written = try JarFiles.update(jar, now: now) { JarMerge.merge(kept, into: $0, site: definition.baseURL, now: now) }
+                progress.note("wrote \(kept.count) cookie(s) to \(jar == "-" ? "standard output" : jar)"
+                    + (written.count > kept.count ? " (\(written.count - kept.count) other cookie(s) kept)" : ""))
             }
-            Console.out(LoginSummary.line(for: result.flow))
+            // With --jar - the jar is standard output, which then carries nothing else.
+            if jar == "-" { Console.err(LoginSummary.line(for: result.flow)) } else { Console.out(LoginSummary.line(for: result.flow)) }
             if let failure = result.outputFailures.first {
                 let more = result.outputFailures.count > 1 ? " (and \(result.outputFailures.count - 1) more output file(s))" : ""
                 throw CLIFailure.failed("logged in and stored the session, but \(failure)\(more)")

@@ -231,7 +231,7 @@ struct LimitTests {
         let decisions = storage.receive("abc=1234567", "abc=12345678", from: "http://example.com/")
         #expect(decisions[0].isStored)
         #expect(decisions[1].reason?.contains("10 bytes") == true)
-        #expect(CookieLimits().maxCookieBytes == 4096 && CookieLimits().maxCookiesPerDomain == 50 && CookieLimits().maxCookies == 3000)
+        #expect(CookieLimits().maxCookieBytes == 4096 && CookieLimits().maxCookiesPerDomain == 180 && CookieLimits().maxCookies == 3000)
     }
 
     @Test("over the per-domain limit, the least recently used cookie of that domain goes")
@@ -382,6 +382,7 @@ struct StorageAPITests {
             case .updated(let old, let new): kinds.append("updated \(old.value)->\(new.value)")
             case .removed(let cookie): kinds.append("removed \(cookie.name)")
             case .expired(let cookie): kinds.append("expired \(cookie.name)")
+            case .evicted(let cookie, _): kinds.append("evicted \(cookie.name)")
             }
             if kinds.count == 5 { break }
         }
