@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "Platform", swiftSettings: strict),
         .target(name: "CookieJar", dependencies: ["CPSL"], swiftSettings: strict),
         .target(name: "XMLQuery", dependencies: ["CXML2"], swiftSettings: strict),
-        .target(name: "SiteConfig", dependencies: ["CYAML", "XMLQuery"], swiftSettings: strict),
+        .target(name: "SiteConfig", dependencies: ["CYAML", "XMLQuery", "Platform"], swiftSettings: strict),
         .target(name: "HTTPTransport", swiftSettings: strict),
         .target(name: "CurlTransport", dependencies: ["CCurl", "HTTPTransport"], swiftSettings: strict),
         .target(

@@ -120,10 +120,11 @@ public final class Vault: Sendable {
             return Vault(stateDirectory: stateDirectory, lock: lock, state: state)
         }
 
-        guard creation != .never else { throw VaultError(.notInitialized, file: stateDirectory) }
+        // Orphans first: a deleted keyring beside item files is not "no vault yet", whatever the command.
         let orphans: Int
         do { orphans = try Syscall.listDirectory(folder).filter(isItemFileName).count } catch { throw VaultError(.io(error), file: folder) }
         guard orphans == 0 else { throw VaultError(.orphanedItems(count: orphans), file: keyringPath) }
+        guard creation != .never else { throw VaultError(.notInitialized, file: stateDirectory) }
         if case let .keyFile(path) = key, !Syscall.exists(path) {
             try VaultKey.createKeyFile(at: path)
         }

@@ -23,6 +23,10 @@ extension SessionKeeper {
     /// ArgumentParser exits 64 (EX_USAGE) on a bad argument; SPEC section 9 says usage errors exit 2. This
     /// entry point maps that one code and leaves every other exit (help, version, subcommand codes) as it is.
     static func main() async {
+        if let first = CommandLine.arguments.dropFirst().first, let missing = NotBuiltYet.commands[first] {
+            Console.err("sessionkeeper: '\(first)' (\(missing)) is not built yet; see README.md, Status")
+            Foundation.exit(Exit.usage)
+        }
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {
@@ -42,4 +46,17 @@ extension SessionKeeper {
 
 enum SessionKeeperVersion {
     static let string = "0.1.0"
+}
+
+/// Commands of SPEC section 9 that do not exist yet: asked for one, the CLI says so instead of "unexpected
+/// argument", so no user takes a missing feature for a typing mistake.
+enum NotBuiltYet {
+    static let commands = [
+        "run": "the daemon",
+        "cookie": "cookies from the daemon",
+        "status": "the daemon's sites table",
+        "refresh": "a login through the daemon",
+        "exec": "running a command with a site's cookies",
+        "import": "seeding a session from a cookie file",
+    ]
 }
