@@ -42,6 +42,11 @@ public enum FlowEvent: Sendable {
         public struct Header: Sendable, Hashable {
             public var name: String
             public var value: String
+
+            public init(name: String, value: String) {
+                self.name = name
+                self.value = value
+            }
         }
     }
 

@@ -120,7 +120,7 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case let .unknownKeyID(id):
             message = "encrypted under key generation \(id), which the keyring does not hold"
         case let .keyringDamaged(text):
-            message = "keyring unreadable: \(text)"
+            message = "the keyring file was modified or damaged (\(text)); restore it from a backup"
         case .invalidName:
             message = "invalid name: names are 1 to \(ItemFile.maximumNameLength) bytes of UTF-8 without control characters"
         case let .valueTooLarge(size):

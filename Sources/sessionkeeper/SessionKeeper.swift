@@ -35,6 +35,12 @@ extension SessionKeeper {
                 try command.run()
             }
         } catch {
+            if exitCode(for: error) == .success {
+                // --help and --version: through Console, so a failed write to stdout is reported, not lost.
+                let text = fullMessage(for: error)
+                if !text.isEmpty { Console.out(text) }
+                Foundation.exit(Exit.ok)
+            }
             if exitCode(for: error) == .validationFailure {
                 Console.err(fullMessage(for: error))
                 Foundation.exit(Exit.usage)

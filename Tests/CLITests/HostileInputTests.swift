@@ -179,6 +179,14 @@ import Testing
         Self.expectNoInternalWords(run)
     }
 
+    @Test(arguments: ["--help", "--version", "help login"])
+    func helpToAFullStandardOutput(_ arguments: String) async throws {
+        let world = try HostileWorld()
+        let run = try await world.shell("\"$SK\" \(arguments) > /dev/full")
+        #expect(run.status == 1)
+        #expect(run.stderr == "sessionkeeper: cannot write to standard output: no space left on device\n", "\(run.stderr)")
+    }
+
     @Test func closedPipeIsAQuietExit() async throws {
         let world = try HostileWorld()
         try await world.storeSecret("site/password", "value-1")
