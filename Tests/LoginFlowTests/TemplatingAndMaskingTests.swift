@@ -35,7 +35,7 @@ import Testing
         #expect(refused.kind == .template)
         #expect(refused.detail?.contains("not listed under allow_env") == true)
         let unset = try #require(await loginError(engine, Self.site("/{{ env.OTHER }}", allowEnv: ["OTHER"])))
-        #expect(unset.detail == "environment variable OTHER is not set")
+        #expect(unset.detail == "environment variable OTHER is not set; set it before logging in")
     }
 
     @Test func undeclaredOrUnavailableCredentials() async throws {
@@ -44,7 +44,7 @@ import Testing
         #expect(undeclared.detail?.contains("declared: user") == true)
         let unavailable = try #require(await loginError(Fixture.engine(Self.client), Self.site("/{{ credentials.user }}", credentials: ["user"])))
         #expect(unavailable.kind == .credential)
-        #expect(unavailable.detail == "credential 'user': no credential named user")
+        #expect(unavailable.detail == "credential 'user' is not available: no credential named user")
     }
 
     @Test func credentialsAreResolvedOncePerRun() async throws {
