@@ -92,7 +92,7 @@ struct LoginCommand: AsyncParsableCommand {
                 progress.finish()
                 // A missing credential or environment variable is found before any request: a configuration
                 // problem (exit 2), not a failed login.
-                if case .flow(let flow) = error, flow.kind == .credential || flow.kind == .template {
+                if case .flow(let flow)? = error as? SiteLoginError, flow.kind == .credential || flow.kind == .template {
                     throw CLIFailure.usage("\(error)")
                 }
                 throw CLIFailure.failed("\(error)")
