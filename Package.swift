@@ -54,7 +54,7 @@ let package = Package(
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "CookieJar", dependencies: ["CPSL", "JSON"], swiftSettings: strict),
         .target(name: "XMLQuery", dependencies: ["CXML2"], swiftSettings: strict),
-        .target(name: "SiteConfig", dependencies: ["CYAML", "XMLQuery", "JSON"], swiftSettings: strict),
+        .target(name: "SiteConfig", dependencies: ["CYAML", "XMLQuery", "JSON", "Platform"], swiftSettings: strict),
         .target(name: "HTTPTransport", swiftSettings: strict),
         .target(name: "CurlTransport", dependencies: ["CCurl", "HTTPTransport"], swiftSettings: strict),
         .target(

@@ -24,7 +24,15 @@ struct CurlFailure {
         return TransportError(kind: kind, url: url, message: message(for: kind))
     }
 
+    /// libcurl refused the response's header block: one line over its 100 KiB `CURL_MAX_HTTP_HEADER`
+    /// (reported as "out of memory") or all of them over its 300 KiB total ("Too large response headers").
+    var responseHeadersTooLarge: Bool {
+        (code == CURLE_OUT_OF_MEMORY && detail.localizedCaseInsensitiveContains("header"))
+            || detail.localizedCaseInsensitiveContains("too large response headers")
+    }
+
     var kind: TransportError.Kind {
+        if responseHeadersTooLarge { return .protocolError }
         if bodyCapExceeded || code == CURLE_FILESIZE_EXCEEDED { return .bodyTooLarge }
         if proxyConnectStatus != 0 && proxyConnectStatus / 100 != 2 { return .proxy }
         switch code {
@@ -62,7 +70,12 @@ struct CurlFailure {
 
     private func message(for kind: TransportError.Kind) -> String {
         if kind == .bodyTooLarge {
-            return "the response body is larger than the \(maxBodySize)-byte limit (max_body_size); transfer aborted"
+            return "the response body is larger than \(Self.describe(bytes: maxBodySize)), the most SessionKeeper reads "
+                + "from one response; the transfer was stopped"
+        }
+        if responseHeadersTooLarge {
+            return "the server sent response headers larger than libcurl accepts (100 KiB for one header, "
+                + "300 KiB for all of them); the response was dropped"
         }
         let summary = String(cString: curl_easy_strerror(code))
         var text = detail.isEmpty ? summary : detail.contains(summary) ? detail : "\(detail) (\(summary))"
@@ -74,6 +87,13 @@ struct CurlFailure {
             text += "; the proxy answered CONNECT with status \(proxyConnectStatus)"
         }
         return "\(text) [libcurl error \(code.rawValue)]"
+    }
+
+    /// "8 MiB", "512 KiB", "100 bytes".
+    static func describe(bytes: Int) -> String {
+        if bytes >= 1 << 20 && bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }
+        if bytes >= 1 << 10 && bytes % (1 << 10) == 0 { return "\(bytes >> 10) KiB" }
+        return "\(bytes) bytes"
     }
 }
 

@@ -23,6 +23,22 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case cancelled
         /// Anything else libcurl reports.
         case other
+
+        /// What happened, in the user's words ("cannot connect"), for the start of a message.
+        public var summary: String {
+            switch self {
+            case .dns: "the host name does not resolve"
+            case .connect: "cannot connect to the server"
+            case .tls: "the TLS connection failed"
+            case .timeout: "the request timed out"
+            case .bodyTooLarge: "the response is too large"
+            case .proxy: "the proxy failed"
+            case .invalidRequest: "the request cannot be sent"
+            case .protocolError: "the server's answer is not usable HTTP"
+            case .cancelled: "the request was cancelled"
+            case .other: "the request failed"
+            }
+        }
     }
 
     public var kind: Kind
@@ -40,7 +56,9 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     public var isUnreachable: Bool { [.dns, .connect, .tls, .timeout, .proxy].contains(kind) }
 
     public var description: String {
-        if let url { "\(kind.rawValue) error for \(url.redactedForLog): \(message)" } else { "\(kind.rawValue) error: \(message)" }
+        let what = message.isEmpty ? kind.summary : "\(kind.summary): \(message)"
+        guard let url else { return what }
+        return "\(url.redactedForLog): \(what)"
     }
 }
 

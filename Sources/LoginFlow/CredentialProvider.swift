@@ -6,3 +6,16 @@ public protocol CredentialProvider: Sendable {
     /// The value of credential `name` of site `site`. Errors must not contain the value.
     func value(of name: String, site: String) async throws -> String
 }
+
+/// Why a provider could not give a credential's value, without the site and credential names: the engine
+/// adds them once ("site 'wiki': credential 'password' is not available: REASON"). A provider may throw
+/// any error; this one keeps the message from naming them twice.
+public struct CredentialUnavailable: Error, Sendable, CustomStringConvertible {
+    public var reason: String
+
+    public init(reason: String) {
+        self.reason = reason
+    }
+
+    public var description: String { reason }
+}

@@ -33,21 +33,32 @@ extension FlowEngine {
                 let own = sent.headers["Cookie"]
                 sent.headers.replaceOrAdd(name: "Cookie", value: own.map { "\($0); \(jarCookies)" } ?? jarCookies)
             }
+            if tracesExchanges { observer?(.requestTrace(ExchangeTracer.request(sent, site: siteName, step: name, masker: state.masker))) }
             let hopStarted = ContinuousClock.now
             do {
                 response = try await client.send(sent, options: options)
             } catch {
+                // The headline already says what happened ("cannot connect to the server"): the detail adds where and
+                // libcurl's own words.
+                let place = error.url?.redactedForLog ?? sent.url.redactedForLog
                 throw FlowError(
                     kind: .transport(error.kind), site: siteName, step: name, mark: mark,
-                    detail: state.masker.redact(error.description))
+                    detail: state.masker.redact(error.message.isEmpty ? place : "\(place): \(error.message)"))
             }
             if step.handleCookies {
                 let setCookies = response.headers.values(for: "Set-Cookie")
                 if !setCookies.isEmpty {
+                    let before = tracesExchanges ? storage.allCookies : []
                     let decisions = storage.setCookies(fromHeaders: setCookies, for: response.url, mainDocumentURL: baseURL)
                     for case .stored(let cookie) in decisions { state.masker.addValue(cookie.value) }
+                    if tracesExchanges {
+                        for trace in ExchangeTracer.cookies(decisions, before: before, after: storage.allCookies, site: siteName, step: name) {
+                            observer?(.cookieTrace(trace))
+                        }
+                    }
                 }
             }
+            if tracesExchanges { observer?(.responseTrace(ExchangeTracer.response(response, site: siteName, step: name, masker: state.masker))) }
             observer?(.exchange(FlowEvent.Exchange(
                 site: siteName, step: name, method: sent.method, url: sent.url.redactedForLog, status: response.status,
                 duration: ContinuousClock.now - hopStarted, redirectHop: hop)))
@@ -81,6 +92,14 @@ extension FlowEngine {
         storage: CookieStorage
     ) throws(FlowError) {
         let siteName = state.site.name
+        // SPEC section 3: without `expect: {status: ...}` a final 4xx or 5xx fails the step, as `curl --fail`
+        // does (a site answering 503 everywhere is down, not "logged in with no cookies").
+        if response.status >= 400, !step.expect.contains(where: { if case .status = $0.kind { true } else { false } }) {
+            throw FlowError(
+                kind: .expectationFailed, site: siteName, step: name, mark: mark,
+                expected: "a status below 400 (the step has no expect: status)", found: "status \(response.status)",
+                response: FlowError.ResponseSummary(response, masker: state.masker))
+        }
         let parsed = ResponseInspection.ParsedResponse(response)
         for expectation in step.expect {
             do {

@@ -40,6 +40,12 @@ public struct FlowEngine: Sendable {
     public let placement: Placement
     /// Step URLs resolved against `base_url` by earlier runs.
     let resolvedURLs = ResolvedURLCache()
+    /// Report every request's and response's headers, the start of each body and every cookie decision
+    /// (``FlowEvent/requestTrace(_:)`` and the others), masked; for `login -vv`. Off by default: the daemon
+    /// does not pay for events nobody reads.
+    public var tracesExchanges = false
+    /// Characters of a body a trace shows.
+    public static let traceBodyLength = 512
 
     public init(
         client: any HTTPClient, credentials: any CredentialProvider, plugins: any PluginRunner = ProcessPluginRunner(),
@@ -79,12 +85,13 @@ public struct FlowEngine: Sendable {
         }
         var state = RunState(site: site, environment: environment)
         for cookie in storage.allCookies { state.masker.addValue(cookie.value) }
+        try await resolveInputs(site, state: &state)
 
         switch site.login {
         case .manual:
             throw FlowError(
                 kind: .invalidRequest, site: site.name, step: nil,
-                detail: "the site logs in manually (login: manual); import its cookies with 'sessionkeeper import'")
+                detail: "the site logs in manually (login: manual): its cookies are to come from `sessionkeeper import`, which is not built yet")
         case .steps(let steps):
             for (index, step) in steps.enumerated() {
                 try checkCancellation(site: site.name, step: step.name)
@@ -118,6 +125,35 @@ public struct FlowEngine: Sendable {
         return FlowResult(
             site: site.name, cookies: cookies, essentialCookies: essentials, steps: state.timings,
             finalURL: state.lastResponse.map { resolvedURLs.redacted($0.url) }, duration: ContinuousClock.now - started, finishedAt: now())
+    }
+
+    /// SPEC section 3: every credential and environment variable the flow's templates name is resolved
+    /// before the first request, so a missing one fails at once rather than after half a login (which may
+    /// count as a failed attempt on the site). Errors name the step that uses the value.
+    private func resolveInputs(_ site: SiteDefinition, state: inout RunState) async throws(FlowError) {
+        func preparePlugin(_ plugin: PluginStep, step: String, mark: SourceMark?) async throws(FlowError) {
+            try await state.prepare({ plugin.forEachVariable($0) }, provider: credentials, step: step, mark: mark)
+            if plugin.passCredentials {
+                for entry in site.credentials {
+                    try await state.resolveCredential(entry.name, provider: credentials, step: step, mark: mark)
+                }
+            }
+        }
+        switch site.login {
+        case .manual:
+            return
+        case .steps(let steps):
+            for step in steps {
+                switch step.action {
+                case .request(let request):
+                    try await state.prepare({ request.forEachVariable($0) }, provider: credentials, step: step.name, mark: step.mark)
+                case .plugin(let plugin):
+                    try await preparePlugin(plugin, step: step.name, mark: step.mark)
+                }
+            }
+        case .plugin(let plugin):
+            try await preparePlugin(plugin, step: "login", mark: nil)
+        }
     }
 
     // MARK: Check and keepalive

@@ -91,10 +91,11 @@ public struct FlowError: Error, Sendable, CustomStringConvertible {
         var text = "site '\(site)'"
         if let step { text += ", step '\(step)'" }
         if let mark { text += " (\(mark))" }
-        text += ": " + headline
+        // A credential's detail is already a sentence naming it ("credential 'password' is not available: ...").
+        text += ": " + (kind == .credential && detail != nil ? "" : headline)
         if let expected { text += "; expected \(expected)" }
         if let found { text += ", found \(found)" }
-        if let detail { text += "; \(detail)" }
+        if let detail { text += kind == .credential ? detail : "; \(detail)" }
         if let response {
             text += " [last response: \(response.status) \(response.url)"
             if !response.bodyExcerpt.isEmpty { text += ", body: \"\(response.bodyExcerpt)\"" }
@@ -103,17 +104,18 @@ public struct FlowError: Error, Sendable, CustomStringConvertible {
         return text
     }
 
+    /// What happened, in the user's words.
     private var headline: String {
         switch kind {
-        case .expectationFailed: "expectation failed"
-        case .extractionFailed: "extraction failed"
-        case .template: "template error"
-        case .invalidRequest: "invalid request"
-        case .transport(let kind): "\(kind.rawValue) error"
-        case .redirect: "redirect error"
-        case .plugin: "plugin failed"
-        case .credential: "credential unavailable"
-        case .essentialCookieMissing: "essential cookie missing"
+        case .expectationFailed: "the response is not what the step expects"
+        case .extractionFailed: "a value to extract was not found in the response"
+        case .template: "a placeholder cannot be filled"
+        case .invalidRequest: "the request cannot be built"
+        case .transport(let kind): kind.summary
+        case .redirect: "the redirects cannot be followed"
+        case .plugin: "the plugin failed"
+        case .credential: "a credential is not available"
+        case .essentialCookieMissing: "an essential cookie is missing after the login"
         case .cancelled: "cancelled"
         }
     }

@@ -13,6 +13,61 @@ public enum FlowEvent: Sendable {
     case pluginOutput(site: String, step: String, line: String)
     /// A step ended successfully.
     case stepFinished(site: String, timing: StepTiming)
+    /// With ``FlowEngine/tracesExchanges`` only: a request as sent, headers and the start of the body
+    /// masked (see ``Trace``).
+    case requestTrace(Trace)
+    /// With ``FlowEngine/tracesExchanges`` only: a response as received, masked.
+    case responseTrace(Trace)
+    /// With ``FlowEngine/tracesExchanges`` only: what the jar did with a cookie of a response.
+    case cookieTrace(CookieTrace)
+
+    /// The details of one request or response for a site author debugging a flow (`login -vv`, as Hurl's
+    /// `--very-verbose`). `Cookie`, `Set-Cookie` and `Authorization` values are replaced by `<masked>`
+    /// (a cookie keeps its name), and every credential, extracted value and cookie value is masked.
+    public struct Trace: Sendable, Hashable {
+        public var site: String
+        public var step: String
+        /// The request's method, or "" for a response.
+        public var method: String
+        /// Redacted as in ``Exchange/url``.
+        public var url: String
+        /// The status, or 0 for a request.
+        public var status: Int
+        public var headers: [Header]
+        /// The first ``FlowEngine/traceBodyLength`` characters of the body, masked; "" when it has none.
+        public var bodyStart: String
+        /// The whole body's length in bytes.
+        public var bodyLength: Int
+
+        public struct Header: Sendable, Hashable {
+            public var name: String
+            public var value: String
+
+            public init(name: String, value: String) {
+                self.name = name
+                self.value = value
+            }
+        }
+    }
+
+    /// A Set-Cookie of a response, and what the jar did with it.
+    public struct CookieTrace: Sendable, Hashable {
+        public enum Outcome: Sendable, Hashable {
+            case stored
+            /// The header was ignored (the reason never holds the value).
+            case refused(reason: String)
+            /// A cookie already in the jar was removed by this response (`reason` says why).
+            case evicted(reason: String)
+        }
+
+        public var site: String
+        public var step: String
+        /// The cookie's name; nil when the header was refused before a name was read.
+        public var name: String?
+        /// `domain/path` for stored and evicted cookies.
+        public var scope: String?
+        public var outcome: Outcome
+    }
 
     /// One HTTP exchange as the verbose output shows it.
     public struct Exchange: Sendable, Hashable {

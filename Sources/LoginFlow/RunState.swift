@@ -47,7 +47,20 @@ struct RunState: Sendable {
             if name.hasPrefix("credentials.") {
                 let credential = String(name.dropFirst("credentials.".count))
                 try await resolveCredential(credential, provider: provider, step: step, mark: mark)
-            } else if name.hasPrefix("env."), let value = environment[String(name.dropFirst("env.".count))] {
+            } else if name.hasPrefix("env.") {
+                // Checked here, before any request, as credentials are: a flow must not stop half-way for a
+                // variable that was never there.
+                let variable = String(name.dropFirst("env.".count))
+                guard site.allowEnv.contains(variable) else {
+                    throw FlowError(
+                        kind: .template, site: site.name, step: step, mark: mark,
+                        detail: "'{{ \(name) }}' reads the environment variable \(variable), which is not listed under allow_env:")
+                }
+                guard let value = environment[variable] else {
+                    throw FlowError(
+                        kind: .template, site: site.name, step: step, mark: mark,
+                        detail: "environment variable \(variable) is not set; set it before logging in")
+                }
                 masker.addSecret(value)
             }
         }
@@ -68,9 +81,10 @@ struct RunState: Sendable {
             credentials[name] = value
             masker.addSecret(value)
         } catch {
+            let reason = (error as? CredentialUnavailable)?.reason ?? String(describing: error)
             throw FlowError(
                 kind: .credential, site: site.name, step: step, mark: mark,
-                detail: "credential '\(name)': \(masker.redact(String(describing: error)))")
+                detail: "credential '\(name)' is not available: \(masker.redact(reason))")
         }
     }
 

@@ -14,7 +14,11 @@ public struct ResolverCredentialProvider: CredentialProvider {
     }
 
     public func value(of name: String, site siteName: String) async throws -> String {
-        // CredentialError names the site, the credential and the reason, never the value.
-        try await resolver.value(of: name, in: site)
+        // The engine names the site and the credential; only the reason travels (never the value).
+        do {
+            return try await resolver.value(of: name, in: site)
+        } catch {
+            throw CredentialUnavailable(reason: error.reason)
+        }
     }
 }

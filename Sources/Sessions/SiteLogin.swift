@@ -27,6 +27,8 @@ public struct SiteLogin: Sendable {
     public let environment: [String: String]
     /// The clock cookies are judged by.
     public let now: @Sendable () -> Date
+    /// Report each request's and response's headers and every cookie decision (``FlowEngine/tracesExchanges``).
+    public var tracesExchanges = false
 
     public init(
         client: any HTTPClient, store: any SessionStore,
@@ -56,8 +58,9 @@ public struct SiteLogin: Sendable {
             await restore(site, into: storage, report: report)
         }
 
-        let engine = FlowEngine(
+        var engine = FlowEngine(
             client: client, credentials: credentials(site), plugins: plugins, environment: environment, now: now)
+        engine.tracesExchanges = tracesExchanges
         let flow: FlowResult
         do {
             flow = try await engine.login(site, storage: storage, observer: { report(.flow($0)) })

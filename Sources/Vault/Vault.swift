@@ -153,6 +153,11 @@ public final class Vault: Sendable {
             if creation == .mustCreate { throw VaultError(.alreadyInitialized, file: keyringPath) }
             return made(try unlock(bytes, keyringPath: keyringPath, key: key, material: nil, environment: environment))
         }
+
+        // Orphans first: a deleted keyring beside item files is not "no vault yet", whatever the command.
+        let orphans: Int
+        do { orphans = try Syscall.listDirectory(folder).filter(isItemFileName).count } catch { throw VaultError(.io(error), file: folder) }
+        guard orphans == 0 else { throw VaultError(.orphanedItems(count: orphans), file: keyringPath) }
         guard creation != .never else { throw VaultError(.notInitialized, file: stateDirectory) }
 
         // The key material is obtained before taking the lock (a passphrase command may take its time),
@@ -171,9 +176,6 @@ public final class Vault: Sendable {
             if creation == .mustCreate { throw VaultError(.alreadyInitialized, file: keyringPath) }
             return made(try unlock(bytes, keyringPath: keyringPath, key: key, material: material, environment: environment))
         }
-        let orphans: Int
-        do { orphans = try Syscall.listDirectory(folder).filter(isItemFileName).count } catch { throw VaultError(.io(error), file: folder) }
-        guard orphans == 0 else { throw VaultError(.orphanedItems(count: orphans), file: keyringPath) }
         if case let .keyFile(path) = key, !Syscall.exists(path) {
             try VaultKey.createKeyFile(at: path)
         }

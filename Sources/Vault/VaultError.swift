@@ -104,9 +104,10 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case .alreadyInitialized:
             message = "a vault already exists here"
         case let .orphanedItems(count):
-            message = "the keyring is missing but \(count) item file(s) remain; restore the keyring instead of creating a new vault"
+            message = "the keyring file was deleted but \(count) vault item file(s) remain, which only that keyring can "
+                + "open; restore it from a backup (a new vault cannot read them)"
         case let .wrongKey(source):
-            message = "wrong key: \(source) does not open the vault's keyring"
+            message = "wrong key, or the keyring file was modified: \(source) does not open the vault's keyring"
         case let .keySource(text):
             message = text
         case let .locked(error):
@@ -128,11 +129,14 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case .foreignFile:
             message = "not a SessionKeeper vault file"
         case let .unknownFormatVersion(version):
-            message = "format version \(version) is newer than this SessionKeeper understands (it reads version \(ItemFile.formatVersion))"
+            message = version > ItemFile.formatVersion
+                ? "format version \(version) is newer than this SessionKeeper understands (it reads version \(ItemFile.formatVersion)); "
+                    + "use the newer SessionKeeper that wrote it"
+                : "damaged: its format version byte is \(version), which no SessionKeeper writes; restore the file from a backup"
         case let .unknownKeyID(id):
             message = "encrypted under key generation \(id), which the keyring does not hold"
         case let .keyringDamaged(text):
-            message = "keyring unreadable: \(text)"
+            message = "the keyring file was modified or damaged (\(text)); restore it from a backup"
         case .invalidName:
             message = "invalid name: names are 1 to \(ItemFile.maximumNameLength) bytes of UTF-8 without control characters"
         case let .valueTooLarge(size):

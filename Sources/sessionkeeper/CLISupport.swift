@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Platform
 
 /// Exit codes of SPEC section 9.
 enum Exit {
@@ -30,17 +31,44 @@ extension AsyncParsableCommand {
         do {
             try await body()
         } catch let failure as CLIFailure {
-            FileHandle.standardError.write(Data("sessionkeeper: \(failure.message)\n".utf8))
+            Console.err("sessionkeeper: \(failure.message)")
             throw ExitCode(failure.code)
         }
     }
 }
 
-/// Standard output and error, written without Swift's `print` buffering surprises.
+/// Standard output and error, written unbuffered with every failure handled.
+///
+/// A failed write to standard output (a full disk, `> /dev/full`) is a message on stderr and exit 1, never
+/// a trap; a closed pipe (`| head -0`) ends the command quietly, as `cat` does. A failed write to standard
+/// error is dropped: there is nowhere left to tell.
 enum Console {
-    static func out(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-    static func err(_ line: String) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
-    static func outRaw(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
+    static func out(_ line: String) { outRaw(line + "\n") }
+    static func err(_ line: String) { errRaw(line + "\n") }
+
+    static func outRaw(_ text: String) {
+        var text = text
+        // withUTF8 rethrows untyped errors only, so the failure comes out as a value.
+        let failure: SystemError? = text.withUTF8 { bytes in
+            do throws(SystemError) {
+                try Syscall.writeAll(STDOUT_FILENO, UnsafeRawBufferPointer(bytes), path: nil)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        guard let failure else { return }
+        if failure.errno == EPIPE { Foundation.exit(Exit.failed) }
+        errRaw("sessionkeeper: cannot write to standard output: \(BoundedReadError.system(failure).reason)\n")
+        Foundation.exit(Exit.failed)
+    }
+
+    static func errRaw(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes in
+            try? Syscall.writeAll(STDERR_FILENO, UnsafeRawBufferPointer(bytes), path: nil)
+        }
+    }
 }
 
 /// `--now` and other RFC 3339 instants (`2015-01-01T00:00:00Z`, with optional fractional seconds or

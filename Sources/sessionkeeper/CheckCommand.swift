@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Platform
 import SiteConfig
 
 /// `sessionkeeper check [FILES...]`: validates config.yaml and site files (SPEC section 9), printing
@@ -12,8 +13,10 @@ struct CheckCommand: AsyncParsableCommand {
         discussion: """
             Without FILES, checks the config and every site in its sites_dir. A FILE named config.yaml \
             (or config.yml) is checked as the daemon's config, any other as a site file, with the \
-            config's defaults and plugins_dir. Problems are printed as FILE:LINE:COLUMN: error: MESSAGE; \
-            on a terminal each is followed by the offending line (credential values redacted).
+            config's defaults and plugins_dir. Problems are printed on standard error as \
+            FILE:LINE:COLUMN: error: MESSAGE, as compilers print them; on a terminal each is followed by the \
+            offending line (credential values redacted). Exit status: 0 no problems, 1 problems found, 2 a \
+            FILE that does not exist or no config to check.
             """
     )
 
@@ -26,17 +29,24 @@ struct CheckCommand: AsyncParsableCommand {
         try await reportingFailures {
             let loader = ConfigurationLoader()
             let current = FileManager.default.currentDirectoryPath
-            let renderer = DiagnosticRenderer(showSource: isatty(STDOUT_FILENO) == 1) { path in
+            let renderer = DiagnosticRenderer(showSource: isatty(STDERR_FILENO) == 1) { path in
                 path.hasPrefix(current + "/") ? String(path.dropFirst(current.count + 1)) : path
             }
             var report = CheckReport(renderer: renderer)
 
+            // A file named on the command line that is not there is a usage error, not a finding.
+            for file in files where !Syscall.exists(file) {
+                throw CLIFailure.usage("\(file): no such file")
+            }
             if files.isEmpty {
                 let configPath = try config.locate(loader)
-                let daemonConfig = report.checkConfig(configPath, loader: loader)
-                    ?? loader.defaultConfig(directory: (configPath as NSString).deletingLastPathComponent)
-                let result = loader.loadSites(config: daemonConfig)
-                report.record(sites: result)
+                if let daemonConfig = report.checkConfig(configPath, loader: loader) {
+                    report.record(sites: loader.loadSites(config: daemonConfig))
+                } else {
+                    // Without a valid config its sites_dir and defaults are unknown: checking sites against
+                    // guessed ones would only add errors that are not there.
+                    report.note("the sites were not checked: fix config.yaml first")
+                }
             } else {
                 let configFiles = files.filter { Self.isConfigFile($0) }
                 let siteFiles = files.filter { !Self.isConfigFile($0) }
@@ -95,9 +105,23 @@ private struct CheckReport {
     }
 
     mutating func record(sites result: SiteLoadResult) {
-        // One failure per site file (or one for an unreadable sites folder).
-        fileCount += result.sites.count + result.failures.count
-        for failure in result.failures { print(failure) }
+        // Count site files, not errors: a duplicate name is a second error about a file already counted as
+        // loaded elsewhere, and an unreadable sites folder is no file at all.
+        var files = Set(result.sites.map(\.file))
+        for failure in result.failures {
+            for diagnostic in failure.diagnostics where !Self.isFolderProblem(diagnostic) { files.insert(diagnostic.mark.file) }
+            print(failure)
+        }
+        fileCount += files.count
+    }
+
+    private static func isFolderProblem(_ diagnostic: ConfigDiagnostic) -> Bool {
+        diagnostic.message.hasPrefix("cannot list the sites folder")
+    }
+
+    /// A line that is not a diagnostic (on stderr with them).
+    func note(_ text: String) {
+        Console.err("sessionkeeper: note: \(text)")
     }
 
     mutating func print(_ error: ConfigError) {
@@ -105,18 +129,18 @@ private struct CheckReport {
         for file in Set(error.diagnostics.map(\.mark.file)) { failedFiles.insert(file) }
         // The source is read again only to show lines on a terminal.
         let source = renderer.showSource
-            ? error.diagnostics.first.flatMap { try? String(contentsOfFile: $0.mark.file, encoding: .utf8) } : nil
-        for line in renderer.render(error, source: source) { Console.out(line) }
+            ? error.diagnostics.first.flatMap { ConfigurationLoader.sourceText(of: $0.mark.file) } : nil
+        for line in renderer.render(error, source: source) { Console.err(line) }
     }
 
     func printSummary() {
         let files = fileCount == 1 ? "1 file" : "\(fileCount) files"
         if errorCount == 0 {
-            Console.out("checked \(files): no problems")
+            Console.err("checked \(files): no problems")
         } else {
             let errors = errorCount == 1 ? "1 error" : "\(errorCount) errors"
             let failed = failedFiles.count == 1 ? "1 file" : "\(failedFiles.count) files"
-            Console.out("checked \(files): \(errors) in \(failed)")
+            Console.err("checked \(files): \(errors) in \(failed)")
         }
     }
 }

@@ -5,6 +5,7 @@ import CurlTransport
 import Foundation
 import HTTPTransport
 import LoginFlow
+import Platform
 import SiteConfig
 import Sessions
 import Vault
@@ -30,8 +31,14 @@ struct LoginCommand: AsyncParsableCommand {
     @Argument(help: "The site's name (its file name in sites_dir without .yaml, or its name: key).")
     var site: String
 
-    @Flag(name: .long, help: "Also show restored cookie names, step timings, plugin output and what was stored.")
-    var verbose = false
+    @Flag(
+        name: [.customShort("v"), .long],
+        help: """
+            Also show restored cookie names, step timings, plugin output and what was stored. Twice (-vv): \
+            every request's and response's headers, each cookie stored, refused or evicted with the reason, \
+            and the start of each body, for debugging a new site file (cookie values and secrets masked).
+            """)
+    var verbose: Int
 
     @Option(name: .long, help: "Also merge the cookies into this jar file as curl -b F -c F does (a new .json: lossless json; otherwise Netscape cookies.txt), mode 0600; '-' is standard output.")
     var jar: String?
@@ -46,6 +53,11 @@ struct LoginCommand: AsyncParsableCommand {
             let (daemonConfig, definition) = try LoginSetup.load(site: site, explicitConfig: config.path)
             // A --jar that cannot be written (not a jar, not a regular file) is refused before any request.
             if let jar { try JarFiles.checkWritable(jar, now: Date()) }
+            guard definition.enabled else {
+                throw CLIFailure.usage(
+                    "site '\(definition.name)' is disabled (enabled: false in \(definition.file)); "
+                        + "set enabled: true to log in")
+            }
             let vault: Vault
             do {
                 vault = try Vault.open(
@@ -64,20 +76,26 @@ struct LoginCommand: AsyncParsableCommand {
             }
             defer { client.shutdown() }
 
-            let progress = LoginProgress(verbose: verbose, terminal: isatty(STDERR_FILENO) == 1)
+            let progress = LoginProgress(verbosity: verbose, terminal: isatty(STDERR_FILENO) == 1)
             let resolver = CredentialResolver(vault: vault, standardError: { site, credential, line in
                 // The resolver masks the command's own output in these lines before handing them over.
                 progress.credentialOutput(site: site, credential: credential, line: line)
             })
-            let login = SiteLogin(
+            var login = SiteLogin(
                 client: client, store: VaultSessionStore(vault: vault),
                 credentials: { ResolverCredentialProvider(resolver: resolver, site: $0) })
+            login.tracesExchanges = verbose >= 2
 
             let result: SiteLoginResult
             do {
                 result = try await login.run(definition, start: fresh ? .fresh : .storedSession, events: progress.sink)
             } catch {
                 progress.finish()
+                // A missing credential or environment variable is found before any request: a configuration
+                // problem (exit 2), not a failed login.
+                if case .flow(let flow)? = error as? SiteLoginError, flow.kind == .credential || flow.kind == .template {
+                    throw CLIFailure.usage("\(error)")
+                }
                 throw CLIFailure.failed("\(error)")
             }
             progress.finish()
@@ -121,7 +139,7 @@ enum LoginSetup {
         // does not stop this one's login.
         for fileExtension in ConfigurationLoader.siteFileExtensions {
             let file = (daemonConfig.sitesDirectory as NSString).appendingPathComponent("\(name).\(fileExtension)")
-            guard FileManager.default.fileExists(atPath: file) else { continue }
+            guard Syscall.exists(file) else { continue }
             do {
                 let definition = try loader.loadSite(at: file, config: daemonConfig)
                 if definition.name == name { return (daemonConfig, definition) }

@@ -12,13 +12,16 @@ import Synchronization
 /// Every text comes from ``FlowEvent``s (already redacted by the engine) or from cookie names and times:
 /// nothing here ever sees a credential, and cookie values are never formatted.
 final class LoginProgress: Sendable {
-    let verbose: Bool
+    /// 0: requests and warnings; 1 (`-v`): also steps, plugin output, restored and stored cookies;
+    /// 2 (`-vv`): also headers, cookie decisions and the start of each body.
+    let verbosity: Int
+    var verbose: Bool { verbosity >= 1 }
     let terminal: Bool
     /// The progress line currently on screen (terminal only), so a request line can be printed above it.
     private let statusLine = Mutex<String?>(nil)
 
-    init(verbose: Bool, terminal: Bool) {
-        self.verbose = verbose
+    init(verbosity: Int, terminal: Bool) {
+        self.verbosity = verbosity
         self.terminal = terminal
     }
 
@@ -43,6 +46,18 @@ final class LoginProgress: Sendable {
             line("\(hop)\(exchange.method) \(exchange.url) \(exchange.status) \(exchange.milliseconds) ms")
         case .pluginOutput(_, let step, let text):
             if verbose { line("  [\(step)] \(text)") }
+        case .requestTrace(let trace):
+            for text in Self.lines(trace, marker: ">") { line(text) }
+        case .responseTrace(let trace):
+            for text in Self.lines(trace, marker: "<") { line(text) }
+        case .cookieTrace(let trace):
+            let name = trace.name ?? "(unnamed)"
+            let scope = trace.scope.map { " for \($0)" } ?? ""
+            switch trace.outcome {
+            case .stored: line("    * cookie \(name) stored\(scope)")
+            case .refused(let reason): line("    * cookie \(name) refused: \(reason)")
+            case .evicted(let reason): line("    * cookie \(name)\(scope) removed: \(reason)")
+            }
         case .stepFinished(_, let timing):
             if verbose {
                 let requests = timing.requests == 1 ? "1 request" : "\(timing.requests) requests"
@@ -100,7 +115,7 @@ final class LoginProgress: Sendable {
     /// Removes the progress line, if any, before the final output.
     func finish() {
         statusLine.withLock { current in
-            if terminal && current != nil { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            if terminal && current != nil { Console.errRaw("\r\u{1B}[K") }
             current = nil
         }
     }
@@ -109,9 +124,9 @@ final class LoginProgress: Sendable {
     private func line(_ text: String) {
         statusLine.withLock { current in
             if terminal, let current {
-                FileHandle.standardError.write(Data("\r\u{1B}[K\(text)\n\(current)".utf8))
+                Console.errRaw("\r\u{1B}[K\(text)\n\(current)")
             } else {
-                FileHandle.standardError.write(Data("\(text)\n".utf8))
+                Console.errRaw("\(text)\n")
             }
         }
     }
@@ -119,8 +134,22 @@ final class LoginProgress: Sendable {
     private func showStatus(_ text: String) {
         statusLine.withLock { current in
             current = text
-            FileHandle.standardError.write(Data("\r\u{1B}[K\(text)".utf8))
+            Console.errRaw("\r\u{1B}[K\(text)")
         }
+    }
+
+    /// A request (`>`) or response (`<`) as curl -v shows it: first line, headers, then the start of the body.
+    static func lines(_ trace: FlowEvent.Trace, marker: String) -> [String] {
+        var lines = [trace.status == 0 ? "    \(marker) \(trace.method) \(trace.url)" : "    \(marker) \(trace.status) \(trace.url)"]
+        for header in trace.headers { lines.append("    \(marker) \(header.name): \(header.value)") }
+        if trace.bodyLength > 0 {
+            lines.append("    \(marker) [body, \(trace.bodyLength) bytes]")
+            let cleaned = trace.bodyStart.unicodeScalars.map { $0 == "\n" || $0 == "\t" || $0.value >= 0x20 && $0.value != 0x7F ? String($0) : "." }.joined()
+            for bodyLine in cleaned.split(separator: "\n", omittingEmptySubsequences: false).prefix(20) {
+                lines.append("    \(marker)   \(bodyLine)")
+            }
+        }
+        return lines
     }
 
     static func milliseconds(_ duration: Duration) -> Int64 {

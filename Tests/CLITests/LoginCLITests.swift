@@ -135,13 +135,15 @@ import Testing
             let repaired = try await world.login(["--verbose"])
             #expect(repaired.stderr.contains("restored 1 cookie(s) from the vault"))
 
-            // A credential that is not in the vault fails the login, saying which secret.
+            // A credential that is not in the vault is a configuration error found before any request
+            // (exit 2), saying which secret and how to add it, naming the site and credential once.
             try original.replacingOccurrences(of: "{env: DEMO_PASSWORD}", with: "{secret: demo/absent}")
                 .write(toFile: site, atomically: true, encoding: .utf8)
             let missing = try await world.login(["--fresh"])
-            #expect(missing.status == 1)
-            #expect(missing.stderr.contains("site 'demo'"))
-            #expect(missing.stderr.contains("demo/absent"), "stderr: \(missing.stderr)")
+            #expect(missing.status == 2)
+            #expect(missing.stderr.components(separatedBy: "site 'demo'").count == 2, "stderr: \(missing.stderr)")
+            #expect(missing.stderr.contains("credential 'password' is not available: secret 'demo/absent' is not in the vault"), "stderr: \(missing.stderr)")
+            #expect(!missing.stderr.contains("GET "), "no request was sent: \(missing.stderr)")
         }
     }
 

@@ -59,7 +59,7 @@ import Testing
 
     @Test func transportErrorsDescribeKindAndRedactedURL() {
         let error = TransportError(kind: .timeout, url: URL(string: "https://example.com/x?key=SECRET")!, message: "no answer in 5 s")
-        #expect(error.description == "timeout error for https://example.com/x?…: no answer in 5 s")
+        #expect(error.description == "https://example.com/x?…: the request timed out: no answer in 5 s")
         #expect(error.isUnreachable)
         #expect(!TransportError(kind: .bodyTooLarge, url: nil, message: "m").isUnreachable)
         #expect(TransportError(kind: .other, url: nil, message: "m").description == "other error: m")

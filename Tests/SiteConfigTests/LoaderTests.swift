@@ -107,7 +107,7 @@ import Testing
         #expect {
             try loader.loadSite(at: folder + "/latin.yaml", config: fixtureConfig())
         } throws: { error in
-            (error as? ConfigError)?.diagnostics.map(\.description) == ["\(folder)/latin.yaml:1:1: error: file is not valid UTF-8 text"]
+            (error as? ConfigError)?.diagnostics.map(\.description) == ["\(folder)/latin.yaml:1:1: error: the file is not UTF-8 text; save it as UTF-8"]
         }
         #expect {
             try loader.loadSite(at: folder + "/absent.yaml", config: fixtureConfig())

@@ -195,7 +195,7 @@ import Testing
         let original = String(decoding: readFile(keyringPath), as: UTF8.self)
         writeFile(keyringPath, bytes("{not json"))
         let garbage = #expect(throws: VaultError.self) { try openWithKeyFile(folder, create: false) }
-        #expect(garbage?.description.contains("keyring unreadable") == true)
+        #expect(garbage?.description.contains("the keyring file was modified or damaged") == true)
         writeFile(keyringPath, bytes(original.replacingOccurrences(of: "\"format\" : 1", with: "\"format\" : 2")))
         let newer = #expect(throws: VaultError.self) { try openWithKeyFile(folder, create: false) }
         #expect(newer?.description.contains("format version 2") == true)

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import Synchronization
 
 /// Loads and validates `config.yaml` and site files; the one entry point the daemon, `check` and
@@ -67,9 +68,18 @@ public struct ConfigurationLoader: Sendable {
 
     /// Loads site text as if it were the file `file` (its stem is the default name).
     public func loadSite(text: String, file: String, config: DaemonConfig) throws(ConfigError) -> SiteDefinition {
-        let parsed = try Self.parse(text: text, file: file, allowEmpty: false)
-        guard let root = parsed.root else { throw Self.error(parsed.diagnostics, sensitiveLines: []) }
-        let sensitive = Self.credentialLines(root)
+        // A file that does not parse still has its literal credentials hidden from `check`'s excerpts.
+        let textualSensitive = Self.credentialLines(text: text)
+        let parsed: Parsed
+        do {
+            parsed = try Self.parse(text: text, file: file, allowEmpty: false)
+        } catch {
+            var error = error
+            error.sensitiveLines.formUnion(textualSensitive)
+            throw error
+        }
+        guard let root = parsed.root else { throw Self.error(parsed.diagnostics, sensitiveLines: textualSensitive) }
+        let sensitive = Self.credentialLines(root).union(textualSensitive)
         let context = DecodingContext()
         var decoded: SiteFile?
         do {
@@ -167,12 +177,13 @@ public struct ConfigurationLoader: Sendable {
         }
         if let explicit {
             let path = resolved(explicit)
-            guard fileManager.fileExists(atPath: path) else { throw ConfigLocationError(source: "--config", path: path, tried: []) }
+            // lstat, not fileExists: a dangling link or a link loop is there, and reading it says what is wrong.
+            guard Syscall.exists(path) else { throw ConfigLocationError(source: "--config", path: path, tried: []) }
             return path
         }
         if let variable = environment["SESSIONKEEPER_CONFIG"], !variable.isEmpty {
             let path = resolved(variable)
-            guard fileManager.fileExists(atPath: path) else {
+            guard Syscall.exists(path) else {
                 throw ConfigLocationError(source: "$SESSIONKEEPER_CONFIG", path: path, tried: [])
             }
             return path
@@ -197,7 +208,7 @@ public struct ConfigurationLoader: Sendable {
     static func parse(text: String, file: String, allowEmpty: Bool) throws(ConfigError) -> Parsed {
         let start = SourceMark(file: file, line: 1, column: 1)
         if text.utf8.count > maximumFileSize {
-            throw ConfigError(ConfigDiagnostic(start, "file is larger than \(maximumFileSize / 1024) KiB"))
+            throw ConfigError(ConfigDiagnostic(start, "the file is larger than \(BoundedRead.describe(bytes: maximumFileSize)), the most a config or site file may hold"))
         }
         if text.utf8.contains(0) {
             throw ConfigError(ConfigDiagnostic(start, "file contains a NUL byte; it is not a YAML text file"))
@@ -219,23 +230,15 @@ public struct ConfigurationLoader: Sendable {
 
     static func read(_ file: String) throws(ConfigError) -> String {
         let start = SourceMark(file: file, line: 1, column: 1)
-        let data: Data
+        let bytes: [UInt8]
         do {
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), isDirectory.boolValue {
-                throw ConfigError(ConfigDiagnostic(start, "is a directory, not a YAML file"))
-            }
-            data = try Data(contentsOf: URL(fileURLWithPath: file))
-        } catch let error as ConfigError {
-            throw error
+            // Bounded: `/dev/zero` or a runaway file must end in a message, not in memory growing without end.
+            bytes = try BoundedRead.file(file, limit: maximumFileSize)
         } catch {
-            throw ConfigError(ConfigDiagnostic(start, "cannot read the file: \(reason(error))"))
+            throw ConfigError(ConfigDiagnostic(start, "cannot read the file: \(error.reason)"))
         }
-        if data.count > maximumFileSize {
-            throw ConfigError(ConfigDiagnostic(start, "file is larger than \(maximumFileSize / 1024) KiB"))
-        }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw ConfigError(ConfigDiagnostic(start, "file is not valid UTF-8 text"))
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw ConfigError(ConfigDiagnostic(start, "the file is not UTF-8 text; save it as UTF-8"))
         }
         return text
     }
@@ -267,6 +270,25 @@ public struct ConfigurationLoader: Sendable {
         var error = ConfigError(kept.sorted { ($0.mark.line, $0.mark.column) < ($1.mark.line, $1.mark.column) })
         error.sensitiveLines = sensitiveLines
         return error
+    }
+
+    /// The lines of a top-level `credentials:` block found in the text itself, for files whose YAML does not
+    /// parse: from the `credentials:` line to the next line that starts in the first column.
+    static func credentialLines(text: String) -> Set<Int> {
+        var lines = Set<Int>()
+        var inside = false
+        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let startsAtColumnOne = line.first.map { !$0.isWhitespace && $0 != "#" } ?? false
+            if startsAtColumnOne { inside = line.hasPrefix("credentials:") }
+            if inside { lines.insert(index + 1) }
+        }
+        return lines
+    }
+
+    /// The text of a config or site file, read as the loader reads it (size-bounded, UTF-8), for showing
+    /// source lines under diagnostics; nil when it cannot be read.
+    public static func sourceText(of file: String) -> String? {
+        try? read(file)
     }
 
     /// Lines holding literal credential values, which `check` must not echo.
