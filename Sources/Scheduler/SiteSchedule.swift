@@ -285,6 +285,9 @@ public struct SiteSchedule: Sendable {
 
     private mutating func probeFinished(_ outcome: RunOutcome, timer: Timer, now: Now) -> [Action] {
         guard phase != .disabled else { return [] }
+        // What put a site in needs-attention is what the person must read: later probes do not replace it.
+        let keptError = phase == .needsAttention ? lastError : nil
+        defer { if let keptError { lastError = keptError } }
         switch outcome {
         case .ok:
             let wasDown = siteDown

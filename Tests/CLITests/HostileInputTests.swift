@@ -279,7 +279,7 @@ import Testing
 
     // MARK: commands that are not built
 
-    @Test("a command of SPEC section 9 that is not built says so", arguments: ["status", "import", "run", "cookie", "refresh", "exec"])
+    @Test("a command of SPEC section 9 that is not built says so", arguments: ["status", "import", "cookie", "refresh", "exec"])
     func notBuiltCommands(_ command: String) async throws {
         let world = try HostileWorld()
         let run = try await world.run([command, "demo"])

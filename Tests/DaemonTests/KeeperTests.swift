@@ -181,7 +181,7 @@ import Vault
             try await Task.sleep(for: .seconds(2))
             #expect(world.requests.count("POST /login") == 1)
             let status = try #require(await keeper.status().first)
-            #expect(status.lastError?.contains("expectation failed") == true)
+            #expect(status.lastError?.contains("expected status 303") == true)
             #expect(status.lastError?.contains("not-the-password") == false)
             await keeper.stopAll()
         }

@@ -62,7 +62,7 @@ import Testing
         #expect(error.description == "https://example.com/x?…: the request timed out: no answer in 5 s")
         #expect(error.isUnreachable)
         #expect(!TransportError(kind: .bodyTooLarge, url: nil, message: "m").isUnreachable)
-        #expect(TransportError(kind: .other, url: nil, message: "m").description == "other error: m")
+        #expect(TransportError(kind: .other, url: nil, message: "m").description == "the request failed: m")
     }
 
     @Test func redirectsNeedALocation() {

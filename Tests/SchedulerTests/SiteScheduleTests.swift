@@ -231,6 +231,7 @@ struct TestClock {
         _ = schedule.handle(.timerFired(.check), now: clock.now)
         #expect(schedule.handle(.checkFinished(.loggedOut(reason: "401")), now: clock.now).isEmpty)
         #expect(schedule.phase == .needsAttention)
+        #expect(schedule.lastError == "site 'wiki', step 'submit': expectation failed")
 
         var bySecret = schedule
         #expect(bySecret.handle(.secretChanged, now: clock.now) == [.logIn])
