@@ -153,7 +153,8 @@ public actor Keeper {
         let before = entry.schedule.phase
         let actions = entry.schedule.handle(event, now: now)
         entries[name] = entry
-        if before != entry.schedule.phase {
+        // A site's first state is logged by "site added"; its placeholder state before is nothing to report.
+        if before != entry.schedule.phase, !event.isStart {
             logger.info("state changed", metadata: [
                 "site": "\(name)", "from": "\(before.rawValue)", "to": "\(entry.schedule.phase.rawValue)",
                 "next_refresh": "\(entry.schedule.nextLogin(now: now).map { CookieTime.rfc3339($0) } ?? "-")",
@@ -346,5 +347,12 @@ public actor Keeper {
         case .loggedOut(let reason), .credentialsRefused(let reason), .misconfigured(let reason), .failed(let reason): reason
         case .siteDown(let reason, _), .rateLimited(let reason, _): reason
         }
+    }
+}
+
+extension SiteSchedule.Event {
+    var isStart: Bool {
+        if case .start = self { return true }
+        return false
     }
 }
