@@ -37,6 +37,14 @@ struct RunCommand: AsyncParsableCommand {
             LogFormat.bootstrap(daemonConfig.log)
             let logger = Logger(label: "sessionkeeper")
 
+            // One daemon per state folder (SPEC section 6); the CLI's other commands share the vault freely.
+            let daemonLock: StateFolderLock
+            do {
+                daemonLock = try StateFolderLock.acquire(stateDirectory: daemonConfig.stateDirectory)
+            } catch {
+                throw CLIFailure(vaultError: error)
+            }
+            defer { daemonLock.release() }
             let vault: Vault
             do {
                 vault = try Vault.open(
