@@ -58,32 +58,11 @@ struct LoginCommand: AsyncParsableCommand {
                     "site '\(definition.name)' is disabled (enabled: false in \(definition.file)); "
                         + "set enabled: true to log in")
             }
-            let vault: Vault
-            do {
-                vault = try Vault.open(
-                    stateDirectory: daemonConfig.stateDirectory, key: MasterKeySource(daemonConfig.vault.key),
-                    createIfMissing: true)
-            } catch {
-                throw CLIFailure(vaultError: error)
-            }
-            defer { vault.close() }
-
-            let client: CurlHTTPClient
-            do {
-                client = try CurlHTTPClient()
-            } catch {
-                throw CLIFailure.failed("cannot start the HTTP client: \(error)")
-            }
-            defer { client.shutdown() }
-
             let progress = LoginProgress(verbosity: verbose, terminal: isatty(STDERR_FILENO) == 1)
-            let resolver = CredentialResolver(vault: vault, standardError: { site, credential, line in
-                // The resolver masks the command's own output in these lines before handing them over.
-                progress.credentialOutput(site: site, credential: credential, line: line)
-            })
-            var login = SiteLogin(
-                client: client, store: VaultSessionStore(vault: vault),
-                credentials: { ResolverCredentialProvider(resolver: resolver, site: $0) })
+            // The resolver masks a credential command's own output in these lines before handing them over.
+            let wiring = try LoginWiring.open(daemonConfig, credentialOutput: progress.credentialOutput)
+            defer { wiring.close() }
+            var login = wiring.login
             login.tracesExchanges = verbose >= 2
 
             let result: SiteLoginResult

@@ -45,29 +45,11 @@ struct RunCommand: AsyncParsableCommand {
                 throw CLIFailure(vaultError: error)
             }
             defer { daemonLock.release() }
-            let vault: Vault
-            do {
-                vault = try Vault.open(
-                    stateDirectory: daemonConfig.stateDirectory, key: MasterKeySource(daemonConfig.vault.key),
-                    createIfMissing: true)
-            } catch {
-                throw CLIFailure(vaultError: error)
-            }
-            defer { vault.close() }
-            let client: CurlHTTPClient
-            do {
-                client = try CurlHTTPClient()
-            } catch {
-                throw CLIFailure.failed("cannot start the HTTP client: \(error)")
-            }
-            defer { client.shutdown() }
-
-            let resolver = CredentialResolver(vault: vault, standardError: { site, credential, line in
+            let wiring = try LoginWiring.open(daemonConfig, credentialOutput: { site, credential, line in
                 logger.info("credential command: \(line)", metadata: ["site": "\(site)", "credential": "\(credential)"])
             })
-            let login = SiteLogin(
-                client: client, store: VaultSessionStore(vault: vault),
-                credentials: { ResolverCredentialProvider(resolver: resolver, site: $0) })
+            defer { wiring.close() }
+            let login = wiring.login
             let keeper = Keeper(login: login, settings: daemonConfig.scheduler, logger: logger)
             let service = KeeperService(
                 configPath: path, config: daemonConfig, loader: loader, keeper: keeper, notifier: ServiceNotifier(),
