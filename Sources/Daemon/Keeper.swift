@@ -319,33 +319,12 @@ public actor Keeper {
     /// One line per run: site, what ran, outcome and duration, never a value.
     private func log(_ what: String, site: String, outcome: RunOutcome, duration: Duration) {
         let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-        var metadata: Logger.Metadata = ["site": "\(site)", "run": "\(what)", "ms": "\(milliseconds)", "outcome": "\(Self.name(of: outcome))"]
-        if let reason = Self.reason(of: outcome) { metadata["error"] = "\(reason)" }
+        var metadata: Logger.Metadata = ["site": "\(site)", "run": "\(what)", "ms": "\(milliseconds)", "outcome": "\(outcome.name)"]
+        if let reason = outcome.reason { metadata["error"] = "\(reason)" }
         if outcome == .ok {
             logger.info("\(what) finished", metadata: metadata)
         } else {
             logger.warning("\(what) failed", metadata: metadata)
-        }
-    }
-
-    static func name(of outcome: RunOutcome) -> String {
-        switch outcome {
-        case .ok: "ok"
-        case .loggedOut: "logged-out"
-        case .credentialsRefused: "credentials-refused"
-        case .siteDown: "site-down"
-        case .rateLimited: "rate-limited"
-        case .misconfigured: "misconfigured"
-        case .failed: "failed"
-        case .cancelled: "cancelled"
-        }
-    }
-
-    static func reason(of outcome: RunOutcome) -> String? {
-        switch outcome {
-        case .ok, .cancelled: nil
-        case .loggedOut(let reason), .credentialsRefused(let reason), .misconfigured(let reason), .failed(let reason): reason
-        case .siteDown(let reason, _), .rateLimited(let reason, _): reason
         }
     }
 }

@@ -79,6 +79,29 @@ public enum RunOutcome: Sendable, Hashable {
         }
     }
 
+    /// The outcome's name in logs and status (`credentials-refused`, `site-down`, …).
+    public var name: String {
+        switch self {
+        case .ok: "ok"
+        case .loggedOut: "logged-out"
+        case .credentialsRefused: "credentials-refused"
+        case .siteDown: "site-down"
+        case .rateLimited: "rate-limited"
+        case .misconfigured: "misconfigured"
+        case .failed: "failed"
+        case .cancelled: "cancelled"
+        }
+    }
+
+    /// The failure's message (already free of secrets); nil for ok and cancelled.
+    public var reason: String? {
+        switch self {
+        case .ok, .cancelled: nil
+        case .loggedOut(let reason), .credentialsRefused(let reason), .misconfigured(let reason), .failed(let reason): reason
+        case .siteDown(let reason, _), .rateLimited(let reason, _): reason
+        }
+    }
+
     /// Whether the session is known to be gone (a login is due now).
     public var sessionIsGone: Bool {
         if case .loggedOut = self { return true }

@@ -112,9 +112,10 @@ public struct SiteLogin: Sendable {
             return
         }
         let now = now()
-        let live = record.liveCookies(at: now)
+        // select leaves out expired cookies itself; the live count is only for the report.
         let kept = StartingCookies.select(
-            from: live, policy: site.cookies.keepOnLogin, essential: site.cookies.essential, now: now)
+            from: record.cookies, policy: site.cookies.keepOnLogin, essential: site.cookies.essential, now: now)
+        let live = record.liveCookies(at: now)
         // Stored cookies were accepted once already; they go back in as they are, bypassing the accept policy.
         for cookie in kept { storage.setCookie(cookie) }
         report(.restored(
