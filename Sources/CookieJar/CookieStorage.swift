@@ -273,6 +273,13 @@ public final class CookieStorage: Sendable {
     }
 
     /// The name part of a header the parser refused, for reports; nil when there is none. Never the value.
+    /// What the storage answers for a Set-Cookie header whose bytes were not UTF-8 (a transport that had
+    /// to decode them some other way says so): refused, never stored as other bytes (RFC 6265bis section
+    /// 5.6 leaves non-UTF-8 octets to the user agent; this jar keeps text exact or not at all).
+    public static func refusedAsNotUTF8(_ header: String) -> CookieDecision {
+        .rejected(name: nameForReport(header), reason: SetCookieParseFailure.notUTF8.description)
+    }
+
     private static func nameForReport(_ header: String) -> String? {
         let pair = header.prefix { $0 != ";" }
         guard let equals = pair.firstIndex(of: "=") else { return nil }

@@ -18,6 +18,9 @@ struct CurlFailure {
     /// With TLS 1.3 the client finishes its handshake before the server has checked the client's
     /// certificate, so this is how a server refuses a missing or unaccepted client certificate.
     var closedRightAfterTLSHandshake: Bool
+    /// A response's header block had started (its status line arrived) and had not ended when the transfer
+    /// failed.
+    var headerBlockOpen: Bool = false
 
     func transportError(url: URL) -> TransportError {
         let kind = self.kind
@@ -25,9 +28,11 @@ struct CurlFailure {
     }
 
     /// libcurl refused the response's header block: one line over its 100 KiB `CURL_MAX_HTTP_HEADER`
-    /// (reported as "out of memory") or all of them over its 300 KiB total ("Too large response headers").
+    /// (reported as "out of memory", with or without a word on headers depending on the libcurl version:
+    /// 7.88 says only "Out of memory", so an out-of-memory failure inside an open header block counts) or
+    /// all of them over its 300 KiB total ("Too large response headers").
     var responseHeadersTooLarge: Bool {
-        (code == CURLE_OUT_OF_MEMORY && detail.localizedCaseInsensitiveContains("header"))
+        (code == CURLE_OUT_OF_MEMORY && (headerBlockOpen || detail.localizedCaseInsensitiveContains("header")))
             || detail.localizedCaseInsensitiveContains("too large response headers")
     }
 

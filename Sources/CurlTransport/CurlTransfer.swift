@@ -270,7 +270,8 @@ final class CurlTransfer: @unchecked Sendable {
                 code: code, detail: scrubbed(easy.errorText), usedProxy: usedProxy,
                 proxyConnectStatus: connectCode, bodyCapExceeded: bodyCapExceeded, maxBodySize: maxBodySize,
                 closedRightAfterTLSHandshake: request.url.scheme?.lowercased() == "https" && newConnections > 0
-                    && headerBytes == 0 && tlsDoneMicroseconds > 0)
+                    && headerBytes == 0 && tlsDoneMicroseconds > 0,
+                headerBlockOpen: headerParser.state == .inBlock)
             return .failure(failure.transportError(url: request.url))
         }
         var status = 0

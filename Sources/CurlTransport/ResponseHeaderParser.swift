@@ -51,13 +51,14 @@ struct ResponseHeaderParser {
             // obs-fold (RFC 9112 section 5.2): a continuation of the previous field's value, joined by a space.
             guard !fields.isEmpty else { return }
             let continuation = Self.decode(Self.trimmed(line))
-            fields[fields.count - 1].value += (fields[fields.count - 1].value.isEmpty ? "" : " ") + continuation
+            fields[fields.count - 1].value += (fields[fields.count - 1].value.isEmpty ? "" : " ") + continuation.text
+            if !continuation.isUTF8 { fields[fields.count - 1].valueIsUTF8 = false }
             return
         }
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return }
         let name = Self.decode(UnsafeRawBufferPointer(rebasing: line[0..<colon]))
         let value = Self.decode(Self.trimmed(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...])))
-        fields.append(HTTPHeaders.Field(name: name, value: value))
+        fields.append(HTTPHeaders.Field(name: name.text, value: value.text, valueIsUTF8: value.isUTF8))
     }
 
     /// Convenience for tests and callers holding a Swift string.
@@ -94,13 +95,14 @@ struct ResponseHeaderParser {
     }
 
     /// Field bytes are UTF-8 in practice; anything else is taken as ISO-8859-1 (RFC 9110 section 5.5 allows
-    /// obs-text) so that no byte is lost or replaced.
-    private static func decode(_ bytes: UnsafeRawBufferPointer) -> String {
+    /// obs-text) so that no byte is lost or replaced, and says so (`isUTF8` false): the text then differs
+    /// from the bytes, which the cookie jar must not store (``HTTPHeaders/Field/valueIsUTF8``).
+    private static func decode(_ bytes: UnsafeRawBufferPointer) -> (text: String, isUTF8: Bool) {
         // ASCII (nearly every header) is valid UTF-8 as it is: `String(decoding:)` then gives the same string
         // without `String(validating:)`'s generic, unspecialised path (~1.5% of a login's CPU).
         let typed = bytes.assumingMemoryBound(to: UInt8.self)
-        if !typed.contains(where: { $0 >= 0x80 }) { return String(decoding: typed, as: UTF8.self) }
-        if let utf8 = String(validating: typed, as: UTF8.self) { return utf8 }
-        return String(bytes.map { Character(Unicode.Scalar($0)) })
+        if !typed.contains(where: { $0 >= 0x80 }) { return (String(decoding: typed, as: UTF8.self), true) }
+        if let utf8 = String(validating: typed, as: UTF8.self) { return (utf8, true) }
+        return (String(bytes.map { Character(Unicode.Scalar($0)) }), false)
     }
 }

@@ -40,6 +40,8 @@ public actor Keeper {
     private var sleeper: Task<Void, Never>?
     private var sleeperDeadline: ContinuousClock.Instant?
     private var seed: UInt64 = 0x5E55_10E5
+    /// Set by ``stopAll()``: a run that ends after it (cancelled or not) starts nothing new and arms no timer.
+    private var stopped = false
 
     /// - Parameters:
     ///   - login: the login path (client, store, credentials) every run goes through.
@@ -112,6 +114,7 @@ public actor Keeper {
 
     /// Stops every run in flight and every timer (shutdown).
     public func stopAll() {
+        stopped = true
         sleeper?.cancel()
         sleeper = nil
         for entry in entries.values {
@@ -149,7 +152,7 @@ public actor Keeper {
     // MARK: Events and actions
 
     private func dispatch(_ event: SiteSchedule.Event, to name: String) {
-        guard var entry = entries[name] else { return }
+        guard !stopped, var entry = entries[name] else { return }
         let before = entry.schedule.phase
         let actions = entry.schedule.handle(event, now: now)
         entries[name] = entry
@@ -175,6 +178,7 @@ public actor Keeper {
     }
 
     private func admitLogins() {
+        guard !stopped else { return }
         for name in gate.admit(now: .now) {
             guard let site = entries[name]?.site else {
                 gate.finish(site: name)
@@ -274,6 +278,7 @@ public actor Keeper {
 
     /// Keeps exactly one sleeping task, for the earliest deadline of any site or of the gate.
     private func rearm() {
+        guard !stopped else { return }
         let deadlines = entries.values.compactMap(\.schedule.nextDeadline) + [gate.nextAdmission()].compactMap { $0 }
         guard let next = deadlines.min() else {
             sleeper?.cancel()

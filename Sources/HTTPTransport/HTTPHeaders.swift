@@ -6,9 +6,15 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     public struct Field: Sendable, Hashable {
         public var name: String
         public var value: String
-        public init(name: String, value: String) {
+        /// False when the bytes received were not UTF-8: `value` then holds them decoded as ISO-8859-1
+        /// (RFC 9110 section 5.5, obs-text), one character a byte, so that nothing is lost, but the text is
+        /// not what the server meant. A consumer that must keep bytes exact (the cookie jar, RFC 6265bis)
+        /// refuses such a field rather than store other bytes.
+        public var valueIsUTF8: Bool
+        public init(name: String, value: String, valueIsUTF8: Bool = true) {
             self.name = name
             self.value = value
+            self.valueIsUTF8 = valueIsUTF8
         }
     }
 
@@ -33,10 +39,18 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
     }
 
+    /// Every field of that name, in order.
+    public func fields(named name: String) -> [Field] {
+        fields.filter { $0.name.caseInsensitiveEquals(name) }
+    }
+
     public func contains(_ name: String) -> Bool { fields.contains { $0.name.caseInsensitiveEquals(name) } }
 
     /// Appends a field, keeping any existing fields of the same name.
     public mutating func add(name: String, value: String) { fields.append(Field(name: name, value: value)) }
+
+    /// Appends a field as it is (with its ``Field/valueIsUTF8`` mark).
+    public mutating func add(_ field: Field) { fields.append(field) }
 
     /// Replaces every field of that name with one field holding `value`, at the first one's position.
     public mutating func replaceOrAdd(name: String, value: String) {

@@ -46,10 +46,10 @@ extension FlowEngine {
                     detail: state.masker.redact(error.message.isEmpty ? place : "\(place): \(error.message)"))
             }
             if step.handleCookies {
-                let setCookies = response.headers.values(for: "Set-Cookie")
-                if !setCookies.isEmpty {
+                let setCookieFields = response.headers.fields(named: "Set-Cookie")
+                if !setCookieFields.isEmpty {
                     let before = tracesExchanges ? storage.allCookies : []
-                    let decisions = storage.setCookies(fromHeaders: setCookies, for: response.url, mainDocumentURL: baseURL)
+                    let decisions = Self.store(setCookieFields, in: storage, from: response.url, mainDocumentURL: baseURL)
                     for case .stored(let cookie) in decisions { state.masker.addValue(cookie.value) }
                     if tracesExchanges {
                         for trace in ExchangeTracer.cookies(decisions, before: before, after: storage.allCookies, site: siteName, step: name) {
@@ -241,6 +241,20 @@ extension FlowEngine {
         }
         if cacheable { resolvedURLs.remember(url, for: text, base: base) }
         return url
+    }
+
+    /// A response's Set-Cookie fields through the storage, in order. A field whose bytes were not UTF-8 is
+    /// refused with that reason instead of being stored as the other bytes its decoded text would give.
+    static func store(_ fields: [HTTPHeaders.Field], in storage: CookieStorage, from url: URL, mainDocumentURL: URL) -> [CookieDecision] {
+        // Nearly always every field is UTF-8: one call, as the storage likes it.
+        guard fields.contains(where: { !$0.valueIsUTF8 }) else {
+            return storage.setCookies(fromHeaders: fields.map(\.value), for: url, mainDocumentURL: mainDocumentURL)
+        }
+        return fields.flatMap { field in
+            field.valueIsUTF8
+                ? storage.setCookies(fromHeaders: [field.value], for: url, mainDocumentURL: mainDocumentURL)
+                : [CookieStorage.refusedAsNotUTF8(field.value)]
+        }
     }
 }
 

@@ -37,7 +37,7 @@ import Testing
         }
     }
 
-    @Test(.disabled("hangs: PythonServer runs under Foundation.Process, whose child monitor stalls runProgram; needs the posix_spawn server of CurlInteropTests")) func aSiteAnswering503FailsTheStep() async throws {
+    @Test func aSiteAnswering503FailsTheStep() async throws {
         try await Self.withServer { world, port in
             try world.write("sites/down.yaml", """
                 base_url: http://127.0.0.1:\(port)
@@ -57,7 +57,7 @@ import Testing
         }
     }
 
-    @Test(.disabled("hangs: PythonServer runs under Foundation.Process, whose child monitor stalls runProgram; needs the posix_spawn server of CurlInteropTests")) func aMissingCredentialFailsBeforeAnyRequest() async throws {
+    @Test func aMissingCredentialFailsBeforeAnyRequest() async throws {
         try await Self.withServer { world, port in
             try world.write("sites/creds.yaml", """
                 base_url: http://127.0.0.1:\(port)
@@ -105,7 +105,7 @@ import Testing
         }
     }
 
-    @Test(.disabled("hangs: PythonServer runs under Foundation.Process, whose child monitor stalls runProgram; needs the posix_spawn server of CurlInteropTests")) func aDisabledSiteIsRefusedNamingTheKey() async throws {
+    @Test func aDisabledSiteIsRefusedNamingTheKey() async throws {
         try await Self.withServer { world, port in
             try world.write("sites/off.yaml", "base_url: http://127.0.0.1:\(port)\nlogin: {steps: [{get: /login}]}\nenabled: false\n")
             let run = try await Self.login(world, "off")
@@ -116,7 +116,7 @@ import Testing
         }
     }
 
-    @Test(.disabled("hangs: PythonServer runs under Foundation.Process, whose child monitor stalls runProgram; needs the posix_spawn server of CurlInteropTests")) func aHugeResponseHeaderIsExplained() async throws {
+    @Test func aHugeResponseHeaderIsExplained() async throws {
         try await Self.withServer { world, port in
             try world.write("sites/huge.yaml", "base_url: http://127.0.0.1:\(port)\nlogin: {steps: [{name: big, get: /huge-header}]}\n")
             let run = try await Self.login(world, "huge")
@@ -139,7 +139,7 @@ import Testing
     }
 
     /// `-vv`: headers of every request and response, cookie decisions with reasons, body starts; values masked.
-    @Test(.disabled("hangs: PythonServer runs under Foundation.Process, whose child monitor stalls runProgram; needs the posix_spawn server of CurlInteropTests"), arguments: [["-vv"], ["--verbose", "--verbose"]])
+    @Test(arguments: [["-vv"], ["--verbose", "--verbose"]])
     func veryVerboseShowsTheExchangesMasked(_ flags: [String]) async throws {
         try await Self.withServer { world, port in
             try world.write("sites/trace.yaml", """
@@ -191,7 +191,7 @@ import Testing
         }
     }
 
-    @Test(.disabled("hangs: PythonServer runs under Foundation.Process, whose child monitor stalls runProgram; needs the posix_spawn server of CurlInteropTests")) func loginWithAFullStandardOutputSaysSo() async throws {
+    @Test func loginWithAFullStandardOutputSaysSo() async throws {
         try await Self.withServer { world, port in
             try world.write("sites/full.yaml", "base_url: http://127.0.0.1:\(port)\nlogin: {steps: [{name: home, get: /home}]}\n")
             let binary = try #require(CLIRunner.executable).path

@@ -28,8 +28,8 @@ final class FixtureServer: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", script.path, "--port", "0"] + arguments
-        let output = Pipe()
-        let input = Pipe()  // the server exits when this closes, so it never outlives the test process
+        let output = makePipe()
+        let input = makePipe()  // the server exits when this closes, so it never outlives the test process
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

@@ -62,6 +62,14 @@ struct ParsingTests {
         let bytes: [UInt8] = Array("X-Name: caf".utf8) + [0xE9] + [0x0D, 0x0A]
         bytes.withUnsafeBytes { parser.consume(line: $0) }
         #expect(parser.headers["X-Name"] == "café")
+        let latin = parser.headers.fields(named: "X-Name").map { $0.valueIsUTF8 }
+        #expect(latin == [false])
+        // A folded continuation that is not UTF-8 marks the field too.
+        parser.consume(line: "X-Folded: plain\r\n")
+        let continuation: [UInt8] = [0x20, 0xFF, 0x0D, 0x0A]
+        continuation.withUnsafeBytes { parser.consume(line: $0) }
+        let folded = parser.headers.fields(named: "X-Folded").map { $0.valueIsUTF8 }
+        #expect(folded == [false])
     }
 
     @Test("UTF-8 field bytes decode as UTF-8, ASCII ones as they are")
@@ -73,6 +81,8 @@ struct ParsingTests {
         parser.consume(line: "X-Plain: \u{7F}a;b=\"c\"\t~\r\n")
         #expect(parser.headers["X-Name"] == "café")
         #expect(parser.headers["X-Plain"] == "\u{7F}a;b=\"c\"\t~")
+        let allUTF8 = parser.headers.fields.allSatisfy { $0.valueIsUTF8 }
+        #expect(allUTF8)
     }
 
     @Test("resolve entries follow curl's HOST:PORT:ADDRESS[,ADDRESS] syntax",

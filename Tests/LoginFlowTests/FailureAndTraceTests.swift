@@ -106,6 +106,29 @@ struct FailureAndTraceTests {
         }
     }
 
+    /// RFC 6265bis: a Set-Cookie whose bytes were not UTF-8 (the transport decoded them as ISO-8859-1 and
+    /// said so) is refused with that reason, never stored as the other bytes the decoded text would give;
+    /// the other Set-Cookie fields of the response are stored in order as usual.
+    @Test func aSetCookieThatWasNotUTF8IsRefusedWithItsReason() async throws {
+        let client = FakeHTTPClient { request in
+            var response = Fixture.response(request, headers: [("Set-Cookie", "good=1; Path=/")])
+            response.headers.add(HTTPHeaders.Field(name: "Set-Cookie", value: "latin=caf\u{E9}; Path=/", valueIsUTF8: false))
+            response.headers.add(name: "Set-Cookie", value: "later=2; Path=/")
+            return response
+        }
+        var engine = Fixture.engine(client)
+        engine.tracesExchanges = true
+        let log = EventLog()
+        let storage = CookieStorage()
+        _ = try await engine.login(Fixture.site([Fixture.step("one", Fixture.get("/"))]), storage: storage, observer: log.observer)
+        #expect(storage.allCookies.map(\.name).sorted() == ["good", "later"])
+        let refused = log.all.compactMap { event -> String? in
+            guard case .cookieTrace(let trace) = event, case .refused(let reason) = trace.outcome, trace.name == "latin" else { return nil }
+            return reason
+        }
+        #expect(refused == [SetCookieParseFailure.notUTF8.description])
+    }
+
     @Test func noTracesUnlessAsked() async throws {
         let client = FakeHTTPClient { Fixture.response($0, headers: [("Set-Cookie", "a=bcdefgh")]) }
         let log = EventLog()

@@ -73,7 +73,25 @@ public func launch(_ process: Process) throws {
     try launchLock.withLock { try process.run() }
 }
 
-private let launchLock = NSLock()
+let launchLock = NSLock()
+
+/// A pipe whose four descriptors close on exec, made under the same lock as every launch.
+///
+/// swift-corelibs-foundation's `Process` does not close a parent's other descriptors in the child, and
+/// `Pipe()` makes inheritable ones: a program launched while another test's pipe exists would hold that
+/// pipe's ends, so the other test's read would never reach its end while the program lives (a slow
+/// login holding a concurrent `secret set`'s standard input open, say). `Process` puts the child's ends
+/// on 0, 1 and 2 with dup2, which clears the flag there; everywhere else they close on exec. Every test
+/// helper that gives a `Process` a pipe makes it here.
+public func makePipe() -> Pipe {
+    launchLock.withLock {
+        let pipe = Pipe()
+        for descriptor in [pipe.fileHandleForReading.fileDescriptor, pipe.fileHandleForWriting.fileDescriptor] {
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        }
+        return pipe
+    }
+}
 
 /// Bounds how many child programs `runProgramInSharedSlot` runs at once. Hundreds of parameterised test cases each
 /// start a program; with every one of them on its own thread at the same moment the machine (two cores)
@@ -125,16 +143,16 @@ public func runProgramOnThisThread(
     process.arguments = arguments
     if let environment { process.environment = environment }
     if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    let output = Pipe()
+    let output = makePipe()
     process.standardOutput = output
-    let errors = Pipe()
+    let errors = makePipe()
     switch standardError {
     case .captured: process.standardError = errors
     case .mergedWithOutput: process.standardError = output
     case .inherited: break
     case .discarded: process.standardError = FileHandle.nullDevice
     }
-    let stdin = Pipe()
+    let stdin = makePipe()
     process.standardInput = input == nil ? FileHandle.nullDevice : stdin
     try launch(process)
     if let input {

@@ -38,8 +38,8 @@ func runCLI(_ arguments: [String], input: String = "", environment: [String: Str
 /// on a test's task.
 final class CrashWriter: Sendable {
     let process = Process()
-    private let output = Pipe()
-    private let errors = Pipe()
+    private let output = makePipe()
+    private let errors = makePipe()
     /// What the child printed so far; only one thread at a time uses a writer, the lock makes that checkable.
     private let buffer = Mutex(Data())
 

@@ -121,14 +121,14 @@ import Testing
     }
 
     /// `login` keeps its vault open while its flow waits for a slow site; `secret` commands run beside it.
-    @Test(.disabled("hangs: a Python child started with Foundation.Process can inherit the write end of a concurrently started runProgram pipe, so that read never ends; needs TestSupport on Platform.ChildProcess"))
+    @Test
     func secretCommandsSucceedWhileASlowLoginHasTheVaultOpen() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let config = try writeConfig(folder)
         let arrived = folder.path + "/arrived"
         let release = folder.path + "/release"
-        let server = try await onDedicatedThread { try ScriptProcess(script: Self.slowSiteScript, arguments: [arrived, release]) }
+        let server = try await SpawnedProgram.start("/usr/bin/python3", ["-c", Self.slowSiteScript, arrived, release])
         let runs: (waited: Bool, set: CommandResult, listed: CommandResult, login: CommandResult)
         do {
             runs = try await slowLogin(folder: folder, config: config, port: server.firstLine, arrived: arrived)
@@ -212,7 +212,7 @@ import Testing
 
     /// The daemon's lock against a second real process (a Python script taking the same flock), and the
     /// CLI working while it is held.
-    @Test(.disabled("hangs: a Python child started with Foundation.Process can inherit the write end of a concurrently started runProgram pipe, so that read never ends; needs TestSupport on Platform.ChildProcess"))
+    @Test
     func theStateFolderLockNamesItsHolderAndTheCLINeverTakesIt() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
@@ -235,7 +235,7 @@ import Testing
         #expect(try await runProgram("/usr/bin/env", ["python3", "-c", Self.lockScript, lockPath, "try"]).outputText == "got\n")
 
         // Another process holds it: the error names that process; its death frees the lock.
-        let holder = try await onDedicatedThread { try ScriptProcess(script: Self.lockScript, arguments: [lockPath, "hold"]) }
+        let holder = try await SpawnedProgram.start("/usr/bin/python3", ["-c", Self.lockScript, lockPath, "hold"])
         let refused = #expect(throws: VaultError.self) { try StateFolderLock.acquire(stateDirectory: folder.state) }
         #expect(refused?.description.contains("locked by another process (pid \(holder.pid))") == true)
         if case let .locked(.held(_, pid))? = refused?.reason { #expect(pid == holder.pid) } else { Issue.record("not .locked: \(String(describing: refused))") }
@@ -263,43 +263,4 @@ import Testing
             while True:
                 time.sleep(60)
         """
-}
-
-/// A long-running Python script (`python3 -c SCRIPT ARGS...`) that prints one line when it is ready.
-/// Its methods block: call them on a dedicated thread.
-final class ScriptProcess: Sendable {
-    let process = Process()
-    private let output = Pipe()
-    /// The first line the script printed, without its newline.
-    let firstLine: String
-
-    init(script: String, arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script] + arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        try launch(process)
-        var printed = Data()
-        while !printed.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty {
-                process.waitUntilExit()
-                throw ScriptProcessFailed(message: "the script exited (\(process.terminationStatus)) before it was ready")
-            }
-            printed.append(chunk)
-        }
-        firstLine = String(decoding: printed.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
-    }
-
-    var pid: Int32 { process.processIdentifier }
-
-    func kill() {
-        _ = Foundation.kill(pid, SIGKILL)
-        process.waitUntilExit()
-    }
-}
-
-struct ScriptProcessFailed: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
 }

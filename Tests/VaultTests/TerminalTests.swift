@@ -25,7 +25,7 @@ import Testing
             var environment = ProcessInfo.processInfo.environment
             environment["SHELL"] = "/bin/sh"
             process.environment = environment
-            let input = Pipe(), output = Pipe()
+            let input = makePipe(), output = makePipe()
             process.standardInput = input
             process.standardOutput = output
             process.standardError = output
