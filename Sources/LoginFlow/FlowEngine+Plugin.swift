@@ -129,6 +129,11 @@ extension FlowEngine {
         let parsed = Result { () throws(JSONSyntaxError) -> JSONValue in try JSONValue.parse(Array(output.standardOutput)) }
         var reported: String?
         if case .success(let document) = parsed, let error = document["error"], error != .null { reported = error.plainText }
+        if output.outputTruncated {
+            throw failure(
+                "it printed more than \(ProcessPluginRunner.maximumOutputSize / (1024 * 1024)) MiB on standard output (the answer is one "
+                    + "JSON object); its process group was killed")
+        }
         switch output.termination {
         case .timedOut:
             throw failure("timed out after \(DurationText.format(timeout)); its process group was killed")
@@ -139,7 +144,6 @@ extension FlowEngine {
         case .exited:
             break
         }
-        if output.outputTruncated { throw failure("its output is larger than \(ProcessPluginRunner.maximumOutputSize) bytes") }
         let document: JSONValue
         switch parsed {
         case .success(let value): document = value

@@ -7,7 +7,8 @@ import Platform
 /// On timeout, and when the calling task is cancelled, the whole group gets SIGTERM, then SIGKILL after
 /// ``terminationGrace``; when the plugin exits, whatever it left running in its group is killed.
 public struct ProcessPluginRunner: PluginRunner {
-    /// Standard output beyond this is discarded (the protocol's answer is a small JSON object).
+    /// A plugin that prints more than this on standard output is killed at once, its group with it (the
+    /// protocol's answer is one small JSON object; more is a runaway, not an answer).
     public static let maximumOutputSize = 8 * 1024 * 1024
     /// A standard error line longer than this is delivered in pieces.
     public static let maximumLineLength = ChildProcess.maximumLineLength
@@ -23,12 +24,14 @@ public struct ProcessPluginRunner: PluginRunner {
             executable: invocation.executablePath, arguments: invocation.arguments,
             environment: ChildEnvironment(exactly: invocation.environment), input: [UInt8](invocation.input),
             timeout: invocation.timeout, terminationGrace: Self.terminationGrace,
-            outputLimit: Self.maximumOutputSize, outputOverflow: .truncate)
+            outputLimit: Self.maximumOutputSize, outputOverflow: .terminate)
         let result: ChildProcessResult
         do {
             result = try await process.run(standardErrorLine: standardErrorLine)
         } catch let .launchFailed(_, reason) {
             throw PluginLaunchError(executablePath: invocation.executablePath, message: reason)
+        } catch .outputTooLarge {
+            return PluginOutput(termination: .signaled(SIGKILL), standardOutput: Data(), outputTruncated: true)
         } catch {
             throw PluginLaunchError(executablePath: invocation.executablePath, message: "\(error)")
         }

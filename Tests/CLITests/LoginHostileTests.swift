@@ -127,6 +127,32 @@ import Testing
         }
     }
 
+    /// A plugin that never stops printing is killed at the output cap, long before its timeout, and the
+    /// login says so in one line; nothing is stored.
+    @Test func aRunawayPluginIsKilledAtTheOutputCap() async throws {
+        let world = try HostileWorld()
+        try world.write("plugins/flood.sh", "#!/bin/sh\nexec cat /dev/zero\n")
+        chmod(world.folder.path("plugins/flood.sh"), 0o755)
+        try world.write("sites/flood.yaml", """
+            base_url: http://127.0.0.1:9
+            login:
+              steps:
+                - name: flood
+                  plugin: flood.sh
+                  timeout: 10m
+
+            """)
+        let started = ContinuousClock.now
+        let run = try await Self.login(world, "flood")
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("site 'flood', step 'flood'"), "\(run.stderr)")
+        #expect(run.stderr.contains("printed more than 8 MiB on standard output"), "\(run.stderr)")
+        #expect(run.stderr.contains("its process group was killed"), "\(run.stderr)")
+        #expect(ContinuousClock.now - started < .seconds(300), "killed at the cap, not at its 10-minute timeout")
+        #expect(world.vaultItems().isEmpty)
+        HostileInputTests.expectNoInternalWords(run)
+    }
+
     @Test func aClosedPortSaysItCannotConnect() async throws {
         let world = try HostileWorld()
         // Port 9 (discard) on loopback: nothing listens there in a test container.
