@@ -204,6 +204,9 @@ final class CookieFile: Sendable {
     }
 
     func stop() { stopped.withLock { $0 = true } }
+
+    /// True once the command ended and the file is about to go.
+    var isStopped: Bool { stopped.withLock { $0 } }
 }
 
 /// Follows the daemon's events on a thread of its own: on each cookie change of the site, reads the new
@@ -238,7 +241,12 @@ final class EventFollower: Sendable {
                 Console.err("sessionkeeper: warning: the daemon's event stream failed (\(error)); the cookie file is no longer updated")
                 return
             }
-            guard let event else { return }
+            guard let event else {
+                if !file.isStopped {
+                    Console.err("sessionkeeper: warning: the daemon ended its event stream; the cookie file is no longer updated")
+                }
+                return
+            }
             guard event.event == "cookies", let data = try? JSONValue.parse(event.data),
                   case .string(let name)? = data["site"], name == site
             else { continue }

@@ -181,7 +181,7 @@ import Testing
         }
     }
 
-    @Test func execForwardsSIGTERMAndStillRemovesTheFile() async throws {
+    @Test func execForwardsSIGTERMSIGINTAndSIGHUPAndStillRemovesTheFile() async throws {
         let world = try ClientWorld()
         defer { world.cleanUp() }
         try await world.withFake {
@@ -191,14 +191,18 @@ import Testing
                 echo ready > ready.out
                 while :; do sleep 0.05; done
                 """
-            let exec = try world.start(["exec", "demo", "--", "sh", "-c", script])
-            defer { if exec.isRunning { kill(exec.processIdentifier, SIGKILL) } }
-            #expect(await world.waitForFile("ready.out"))
-            kill(exec.processIdentifier, SIGTERM)
-            let status = await ClientWorld.wait(for: exec)
-            #expect(status == 42)
-            #expect(try world.read("got.out") == "term\n")
-            #expect(!FileManager.default.fileExists(atPath: try world.read("path.out")))
+            for (signal, name) in [(SIGTERM, "term"), (SIGINT, "int"), (SIGHUP, "hup")] {
+                let trapped = script.replacingOccurrences(of: "echo term > got.out; exit 42' TERM", with: "echo \(name) > got.out; exit 42' \(name.uppercased())")
+                try? FileManager.default.removeItem(atPath: world.folder.path("ready.out"))
+                let exec = try world.start(["exec", "demo", "--", "sh", "-c", trapped])
+                defer { if exec.isRunning { kill(exec.processIdentifier, SIGKILL) } }
+                #expect(await world.waitForFile("ready.out"))
+                kill(exec.processIdentifier, signal)
+                let status = await ClientWorld.wait(for: exec)
+                #expect(status == 42, "\(name)")
+                #expect(try world.read("got.out") == "\(name)\n")
+                #expect(!FileManager.default.fileExists(atPath: try world.read("path.out")))
+            }
         }
     }
 
@@ -270,6 +274,13 @@ import Testing
         #expect(!run.stderr.contains("tracker-value"))
         let still = try await world.run(["cookie", "manual"])
         #expect(still.stdout.contains("sid=browser-sid"))
+        // A Cookie header value, as a browser's developer tools show it: host-only cookies of base_url.
+        try world.folder.write("Cookie: sid=from-header; lang=en\n", to: "header.txt")
+        let header = try await world.run(["import", "manual", "header.txt"])
+        #expect(header.status == 0, "\(header.stderr)")
+        #expect(header.stdout.hasPrefix("imported 2 cookie(s) for manual (sid, lang)") || header.stdout.hasPrefix("imported 2 cookie(s) for manual (lang, sid)"), "\(header.stdout)")
+        let fromHeader = try await world.run(["cookie", "manual", "--url", "https://app.example.com/x"])
+        #expect(fromHeader.stdout.contains("sid=from-header"))
         let unreadable = try await world.run(["import", "manual", "missing.txt"])
         #expect(unreadable.status == 2)
         try world.folder.write("nothing that looks like cookies\n", to: "prose.txt")

@@ -50,17 +50,8 @@ public final class PythonServer: Sendable {
         await onDedicatedThread { self.stopOnThisThread() }
     }
 
-    /// SIGTERM, then SIGKILL when the script has not exited two seconds later (a runner may start
-    /// children with SIGTERM blocked). Blocks: only `deinit` calls it directly, for a server a failing
-    /// test left running.
-    private func stopOnThisThread() {
-        guard process.isRunning else { return }
-        process.terminate()
-        let deadline = Date().addingTimeInterval(2)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
+    /// Blocks: only `deinit` calls it directly, for a server a failing test left running.
+    private func stopOnThisThread() { stopServerProcess(process) }
 
     deinit { stopOnThisThread() }
 }
@@ -68,4 +59,15 @@ public final class PythonServer: Sendable {
 public struct PythonServerError: Error, CustomStringConvertible {
     public var script: String
     public var description: String { "\(script) did not print its port" }
+}
+
+/// SIGTERM, then SIGKILL when the server has not exited two seconds later (a runner may start children with
+/// SIGTERM blocked); returns once it has exited. Blocks the calling thread.
+func stopServerProcess(_ process: Process) {
+    guard process.isRunning else { return }
+    process.terminate()
+    let deadline = Date().addingTimeInterval(2)
+    while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
 }

@@ -36,17 +36,8 @@ public final class UnixSocketPythonServer: Sendable {
 
     /// Stops the script, waiting on a dedicated thread.
     public func stop() async {
-        await onDedicatedThread { self.stopOnThisThread() }
+        await onDedicatedThread { stopServerProcess(self.process) }
     }
 
-    private func stopOnThisThread() {
-        guard process.isRunning else { return }
-        process.terminate()
-        let deadline = Date().addingTimeInterval(2)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
-
-    deinit { stopOnThisThread() }
+    deinit { stopServerProcess(process) }
 }
