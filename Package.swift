@@ -109,7 +109,7 @@ let package = Package(
             name: "sessionkeeper",
             dependencies: [
                 "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "LoginFlow", "Vault", "Credentials",
-                "Platform", "Sessions", "Daemon",
+                "Platform", "Sessions", "Daemon", "JSON",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -155,7 +155,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "PlatformTests", dependencies: ["Platform", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "PlatformTests", dependencies: ["Platform", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(
             name: "VaultTests", dependencies: ["Vault", "Credentials", "Platform", "SiteConfig", "TestSupport"],
             resources: [.copy("Fixtures")], swiftSettings: strict

@@ -91,7 +91,7 @@ public struct FlowEngine: Sendable {
         case .manual:
             throw FlowError(
                 kind: .invalidRequest, site: site.name, step: nil,
-                detail: "the site logs in manually (login: manual): its cookies are to come from `sessionkeeper import`, which is not built yet")
+                detail: "the site logs in manually (login: manual): its cookies come from `sessionkeeper import \(site.name) FILE`")
         case .steps(let steps):
             for (index, step) in steps.enumerated() {
                 try checkCancellation(site: site.name, step: step.name)

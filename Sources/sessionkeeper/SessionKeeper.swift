@@ -12,10 +12,15 @@ struct SessionKeeper: AsyncParsableCommand {
         version: SessionKeeperVersion.string,
         subcommands: [
             CheckCommand.self,
+            CookieCommand.self,
+            ExecCommand.self,
+            ImportCommand.self,
             JarCommand.self,
             LoginCommand.self,
+            RefreshCommand.self,
             RunCommand.self,
             SecretCommand.self,
+            StatusCommand.self,
             VaultCommand.self,
         ]
     )
@@ -25,10 +30,6 @@ extension SessionKeeper {
     /// ArgumentParser exits 64 (EX_USAGE) on a bad argument; SPEC section 9 says usage errors exit 2. This
     /// entry point maps that one code and leaves every other exit (help, version, subcommand codes) as it is.
     static func main() async {
-        if let first = CommandLine.arguments.dropFirst().first, let missing = NotBuiltYet.commands[first] {
-            Console.err("sessionkeeper: '\(first)' (\(missing)) is not built yet; see README.md, Status")
-            Foundation.exit(Exit.usage)
-        }
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {
@@ -50,16 +51,4 @@ extension SessionKeeper {
             exit(withError: error)
         }
     }
-}
-
-/// Commands of SPEC section 9 that do not exist yet: asked for one, the CLI says so instead of "unexpected
-/// argument", so no user takes a missing feature for a typing mistake.
-enum NotBuiltYet {
-    static let commands = [
-        "cookie": "cookies from the daemon",
-        "status": "the daemon's sites table",
-        "refresh": "a login through the daemon",
-        "exec": "running a command with a site's cookies",
-        "import": "seeding a session from a cookie file",
-    ]
 }

@@ -1,0 +1,146 @@
+import ArgumentParser
+import Foundation
+import JSON
+import Platform
+import SiteConfig
+
+/// `--socket` and `--config`, shared by the commands that talk to the running daemon.
+struct SocketOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The daemon's socket (default: socket.path of config.yaml).", valueName: "path"))
+    var socket: String?
+
+    @OptionGroup var config: ConfigOptions
+
+    /// `--socket`, else config.yaml's `socket.path` (reading config.yaml only then: it is cheap, but a
+    /// client given the socket needs no config file at all).
+    func socketPath() throws -> String {
+        if let socket { return socket }
+        return try config.load(ConfigurationLoader()).socket.path
+    }
+}
+
+/// The daemon's socket API (SPEC section 8) as the CLI uses it: one blocking request a call, over
+/// ``UnixSocketHTTPClient``, with the daemon's JSON errors turned into ``DaemonClientError``.
+struct DaemonClient {
+    let socket: String
+    private let http: UnixSocketHTTPClient
+
+    /// `timeout` bounds a whole exchange; a request that asks the daemon to wait gets that wait on top.
+    init(socket: String, timeout: Duration = .seconds(30)) {
+        self.socket = socket
+        http = UnixSocketHTTPClient(socketPath: socket, timeout: timeout)
+    }
+
+    /// A client whose timeout covers `wait` plus the usual margin.
+    func waiting(_ wait: Duration?) -> DaemonClient {
+        DaemonClient(socket: socket, timeout: .seconds(30) + (wait ?? .zero))
+    }
+
+    /// Sends one request; a 2xx answer is returned, anything else thrown.
+    func request(_ method: String, _ path: String, query: [(String, String?)] = []) throws(DaemonClientError) -> UnixSocketHTTPResponse {
+        let response: UnixSocketHTTPResponse
+        do {
+            response = try http.send(method, path + Self.queryString(query))
+        } catch {
+            if case .notReachable = error { throw .unreachable(error) }
+            throw .exchange(error)
+        }
+        guard (200..<300).contains(response.status) else { throw DaemonClientError(answer: response) }
+        return response
+    }
+
+    /// A JSON answer, parsed.
+    func json(_ method: String, _ path: String, query: [(String, String?)] = []) throws(DaemonClientError) -> JSONValue {
+        let response = try request(method, path, query: query)
+        do {
+            return try JSONValue.parse(response.body)
+        } catch {
+            throw .exchange(.malformedResponse(socket: socket, reason: "the body is not JSON (\(error))"))
+        }
+    }
+
+    /// `/v1/sites/NAME` and below, the name percent-encoded.
+    static func sitePath(_ site: String, _ rest: String = "") -> String {
+        "/v1/sites/" + percentEncoded(site) + rest
+    }
+
+    /// `?a=1&b=2` of the pairs whose value is set.
+    static func queryString(_ pairs: [(String, String?)]) -> String {
+        let set = pairs.compactMap { name, value in value.map { "\(name)=\(percentEncoded($0))" } }
+        return set.isEmpty ? "" : "?" + set.joined(separator: "&")
+    }
+
+    /// RFC 3986 unreserved characters stay, every other byte is percent-encoded.
+    static func percentEncoded(_ text: String) -> String {
+        var unreserved = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
+        unreserved.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
+    }
+
+    /// The events of `GET /v1/events`.
+    func events() throws(DaemonClientError) -> ServerSentEventStream {
+        do {
+            switch try http.openEventStream("/v1/events") {
+            case .opened(let stream): return stream
+            case .refused(let answer): throw DaemonClientError(answer: answer)
+            }
+        } catch let error as DaemonClientError {
+            throw error
+        } catch let error as UnixSocketHTTPError {
+            if case .notReachable = error { throw .unreachable(error) }
+            throw .exchange(error)
+        } catch {
+            throw .exchange(.malformedResponse(socket: socket, reason: "\(error)"))
+        }
+    }
+}
+
+/// Why a request to the daemon did not give what was asked.
+enum DaemonClientError: Error {
+    /// No daemon listens on the socket.
+    case unreachable(UnixSocketHTTPError)
+    /// The exchange failed after connecting (a timeout, a broken answer).
+    case exchange(UnixSocketHTTPError)
+    /// The daemon answered with an error: `{"error": {"code", "message"}}` (SPEC section 8).
+    case answered(status: Int, code: String?, message: String?)
+
+    init(answer: UnixSocketHTTPResponse) {
+        let error = (try? JSONValue.parse(answer.body))?["error"]
+        var code: String?
+        var message: String?
+        if case .string(let text)? = error?["code"] { code = text }
+        if case .string(let text)? = error?["message"] { message = text }
+        self = .answered(status: answer.status, code: code, message: message)
+    }
+}
+
+extension CLIFailure {
+    /// A daemon error in the user's words, with SPEC section 9's exit codes: no daemon 3; a request the
+    /// daemon calls malformed (400) or a site it does not know (404) 2, like any usage error; everything
+    /// else (403, 409, 503, 504, a broken exchange) 1.
+    init(_ error: DaemonClientError, site: String? = nil) {
+        let what = site.map { "site '\($0)'" } ?? "the request"
+        switch error {
+        case .unreachable(let cause):
+            self.init(message: Self.unreachableMessage(cause), code: Exit.daemonUnreachable)
+        case .exchange(let cause):
+            self = .failed("the daemon did not answer properly: \(cause)")
+        case let .answered(status, code, message):
+            let detail = message ?? code ?? "no details"
+            switch status {
+            case 400: self = .usage("the daemon refused the request: \(detail)")
+            case 404: self = .usage("the daemon has no \(what): \(detail)")
+            case 403: self = .failed("the daemon refuses \(what) to this user (uid \(Syscall.userID)): \(detail)")
+            case 409: self = .failed("\(what): \(detail)")
+            case 503: self = .failed("no valid session for \(what) yet: \(detail)")
+            case 504: self = .failed("\(what): the wait ran out before a login finished: \(detail)")
+            default: self = .failed("the daemon answered \(status) for \(what): \(detail)")
+            }
+        }
+    }
+
+    /// Says what is wrong and how to start the daemon.
+    static func unreachableMessage(_ cause: UnixSocketHTTPError) -> String {
+        "no daemon answers: \(cause); start it with 'sessionkeeper run' (or name its socket with --socket)"
+    }
+}

@@ -1,0 +1,128 @@
+import ArgumentParser
+import CookieJar
+import Foundation
+import Sessions
+import SiteConfig
+import Vault
+
+/// `sessionkeeper import SITE FILE [--format F] [--user-agent UA]` (SPEC sections 3 and 9): seeds a site's
+/// session in the vault from a cookie file, such as a browser's export for a `login: manual` site.
+struct ImportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Store a site's session from a cookie file (for login: manual sites, or to seed any site).",
+        discussion: """
+            FILE ('-' for standard input) may be Netscape cookies.txt, the json format, Playwright's \
+            storageState, Set-Cookie lines, a response header dump (curl -D -), or a Cookie header value \
+            (a=1; b=2, taken as host-only cookies of base_url); the format is guessed from the content unless \
+            --format names it. Every cookie passes through the jar's rules for the site's base_url: Set-Cookie \
+            lines are read as a response from base_url, and only cookies within base_url's registrable domain \
+            are kept (cookies.accept: never keeps none); each refused cookie is named with the reason, never \
+            its value. The accepted cookies replace the site's stored session; a running daemon reads the \
+            vault afresh and keeps the session alive from there. Exit status: 0 stored; 1 no cookie accepted \
+            or the vault failed; 2 usage, configuration or an unreadable file.
+            """
+    )
+
+    @Argument(help: "The site's name.")
+    var site: String
+
+    @Argument(help: "The cookie file, or '-' for standard input.")
+    var file: String
+
+    @Option(name: .long, help: "netscape, json, playwright, set-cookie or header (default: guessed from the content).")
+    var format: String?
+
+    @Option(name: .customLong("user-agent"), help: "The User-Agent of the browser the cookies come from (default: the site's http.user_agent).")
+    var userAgent: String?
+
+    @OptionGroup var config: ConfigOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let (daemonConfig, definition) = try LoginSetup.load(site: site, explicitConfig: config.path)
+            let now = Date()
+            let bytes = try JarFiles.readBytes(file) ?? []
+            let text = try JarFiles.text(of: bytes, name: JarFiles.displayName(file))
+            let chosen = try format.map { try JarFiles.parseFormat($0, option: "--format") }
+            let (decisions, jar) = try CookieImport.admit(text, bytes: bytes, format: chosen, file: file, site: definition, now: now)
+
+            for case let .rejected(name, reason) in decisions {
+                Console.err("sessionkeeper: refused " + (name.map { "cookie '\($0)'" } ?? "a cookie") + ": \(reason)")
+            }
+            let kept = SessionRecord.persistable(
+                jar.allCookies, keepSessionCookies: definition.cookies.persistSessionCookies, now: now)
+            guard !kept.isEmpty else {
+                throw CLIFailure.failed(
+                    "no cookie of \(JarFiles.displayName(file)) was accepted for site '\(definition.name)' (base_url "
+                        + "\(definition.baseURL.absoluteString)); the stored session was left as it was")
+            }
+            let essentials = definition.cookies.essential.compactMap { name in kept.first { $0.name == name } }
+            for name in definition.cookies.essential where !kept.contains(where: { $0.name == name }) {
+                Console.err("sessionkeeper: warning: the essential cookie '\(name)' is not among the imported cookies")
+            }
+            let record = SessionRecord(
+                cookies: kept, lastLogin: now, expiresAt: essentials.compactMap(\.expires).min(),
+                userAgent: userAgent ?? definition.http.userAgent)
+            try await Self.store(record, site: definition.name, config: daemonConfig)
+            Console.out(
+                "imported \(kept.count) cookie(s) for \(definition.name) (\(kept.map(\.name).joined(separator: ", ")))"
+                    + (record.expiresAt.map { "; the session expires at \(CookieTime.rfc3339($0))" } ?? ""))
+        }
+    }
+
+    private static func store(_ record: SessionRecord, site: String, config: DaemonConfig) async throws {
+        let vault: Vault
+        do {
+            vault = try Vault.open(stateDirectory: config.stateDirectory, key: MasterKeySource(config.vault.key), createIfMissing: true)
+        } catch {
+            throw CLIFailure(vaultError: error)
+        }
+        defer { vault.close() }
+        do {
+            try await VaultSessionStore(vault: vault).save(record, site: site)
+        } catch {
+            throw CLIFailure.failed(error.description)
+        }
+    }
+}
+
+/// Reading a cookie file into a site's jar for `import`.
+enum CookieImport {
+    /// The cookies of `text` put through `site`'s jar: what became of each, and the jar with those kept (a
+    /// cookie named twice in the file is the later one there).
+    static func admit(
+        _ text: String, bytes: [UInt8], format: CookieFormat?, file: String, site: SiteDefinition, now: Date
+    ) throws -> (decisions: [CookieDecision], jar: CookieStorage) {
+        let storage = SiteJar.makeStorage(for: site, clock: { now })
+        // Cookies of other sites in a browser's export never join this site's session, whatever the
+        // site's accept policy otherwise allows.
+        if storage.acceptPolicy == .always { storage.acceptPolicy = .mainDocumentDomain }
+        let base = site.baseURL
+        let isHeaderDump = text.drop { $0.isWhitespace }.hasPrefix("HTTP/")
+        switch format ?? (isHeaderDump ? .setCookie : CookieFormat.guess(from: text)) {
+        case nil:
+            throw CLIFailure.usage(
+                "\(JarFiles.displayName(file)): cannot tell the cookie format; give --format (netscape, json, playwright, set-cookie or header)")
+        case .setCookie?:
+            // Read as a response from base_url: the RFC 6265 rules of that origin apply (domain, path, prefixes).
+            var decisions: [CookieDecision] = []
+            var values: [String] = []
+            for value in JarStoreInput.values(fromInput: bytes).values {
+                switch value {
+                case .success(let text): values.append(text)
+                case .failure(let failure): decisions.append(.rejected(name: nil, reason: failure.description))
+                }
+            }
+            return (decisions + storage.setCookies(fromHeaders: values, for: base, mainDocumentURL: base), storage)
+        case .header?:
+            var value = Substring(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            if value.lowercased().hasPrefix("cookie:") { value = value.dropFirst("cookie:".count) }
+            let cookies = try JarFiles.decode(String(value), as: .header, path: file, url: base, now: now)
+            return (storage.setCookies(cookies, mainDocumentURL: base), storage)
+        case let fileFormat?:
+            let cookies = try JarFiles.decode(text, as: fileFormat, path: file, now: now)
+            return (storage.setCookies(cookies, mainDocumentURL: base), storage)
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import ArgumentParser
+import CookieJar
+import Foundation
+import JSON
+import SiteConfig
+
+/// `sessionkeeper status [--json]` (SPEC section 9): the daemon's sites table.
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show every site the running daemon keeps: state, expiry, next refresh, last error.",
+        discussion: """
+            A table with times relative to now; --json prints the daemon's answer to GET /v1/sites as it is, \
+            for scripts (times in RFC 3339 UTC). Exit status: 0 shown, 1 the daemon failed to answer, 3 no \
+            daemon runs.
+            """
+    )
+
+    @Flag(name: .long, help: "Print the daemon's JSON instead of a table.")
+    var json = false
+
+    @OptionGroup var socket: SocketOptions
+
+    func run() throws {
+        try reportingFailuresOnThisThread {
+            let client = DaemonClient(socket: try socket.socketPath())
+            let answer: JSONValue
+            do throws(DaemonClientError) {
+                if json {
+                    let body = try client.request("GET", "/v1/sites").body
+                    Console.outRaw(String(decoding: body, as: UTF8.self) + (body.last == 0x0A ? "" : "\n"))
+                    return
+                }
+                answer = try client.json("GET", "/v1/sites")
+            } catch {
+                throw CLIFailure(error)
+            }
+            guard case .array(let sites)? = answer["sites"] else {
+                throw CLIFailure.failed("the daemon's answer to GET /v1/sites has no 'sites' list")
+            }
+            for line in SitesTable.lines(sites.map(SiteStatus.init), now: Date()) { Console.out(line) }
+        }
+    }
+}
+
+/// One site as `GET /v1/sites` describes it (SPEC section 8); fields the answer lacks are nil.
+struct SiteStatus {
+    var name: String
+    var state: String
+    var expiresAt: Date?
+    var lastLogin: Date?
+    var nextRefresh: Date?
+    var lastError: String?
+    var userAgent: String?
+
+    init(_ value: JSONValue) {
+        func text(_ key: String) -> String? {
+            if case .string(let text)? = value[key] { return text }
+            return nil
+        }
+        name = text("name") ?? "?"
+        state = text("state") ?? "?"
+        expiresAt = text("expires_at").flatMap(CookieTime.parseRFC3339)
+        lastLogin = text("last_login").flatMap(CookieTime.parseRFC3339)
+        nextRefresh = text("next_refresh").flatMap(CookieTime.parseRFC3339)
+        lastError = text("last_error")
+        userAgent = text("user_agent")
+    }
+}
+
+/// The `status` table: aligned columns, times relative to `now`, "-" for none.
+enum SitesTable {
+    static func lines(_ sites: [SiteStatus], now: Date) -> [String] {
+        let header = ["SITE", "STATE", "EXPIRES", "NEXT REFRESH", "LAST ERROR"]
+        let rows = sites.map { site in
+            [site.name, site.state, relative(site.expiresAt, now: now), relative(site.nextRefresh, now: now),
+             site.lastError.map { $0.replacingOccurrences(of: "\n", with: " ") } ?? "-"]
+        }
+        let widths = (0..<header.count - 1).map { column in
+            ([header] + rows).map { $0[column].count }.max() ?? 0
+        }
+        return ([header] + rows).map { row in
+            var line = ""
+            for (column, cell) in row.enumerated() {
+                line += column < widths.count ? cell.padding(toLength: widths[column] + 2, withPad: " ", startingAt: 0) : cell
+            }
+            return line
+        }
+    }
+
+    /// `in 1h5m`, `3m20s ago`: to the second under an hour, to the minute beyond.
+    static func relative(_ date: Date?, now: Date) -> String {
+        guard let date else { return "-" }
+        let seconds = Int64(date.timeIntervalSince(now).rounded())
+        let magnitude = abs(seconds)
+        let shown = magnitude >= 3600 ? magnitude / 60 * 60 : magnitude
+        let text = DurationText.format(.seconds(shown))
+        if seconds == 0 { return "now" }
+        return seconds > 0 ? "in \(text)" : "\(text) ago"
+    }
+}
