@@ -166,7 +166,7 @@ let package = Package(
             resources: [.copy("Fixtures")],
             swiftSettings: strict
         ),
-        .testTarget(name: "SchedulerTests", dependencies: ["Scheduler", "Sessions"], swiftSettings: strict),
+        .testTarget(name: "SchedulerTests", dependencies: ["Scheduler", "Sessions", "SiteConfig"], swiftSettings: strict),
         .testTarget(
             name: "DaemonTests",
             dependencies: [

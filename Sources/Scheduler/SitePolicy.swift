@@ -4,9 +4,8 @@ import SiteConfig
 /// The timings and limits that decide one site's schedule (SPEC sections 3 and 7), taken out of its
 /// definition so the state machine needs nothing else.
 public struct SitePolicy: Sendable, Hashable {
-    /// `max_failures_per_day` when the site sets none (SPEC section 3): enough to ride out an outage,
-    /// few enough never to lock an account out.
-    public static let defaultMaxFailuresPerDay = 20
+    /// `max_failures_per_day` when the site sets none (SPEC section 3).
+    public static let defaultMaxFailuresPerDay = RefreshPolicy.Retry.defaultMaxFailuresPerDay
 
     /// The site logs in by itself (steps or a plugin); false for `login: manual`.
     public var canLogIn: Bool
@@ -52,7 +51,7 @@ public struct SitePolicy: Sendable, Hashable {
             canLogIn: canLogIn, beforeExpiry: site.refresh.beforeExpiry, maxAge: site.refresh.maxAge,
             checkEvery: site.check?.every, keepaliveEvery: site.keepalive?.every,
             retryInitial: site.refresh.retry.initial, retryMax: site.refresh.retry.max,
-            jitter: settings.jitter)
+            maxFailuresPerDay: site.refresh.retry.maxFailuresPerDay, jitter: settings.jitter)
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Scheduler
 import Sessions
+import SiteConfig
 import Testing
 
 /// A test clock: both times move together unless a test makes the wall clock jump.
@@ -57,6 +58,22 @@ struct TestClock {
     static let down = RunOutcome.siteDown(reason: "connect error", retryAfter: nil)
 
     // MARK: Start and restart
+
+    /// A site's `refresh.retry` (with `max_failures_per_day`) and the daemon's jitter reach its policy.
+    @Test func aSitesRetrySettingsReachItsPolicy() {
+        let site = SiteDefinition(
+            name: "wiki", file: "/sites/wiki.yaml", baseURL: URL(string: "https://wiki.example.com/")!, login: .manual,
+            refresh: RefreshPolicy(retry: .init(initial: .seconds(5), max: .seconds(60), maxFailuresPerDay: 3)))
+        let policy = SitePolicy(site: site, settings: SchedulerSettings(jitter: 0.25))
+        #expect(policy.maxFailuresPerDay == 3)
+        #expect(policy.retryInitial == .seconds(5))
+        #expect(policy.retryMax == .seconds(60))
+        #expect(policy.jitter == 0.25)
+        #expect(!policy.canLogIn, "a manual site never logs in by itself")
+        let unset = SitePolicy(site: SiteDefinition(name: "x", file: "/x.yaml", baseURL: URL(string: "https://x.example/")!, login: .manual),
+                               settings: SchedulerSettings())
+        #expect(unset.maxFailuresPerDay == SitePolicy.defaultMaxFailuresPerDay)
+    }
 
     @Test func aRestartServesAValidSessionAndLogsNothingIn() {
         let clock = TestClock()

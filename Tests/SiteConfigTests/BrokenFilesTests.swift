@@ -74,6 +74,7 @@ import Testing
         ("request-without-method.yaml", ["4:16: step 1: request needs 'method'"]),
         ("resolve-format.yaml", ["4:13: http.resolve: 'wiki.example.com:10.1.2.3' is not HOST:PORT:ADDRESS (as curl --resolve takes)"]),
         ("retry-max-below-initial.yaml", ["4:30: refresh.retry.max (1m) is shorter than initial (10m)"]),
+        ("retry-failures-zero.yaml", ["4:33: refresh.retry.max_failures_per_day: 0 is outside 1...1000"]),
         ("status-not-a-number.yaml", ["5:24: login.steps[0].expect.status: expected a whole number, found 'ok'"]),
         ("status-out-of-range.yaml", ["5:30: step 1.expect.status: 999 is not an HTTP status (100-599)"]),
         ("step-method-and-plugin.yaml", ["4:7: step 1: a step is an HTTP request or a plugin, not both ('get' and 'plugin')"]),

@@ -21,7 +21,7 @@ import Testing
         #expect(site.enabled)
         #expect(site.access == AccessPolicy(uids: [1000, 1001], groups: ["scrapers"]))
         #expect(site.refresh == RefreshPolicy(beforeExpiry: .seconds(600), maxAge: .seconds(43_200),
-            retry: .init(initial: .seconds(30), max: .seconds(1800))))
+            retry: .init(initial: .seconds(30), max: .seconds(1800), maxFailuresPerDay: 12)))
         #expect(site.cookies == CookiePolicy(essential: ["wiki_session"], accept: .mainDocumentDomain,
             persistSessionCookies: false, limits: .init(maxCookieBytes: 8192, maxCookiesPerDomain: 100, maxCookies: 5000),
             keepOnLogin: .names(["device_id", "remember_me"])))

@@ -95,6 +95,14 @@ enum RefreshBuilder {
         if let retry = file.retry {
             if let initial = checker.positiveDuration(retry.initial, key: "refresh.retry.initial") { policy.retry.initial = initial }
             if let max = checker.positiveDuration(retry.max, key: "refresh.retry.max") { policy.retry.max = max }
+            if let failures = retry.maxFailuresPerDay {
+                let allowed = 1...RefreshPolicy.Retry.maximumMaxFailuresPerDay
+                if allowed.contains(failures.value) {
+                    policy.retry.maxFailuresPerDay = failures.value
+                } else {
+                    checker.error(failures.mark, "refresh.retry.max_failures_per_day: \(failures.value) is outside 1...\(allowed.upperBound)")
+                }
+            }
             if policy.retry.max < policy.retry.initial, let mark = retry.max?.mark ?? retry.initial?.mark {
                 checker.error(mark, "refresh.retry.max (\(DurationText.format(policy.retry.max))) is shorter than initial (\(DurationText.format(policy.retry.initial)))")
             }

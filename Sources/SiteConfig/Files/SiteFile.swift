@@ -125,8 +125,9 @@ struct SiteFile: Decodable {
     struct RetryFile: Decodable {
         var initial: Marked<String>?
         var max: Marked<String>?
+        var maxFailuresPerDay: Marked<Int>?
 
-        enum CodingKeys: String, CodingKey, CaseIterable { case initial, max }
+        enum CodingKeys: String, CodingKey, CaseIterable { case initial, max, maxFailuresPerDay = "max_failures_per_day" }
     }
 
     struct CookiesFile: Decodable {

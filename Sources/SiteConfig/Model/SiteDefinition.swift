@@ -103,10 +103,22 @@ public struct RefreshPolicy: Sendable, Hashable {
         public var initial: Duration
         /// Largest delay (default 30m).
         public var max: Duration
+        /// After this many failed logins in 24 hours the site waits for a person (needs-attention).
+        public var maxFailuresPerDay: Int
 
-        public init(initial: Duration = .seconds(30), max: Duration = .seconds(30 * 60)) {
+        /// `max_failures_per_day` when the site sets none: enough to ride out an outage, few enough never
+        /// to lock an account out (sites commonly lock after 5-50 failures an hour).
+        public static let defaultMaxFailuresPerDay = 20
+        /// The largest `max_failures_per_day` accepted: more would no longer protect the account.
+        public static let maximumMaxFailuresPerDay = 1000
+
+        public init(
+            initial: Duration = .seconds(30), max: Duration = .seconds(30 * 60),
+            maxFailuresPerDay: Int = Retry.defaultMaxFailuresPerDay
+        ) {
             self.initial = initial
             self.max = max
+            self.maxFailuresPerDay = maxFailuresPerDay
         }
     }
 
