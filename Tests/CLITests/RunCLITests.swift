@@ -49,4 +49,84 @@ import Testing
             #expect(!text.contains(LoginCLITests.password))
         }
     }
+
+    /// Under a stand-in for systemd (NOTIFY_SOCKET, WATCHDOG_USEC): READY with a STATUS line, watchdog
+    /// pings, and on SIGHUP RELOADING then READY again with config.yaml and every site read anew (here a
+    /// config pointing at another sites folder: one site goes, another comes); a broken config.yaml on the
+    /// next SIGHUP is logged at file:line:column and the daemon keeps its settings; SIGTERM sends STOPPING.
+    @Test func sighupReloadsEverythingAndSystemdIsToldEachStep() async throws {
+        try await LoginCLIWorld.with { world in
+            let binary = try #require(CLIRunner.executable)
+            let listenerScript = try #require(Bundle.module.url(forResource: "notify_listener", withExtension: "py", subdirectory: "Fixtures")).path
+            let notifySocket = world.folder.path("notify.sock")
+            let notifyLog = world.folder.path("notify.log")
+            FileManager.default.createFile(atPath: notifyLog, contents: nil)
+            let listener = try await SpawnedProgram.start("/usr/bin/python3", ["-u", listenerScript, notifySocket, notifyLog])
+            defer { listener.kill() }
+            // Only the demo site (the wrong-password copy would fail on purpose).
+            try FileManager.default.removeItem(atPath: world.folder.path("sites/demo-bad.yaml"))
+
+            let logPath = world.folder.path("daemon.log")
+            FileManager.default.createFile(atPath: logPath, contents: nil)
+            let log = try #require(FileHandle(forWritingAtPath: logPath))
+            let daemon = Process()
+            daemon.executableURL = binary
+            daemon.arguments = ["run", "--config", world.configPath]
+            daemon.environment = [
+                "PATH": "/usr/bin:/bin", "HOME": world.folder.path, "DEMO_PASSWORD": LoginCLITests.password,
+                "NOTIFY_SOCKET": notifySocket, "WATCHDOG_USEC": "400000",
+            ]
+            daemon.currentDirectoryURL = world.folder.url
+            daemon.standardOutput = log
+            daemon.standardError = log
+            daemon.standardInput = FileHandle.nullDevice
+            try launch(daemon)
+            defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+            @Sendable func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+            func eventually(_ condition: @escaping @Sendable () -> Bool) async -> Bool {
+                await onDedicatedThread { () -> Bool in
+                    for _ in 0..<400 {
+                        if condition() { return true }
+                        usleep(50_000)
+                    }
+                    return condition()
+                }
+            }
+
+            #expect(await eventually { read(notifyLog).contains("READY=1\nSTATUS=1 sites,") }, "notify: \(read(notifyLog))")
+            #expect(await eventually { read(logPath).contains("outcome=ok run=login site=demo") }, "log: \(read(logPath))")
+            #expect(await eventually { read(notifyLog).contains("WATCHDOG=1") }, "notify: \(read(notifyLog))")
+
+            // SIGHUP with a config.yaml that names another sites folder: demo goes, demo-two comes.
+            try FileManager.default.createDirectory(atPath: world.folder.path("other-sites"), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: world.folder.path("sites/demo.yaml"), toPath: world.folder.path("other-sites/demo-two.yaml"))
+            try "state_dir: state\nsites_dir: other-sites\nvault: {key: {file: state/master.key}}\n"
+                .write(toFile: world.configPath, atomically: true, encoding: .utf8)
+            kill(daemon.processIdentifier, SIGHUP)
+            #expect(await eventually { read(logPath).contains("config.yaml reloaded") }, "log: \(read(logPath))")
+            #expect(await eventually { read(logPath).contains("outcome=ok run=login site=demo-two") }, "log: \(read(logPath))")
+            #expect(read(logPath).split(separator: "\n").contains { $0.contains("site removed") && $0.contains("site=demo ") },
+                    "log: \(read(logPath))")
+            let notified = read(notifyLog)
+            let reloading = try #require(notified.range(of: "RELOADING=1\nMONOTONIC_USEC="), "notify: \(notified)")
+            #expect(notified[reloading.upperBound...].contains("READY=1\nSTATUS="), "READY again after the reload")
+
+            // A broken config.yaml: logged where, and the daemon goes on with what it had.
+            try "state_dir: state\nsites_dir: other-sites\nvault: {key: {file: state/master.key}}\nschedulr: {}\n"
+                .write(toFile: world.configPath, atomically: true, encoding: .utf8)
+            kill(daemon.processIdentifier, SIGHUP)
+            #expect(await eventually { read(logPath).contains("config.yaml not reloaded") }, "log: \(read(logPath))")
+            #expect(read(logPath).contains("config.yaml:4:1"), "log: \(read(logPath))")
+            #expect(daemon.isRunning)
+
+            kill(daemon.processIdentifier, SIGTERM)
+            let status = await onDedicatedThread { () -> Int32? in
+                for _ in 0..<200 where daemon.isRunning { usleep(50_000) }
+                return daemon.isRunning ? nil : daemon.terminationStatus
+            }
+            #expect(status == 0)
+            #expect(await eventually { read(notifyLog).contains("STOPPING=1") }, "notify: \(read(notifyLog))")
+            #expect(!read(logPath).contains(LoginCLITests.password))
+        }
+    }
 }
