@@ -51,8 +51,10 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
     /// Easy handles kept for reuse; more than this many idle ones are freed.
     private static let maxIdleEasyHandles = 64
 
-    /// How long `curl_multi_poll` may sleep when nothing is due; a wakeup or socket activity ends it sooner.
-    private static let idlePollMilliseconds: Int32 = 5_000
+    /// How long `curl_multi_poll` may sleep while no transfer runs: an hour, because nothing but a new
+    /// submission (which calls `curl_multi_wakeup`) or a stop needs the thread then; libcurl tends its
+    /// connection cache on the next transfer. An idle daemon's transport thread thus never wakes by itself.
+    private static let idlePollMilliseconds: Int32 = 3_600_000
 
     init(configuration: CurlHTTPClient.Configuration) throws(TransportError) {
         guard curlGlobalInitResult == CURLE_OK else {
