@@ -408,6 +408,46 @@ struct TestClock {
         #expect(gate.admit(now: now) == ["two"])
     }
 
+    /// With per_host_interval 0 a host takes logins up to max_concurrent at once; with an interval, one
+    /// at a time, and a site held back lets later sites of other hosts pass.
+    @Test func politenessHoldsOneHostWithoutHoldingOthers() {
+        let now = ContinuousClock.now
+        var open = LoginGate(maxConcurrent: 3, perHostInterval: .zero)
+        for site in ["a", "b", "c", "d"] { open.request(site: site, host: "sso.test") }
+        #expect(open.admit(now: now) == ["a", "b", "c"])
+        var polite = LoginGate(maxConcurrent: 3, perHostInterval: .seconds(1))
+        for site in ["a", "b"] { polite.request(site: site, host: "sso.test") }
+        polite.request(site: "x", host: "other.test")
+        #expect(polite.admit(now: now) == ["a", "x"])
+        polite.finish(site: "a")
+        #expect(polite.admit(now: now + .milliseconds(500)).isEmpty)
+        #expect(polite.nextAdmission() == now + .seconds(1))
+        #expect(polite.admit(now: now + .seconds(1)) == ["b"])
+    }
+
+    /// Ten thousand sites of one host, admitted and finished one after another: the queue stays in step
+    /// (a site asking again after it finished waits once more, behind the others).
+    @Test func manySitesOfOneHostPassInOrder() {
+        let now = ContinuousClock.now
+        var gate = LoginGate(maxConcurrent: 8, perHostInterval: .zero)
+        for index in 0..<10_000 { gate.request(site: "s\(index)", host: "sso.test") }
+        var order: [String] = []
+        var running = gate.admit(now: now)
+        while !running.isEmpty {
+            order += running
+            for site in running { gate.finish(site: site) }
+            running = gate.admit(now: now)
+        }
+        #expect(order == (0..<10_000).map { "s\($0)" })
+        #expect(gate.waitingSites.isEmpty && gate.runningCount == 0)
+        gate.request(site: "s1", host: "sso.test")
+        gate.request(site: "s2", host: "sso.test")
+        gate.finish(site: "s1")  // removed while waiting
+        gate.request(site: "s1", host: "sso.test")
+        #expect(gate.waitingSites == ["s2", "s1"])
+        #expect(gate.admit(now: now) == ["s2", "s1"])
+    }
+
     @Test func aRemovedSiteLeavesTheQueue() {
         var gate = LoginGate(maxConcurrent: 1, perHostInterval: .zero)
         gate.request(site: "a", host: "a.test")
