@@ -1,0 +1,97 @@
+import Daemon
+import Foundation
+import Logging
+import Platform
+import Synchronization
+
+/// Fans the keeper's events out to the socket's event readers (`GET /v1/events`) and to the metrics.
+///
+/// It holds one subscription to the ``Keeper``; each reader has its own bounded buffer of
+/// ``readerBuffer`` events and sees only the sites it may see. A reader that falls that far behind (it stopped
+/// reading, or reads slower than the events come) is dropped: its stream ends, its response ends, and nothing
+/// is buffered for it without bound. Every reader's stream ends when the server shuts down.
+final class EventHub: Sendable {
+    /// Events held for one reader before it is dropped.
+    static let readerBuffer = 256
+
+    struct Reader: Sendable {
+        var peer: PeerCredentials
+        var feed: AsyncStream<String>.Continuation
+    }
+
+    private let keeper: Keeper
+    private let access: AccessControl
+    private let metrics: DaemonMetrics
+    private let logger: Logger
+    private let state = Mutex<(readers: [UInt64: Reader], nextID: UInt64, sequence: UInt64)>(([:], 0, 0))
+
+    init(keeper: Keeper, access: AccessControl, metrics: DaemonMetrics, logger: Logger) {
+        self.keeper = keeper
+        self.access = access
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Forwards the keeper's events until the task is cancelled, then ends every reader's stream.
+    func run() async {
+        while !Task.isCancelled {
+            // A generous buffer: the hub only routes, so it falls behind only when the process is starved.
+            for await event in await keeper.events(buffer: 4096) {
+                await route(event)
+            }
+            // The keeper ended the stream: it shut down, or the hub fell 4096 events behind. Subscribe again.
+            if !Task.isCancelled { logger.debug("the keeper's event stream ended; subscribing again") }
+        }
+        closeAll()
+    }
+
+    /// A new reader's stream of Server-Sent Event texts.
+    func subscribe(_ peer: PeerCredentials) -> AsyncStream<String> {
+        let (stream, feed) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingOldest(Self.readerBuffer))
+        let id = state.withLock { state in
+            state.nextID += 1
+            state.readers[state.nextID] = Reader(peer: peer, feed: feed)
+            return state.nextID
+        }
+        feed.onTermination = { [weak self] _ in self?.remove(id) }
+        return stream
+    }
+
+    /// Ends every reader's stream (shutdown).
+    func closeAll() {
+        let readers = state.withLock { state in
+            defer { state.readers = [:] }
+            return state.readers.values
+        }
+        for reader in readers { reader.feed.finish() }
+    }
+
+    /// How many readers are subscribed (tests watch a slow one being dropped).
+    var readerCount: Int { state.withLock { $0.readers.count } }
+
+    private func remove(_ id: UInt64) {
+        _ = state.withLock { $0.readers.removeValue(forKey: id) }
+    }
+
+    private func route(_ event: KeeperEvent) async {
+        if case .loginFinished(let site, let outcome, let duration) = event {
+            metrics.loginFinished(site: site, outcome: outcome, duration: duration)
+        }
+        let (readers, sequence) = state.withLock { state -> ([UInt64: Reader], UInt64) in
+            state.sequence += 1
+            return (state.readers, state.sequence)
+        }
+        guard !readers.isEmpty, let text = SiteWire.serverSentEvent(event, id: sequence) else { return }
+        // A removed site's last events are shown to the peers that see every site only.
+        let site = await keeper.snapshot(of: SiteWire.site(of: event))?.site
+        for (id, reader) in readers {
+            let allowed = site.map { access.allows(reader.peer, site: $0) } ?? access.seesEverySite(reader.peer)
+            guard allowed else { continue }
+            if case .dropped = reader.feed.yield(text) {
+                remove(id)
+                reader.feed.finish()
+                logger.warning("an event reader fell behind and was dropped", metadata: ["pid": "\(reader.peer.pid)"])
+            }
+        }
+    }
+}
