@@ -60,6 +60,11 @@ struct RunCommand: AsyncParsableCommand {
             let socket = SocketServer(
                 settings: daemonConfig.socket, metricsEnabled: daemonConfig.metrics, keeper: keeper,
                 reload: { service.reload() }, logger: logger)
+            do throws(SocketFileError) {
+                try socket.prepareSocketFile()
+            } catch {
+                throw CLIFailure.failed(error.description)
+            }
             let group = ServiceGroup(configuration: .init(
                 services: [service, socket], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             do {

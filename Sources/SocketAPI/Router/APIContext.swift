@@ -33,16 +33,19 @@ enum RouteTable {
         ("/metrics", [.get]),
     ]
 
+    /// Each pattern's segments, split once.
+    private static let segmented = routes.map { $0.pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst() }
+
     /// The route whose pattern `path` matches (`{name}` matches one non-empty segment).
     static func match(_ path: String) -> (pattern: String, methods: [HTTPRequest.Method])? {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        return routes.first { route in
-            let parts = route.pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        let index = segmented.firstIndex { parts in
             guard parts.count == segments.count else { return false }
             return zip(parts, segments).allSatisfy { part, segment in
                 part.hasPrefix("{") ? !segment.isEmpty : part == segment
             }
         }
+        return index.map { routes[$0] }
     }
 }
 

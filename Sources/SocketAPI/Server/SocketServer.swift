@@ -70,6 +70,13 @@ public final class SocketServer: Service, Sendable {
         self.onListening = onListening
     }
 
+    /// Checks the socket path before anything else starts, so a daemon that cannot serve there stops before
+    /// it logs anything in: creates a missing folder and replaces a stale socket file. ``run()`` checks again.
+    /// - Throws: ``SocketFileError`` when another process listens on the path, or it holds something else.
+    public func prepareSocketFile() throws(SocketFileError) {
+        _ = try SocketFile.prepare(settings)
+    }
+
     /// Listens until graceful shutdown, then lets requests in flight finish, ends the event streams and
     /// removes the socket file.
     /// - Throws: ``SocketFileError`` when the socket cannot be set up (another daemon listens on it, the path
