@@ -366,6 +366,55 @@ import TestSupport
         }
     }
 
+    @Test func anEventReaderThatStopsReadingIsDroppedAndDisconnected() async throws {
+        try await SocketWorld.withWorld { world in
+            await world.keeper.apply([try world.site()])
+            #expect(try await Self.valid(world.keeper))
+            var limits = SocketServer.Limits()
+            limits.eventBuffer = 4
+            try await world.serving(world.socketServer(limits: limits)) {
+                // A client that asks for the events and reads nothing until told to, then reads to the end.
+                let go = world.folder.path("go")
+                let script = """
+                    import os, socket, sys, time
+                    s = socket.socket(socket.AF_UNIX)
+                    s.connect(sys.argv[1])
+                    s.sendall(b"GET /v1/events HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n")
+                    print("subscribed", flush=True)
+                    while not os.path.exists(sys.argv[2]):
+                        time.sleep(0.05)
+                    s.settimeout(10)
+                    total = 0
+                    while True:
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            break
+                        total += len(chunk)
+                    print("closed", total)
+                    """
+                async let reader = runProgram("/usr/bin/env", ["python3", "-c", script, world.socketPath, go])
+                try await Task.sleep(for: .milliseconds(500))
+                // Cookie events with long names fill the socket's buffers fast; then the reader's 4 events.
+                let names = (0..<30).map { "c\($0)_" + String(repeating: "n", count: 400) }
+                let url = Self.encoded(world.server.baseURL.absoluteString + "/")
+                var round = 0
+                while round < 120, !world.logs.all.contains(where: { $0.contains("fell behind") && $0.contains("pid=") }) {
+                    round += 1
+                    let body = names.map { "\($0)=r\(round); Path=/" }.joined(separator: "\n")
+                    _ = try await world.curl("POST", "/v1/sites/demo/set-cookie?url=" + url, body: body)
+                }
+                let dropped = world.logs.all.contains { $0.contains("fell behind") && $0.contains("pid=") }
+                #expect(dropped, "not dropped after \(round) rounds")
+                #expect(FileManager.default.createFile(atPath: go, contents: nil))
+                let result = try await reader
+                // The server closed the connection: the client read to its end instead of timing out.
+                #expect(result.outputText.contains("closed"), "\(result.errorText.suffix(300))")
+                // Other clients are answered meanwhile and after.
+                #expect(try await world.curl("/v1/health").status == 200)
+            }
+        }
+    }
+
     @Test func metricsCarryEveryFamily() async throws {
         try await SocketWorld.withWorld { world in
             try await world.serving(world.socketServer()) {

@@ -140,7 +140,8 @@ struct APIRoutes: Sendable {
 
     private func events(_ request: Request, _ context: APIContext) throws -> Response {
         _ = try Query(request, allowed: [])
-        let stream = hub.subscribe(context.peer)
+        let channel = context.channel
+        let stream = hub.subscribe(context.peer, close: { channel.close(promise: nil) })
         return Response(
             status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
             body: ResponseBody { writer in

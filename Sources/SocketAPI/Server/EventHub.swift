@@ -7,28 +7,29 @@ import Synchronization
 /// Fans the keeper's events out to the socket's event readers (`GET /v1/events`) and to the metrics.
 ///
 /// It holds one subscription to the ``Keeper``; each reader has its own bounded buffer of
-/// ``readerBuffer`` events and sees only the sites it may see. A reader that falls that far behind (it stopped
-/// reading, or reads slower than the events come) is dropped: its stream ends, its response ends, and nothing
-/// is buffered for it without bound. Every reader's stream ends when the server shuts down.
+/// ``SocketServer/Limits/eventBuffer`` events and sees only the sites it may see. A reader that falls that far behind (it stopped
+/// reading, or reads slower than the events come) is dropped: its stream ends and its connection is closed, so
+/// nothing is buffered for it without bound. Every reader's stream ends when the server shuts down.
 final class EventHub: Sendable {
-    /// Events held for one reader before it is dropped.
-    static let readerBuffer = 256
-
     struct Reader: Sendable {
         var peer: PeerCredentials
         var feed: AsyncStream<String>.Continuation
+        /// Closes the reader's connection: a response stuck writing to a client that stopped reading ends too.
+        var close: @Sendable () -> Void
     }
 
     private let keeper: Keeper
     private let access: AccessControl
     private let metrics: DaemonMetrics
+    private let readerBuffer: Int
     private let logger: Logger
     private let state = Mutex<(readers: [UInt64: Reader], nextID: UInt64, sequence: UInt64)>(([:], 0, 0))
 
-    init(keeper: Keeper, access: AccessControl, metrics: DaemonMetrics, logger: Logger) {
+    init(keeper: Keeper, access: AccessControl, metrics: DaemonMetrics, readerBuffer: Int, logger: Logger) {
         self.keeper = keeper
         self.access = access
         self.metrics = metrics
+        self.readerBuffer = max(1, readerBuffer)
         self.logger = logger
     }
 
@@ -45,12 +46,12 @@ final class EventHub: Sendable {
         closeAll()
     }
 
-    /// A new reader's stream of Server-Sent Event texts.
-    func subscribe(_ peer: PeerCredentials) -> AsyncStream<String> {
-        let (stream, feed) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingOldest(Self.readerBuffer))
+    /// A new reader's stream of Server-Sent Event texts; `close` closes its connection when it is dropped.
+    func subscribe(_ peer: PeerCredentials, close: @escaping @Sendable () -> Void) -> AsyncStream<String> {
+        let (stream, feed) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingOldest(readerBuffer))
         let id = state.withLock { state in
             state.nextID += 1
-            state.readers[state.nextID] = Reader(peer: peer, feed: feed)
+            state.readers[state.nextID] = Reader(peer: peer, feed: feed, close: close)
             return state.nextID
         }
         feed.onTermination = { [weak self] _ in self?.remove(id) }
@@ -65,9 +66,6 @@ final class EventHub: Sendable {
         }
         for reader in readers { reader.feed.finish() }
     }
-
-    /// How many readers are subscribed (tests watch a slow one being dropped).
-    var readerCount: Int { state.withLock { $0.readers.count } }
 
     private func remove(_ id: UInt64) {
         _ = state.withLock { $0.readers.removeValue(forKey: id) }
@@ -90,6 +88,7 @@ final class EventHub: Sendable {
             if case .dropped = reader.feed.yield(text) {
                 remove(id)
                 reader.feed.finish()
+                reader.close()
                 logger.warning("an event reader fell behind and was dropped", metadata: ["pid": "\(reader.peer.pid)"])
             }
         }

@@ -19,9 +19,6 @@ final class PeerRegistry: Sendable {
         return try? await provider.peerCredentials().get()
     }
 
-    /// How many connections are open (tests watch connections close).
-    var openConnections: Int { peers.withLock { $0.count } }
-
     fileprivate func set(_ peer: PeerCredentials, for key: ObjectIdentifier) {
         peers.withLock { $0[key] = peer }
     }

@@ -30,6 +30,8 @@ public final class SocketServer: Service, Sendable {
         /// A connection with no request in progress for this long is closed (a request's head arriving
         /// byte by byte counts as no request).
         public var idleTimeout: Duration = .seconds(60)
+        /// Events held for one `GET /v1/events` reader; one that falls further behind is dropped.
+        public var eventBuffer = 256
 
         public init() {}
     }
@@ -66,7 +68,7 @@ public final class SocketServer: Service, Sendable {
         self.reload = reload
         self.logger = logger
         self.now = now
-        self.hub = EventHub(keeper: keeper, access: access, metrics: metrics, logger: logger)
+        self.hub = EventHub(keeper: keeper, access: access, metrics: metrics, readerBuffer: limits.eventBuffer, logger: logger)
         self.onListening = onListening
     }
 
