@@ -302,7 +302,8 @@ public actor Keeper {
     /// cookie unexpired for at least `minValid` more. Without one, a request that may wait or asks for
     /// `minValid` starts a login now (unless one runs, which it shares), then waits up to `wait` for a login
     /// to end. A site waiting for a person (`needs-attention`) is never logged in by a client: only `refresh`
-    /// or a changed file does that, so a scraper cannot lock an account out.
+    /// or a changed file does that, so a scraper cannot lock an account out; nor is a site backing off after
+    /// failures, or down: a waiting client waits for the login its schedule plans.
     public func session(for name: String, minValid: Duration?, wait: Duration?) async throws(ClientRequestError) -> ServedSession {
         guard let entry = entries[name] else { throw .unknownSite(name) }
         guard entry.schedule.phase != .disabled else { throw .disabled(name) }
@@ -313,14 +314,22 @@ public actor Keeper {
         guard entry.schedule.phase != .needsAttention else {
             throw .noSession(name, reason: "the site needs attention: \(entry.schedule.lastError ?? "a login was refused")")
         }
-        if !entry.schedule.loginRunning {
+        // A site backing off after failed logins, or down, keeps its schedule: a client never hastens the next
+        // attempt, so many clients cannot hammer a failing site. It may wait for the attempt already planned.
+        let backingOff = entry.schedule.consecutiveFailures > 0 || entry.schedule.siteDown
+        if !entry.schedule.loginRunning, !backingOff {
             dispatch(.refreshRequested, to: name)
             rearm()
         }
-        guard entries[name]?.schedule.loginRunning == true else {
+        let loginComing = entries[name].map { $0.schedule.loginRunning || (backingOff && $0.schedule.deadlines[.login] != nil) }
+        guard loginComing == true else {
             throw .noSession(name, reason: entries[name]?.schedule.lastError ?? "no login can start now")
         }
-        guard let wait else { throw .noSession(name, reason: "no session valid long enough; a login started") }
+        guard let wait else {
+            throw .noSession(name, reason: backingOff
+                ? "the last login failed (\(entry.schedule.lastError ?? "no reason given")); the next one is planned"
+                : "no session valid long enough; a login started")
+        }
         guard await waitForLogin(of: name, until: .now + wait) else { throw .timedOut(name, wait: wait) }
         guard let after = entries[name] else { throw .unknownSite(name) }
         if let served = usable(after, minValid: minValid) { return served }

@@ -164,6 +164,27 @@ import TestSupport
         }
     }
 
+    @Test func aSiteThatIsDownIsNotLoggedInByClients() async throws {
+        try await SocketWorld.withWorld { world in
+            await world.keeper.apply([try world.site()])
+            #expect(try await Self.valid(world.keeper))
+            try await world.serving(world.socketServer()) {
+                let down = try await runProgram(
+                    "/usr/bin/curl", ["-s", "-X", "POST", world.server.baseURL.absoluteString + "/_control/down?enabled=true"])
+                #expect(down.status == 0)
+                #expect(try await SocketWorld.waitUntil(.seconds(4)) { await world.keeper.snapshot(of: "demo")?.status.siteDown == true })
+                let logins = world.requests.count("POST /login")
+                // The stored session is still served while the site is down ...
+                #expect(try await world.curl("/v1/sites/demo/cookies").status == 200)
+                // ... but a client asking for more gets 503 at once, and no login is tried.
+                let answer = try await world.curl("/v1/sites/demo/cookies?min_valid=2h&wait=2s")
+                #expect(answer.status == 503)
+                #expect(answer.errorCode == "no_session")
+                #expect(world.requests.count("POST /login") == logins)
+            }
+        }
+    }
+
     @Test func aWaitForASiteWithoutSessionYetEndsWithTheFirstLogin() async throws {
         try await SocketWorld.withWorld { world in
             try await world.serving(world.socketServer()) {
