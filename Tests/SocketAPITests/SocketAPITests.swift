@@ -330,6 +330,12 @@ import TestSupport
                 let notMember = try await world.curl("/v1/sites/grouped", asNobody: true)
                 #expect(notMember.status == 403)
 
+                // What concerns every site is for those who see every site.
+                #expect(try await world.curl("POST", "/v1/reload", asNobody: true).status == 403)
+                #expect(try await world.curl("/metrics", asNobody: true).status == 403)
+                #expect(world.reloads.count == 0)
+                #expect(try await world.curl("/v1/health", asNobody: true).status == 200)
+
                 let root = try await world.curl("/v1/sites")
                 #expect(root.json?["sites"].map { if case .array(let all) = $0 { all.count } else { 0 } } == 3)
             }

@@ -32,8 +32,8 @@ struct APIRoutes: Sendable {
         router.post("/v1/sites/:name/report") { request, context in try await report(request, context) }
         router.post("/v1/sites/:name/set-cookie") { request, context in try await setCookie(request, context) }
         router.get("/v1/events") { request, context in try events(request, context) }
-        router.post("/v1/reload") { request, _ in try reload(request) }
-        router.get("/metrics") { request, _ in try await metricsText(request) }
+        router.post("/v1/reload") { request, context in try reload(request, context) }
+        router.get("/metrics") { request, context in try await metricsText(request, context) }
     }
 
     // MARK: Routes
@@ -152,14 +152,16 @@ struct APIRoutes: Sendable {
             })
     }
 
-    private func reload(_ request: Request) throws -> Response {
+    private func reload(_ request: Request, _ context: APIContext) throws -> Response {
+        try requireEverySite(context, for: "reload the configuration")
         _ = try Query(request, allowed: [])
         reload()
         return WireBody.json(.object([("status", .string("reloading"))]), status: .accepted)
     }
 
-    private func metricsText(_ request: Request) async throws -> Response {
+    private func metricsText(_ request: Request, _ context: APIContext) async throws -> Response {
         guard let metrics else { throw APIError(.notFound, .notFound, "metrics are off (metrics: false in config.yaml)") }
+        try requireEverySite(context, for: "read the metrics (they name every site)")
         _ = try Query(request, allowed: [])
         let text = metrics.render(await keeper.status(), now: now())
         return WireBody.text(text, contentType: "text/plain; version=0.0.4; charset=utf-8")
@@ -177,6 +179,14 @@ struct APIRoutes: Sendable {
             throw APIError(.forbidden, .forbidden, "uid \(context.peer.uid) may not read site '\(name)'")
         }
         return snapshot
+    }
+
+    /// What concerns every site (reloading, the metrics, which name every site) is for the peers that see every
+    /// site: the daemon's uid, root and `socket.allow_uids`.
+    private func requireEverySite(_ context: APIContext, for action: String) throws(APIError) {
+        guard access.seesEverySite(context.peer) else {
+            throw APIError(.forbidden, .forbidden, "uid \(context.peer.uid) may not \(action)")
+        }
     }
 
     /// The Set-Cookie values of a body: one a line, blank lines skipped, a `Set-Cookie:` field name allowed
