@@ -53,8 +53,8 @@ struct APIRoutes: Sendable {
     }
 
     private func site(_ request: Request, _ context: APIContext) async throws -> Response {
-        _ = try Query(request, allowed: [])
         let snapshot = try await visibleSite(context)
+        _ = try Query(request, allowed: [])
         return WireBody.json(SiteWire.detail(snapshot, now: now()))
     }
 
