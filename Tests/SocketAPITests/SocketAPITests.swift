@@ -443,6 +443,51 @@ import TestSupport
         }
     }
 
+    @Test func idleAndOversizedRequestsAreCutOffWithoutDelayingOthers() async throws {
+        try await SocketWorld.withWorld { world in
+            var limits = SocketServer.Limits()
+            limits.idleTimeout = .seconds(1)
+            try await world.serving(world.socketServer(limits: limits)) {
+                // A client that sends half a request head and then nothing.
+                let script = """
+                    import socket, sys, time
+                    s = socket.socket(socket.AF_UNIX)
+                    s.connect(sys.argv[1])
+                    s.sendall(b"GET /v1/health HTTP/1.1\\r\\nHost: localhost\\r\\n")
+                    start = time.monotonic()
+                    s.settimeout(10)
+                    data = s.recv(65536)
+                    print("closed" if not data else "answered", round(time.monotonic() - start, 1))
+                    """
+                async let slow = runProgram("/usr/bin/env", ["python3", "-c", script, world.socketPath])
+                try await Task.sleep(for: .milliseconds(200))
+                // Meanwhile everyone else is answered.
+                let started = ContinuousClock.now
+                #expect(try await world.curl("/v1/health").status == 200)
+                #expect(ContinuousClock.now - started < .seconds(1))
+                let result = try await slow
+                let words = result.outputText.split(separator: " ")
+                #expect(words.first == "closed", "\(result.outputText) \(result.errorText.suffix(200))")
+                let seconds = words.last.flatMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 99
+                #expect(seconds < 4, "closed after \(seconds) s")
+
+                // More header fields than allowed: refused, never answered as a normal request.
+                let headers = (0..<100).flatMap { ["-H", "X-Filler-\($0): v"] }
+                let crowded = try await runProgram("/usr/bin/curl", [
+                    "-s", "--unix-socket", world.socketPath, "-o", "/dev/null", "-w", "%{http_code}",
+                ] + headers + ["http://localhost/v1/health"])
+                #expect(crowded.outputText != "200", "\(crowded.outputText)")
+                // A header larger than allowed, likewise.
+                let huge = try await runProgram("/usr/bin/curl", [
+                    "-s", "--unix-socket", world.socketPath, "-o", "/dev/null", "-w", "%{http_code}",
+                    "-H", "X-Huge: " + String(repeating: "h", count: 20_000), "http://localhost/v1/health",
+                ])
+                #expect(huge.outputText != "200", "\(huge.outputText)")
+                #expect(try await world.curl("/v1/health").status == 200)
+            }
+        }
+    }
+
     @Test func metricsCarryEveryFamily() async throws {
         try await SocketWorld.withWorld { world in
             try await world.serving(world.socketServer()) {
