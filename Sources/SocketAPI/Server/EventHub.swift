@@ -33,15 +33,28 @@ final class EventHub: Sendable {
         self.logger = logger
     }
 
-    /// Forwards the keeper's events until the task is cancelled, then ends every reader's stream.
+    /// A comment line sent to every reader this often: a reader whose client went away is found out (its
+    /// write fails) even while no event comes, and proxies keep the stream open.
+    static let heartbeat: Duration = .seconds(15)
+
+    /// Forwards the keeper's events, and a heartbeat, until the task is cancelled; then ends every reader's
+    /// stream.
     func run() async {
-        while !Task.isCancelled {
-            // A generous buffer: the hub only routes, so it falls behind only when the process is starved.
-            for await event in await keeper.events(buffer: 4096) {
-                await route(event)
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                while (try? await Task.sleep(for: Self.heartbeat)) != nil {
+                    self.deliver(": heartbeat\n\n", to: self.state.withLock { $0.readers })
+                }
             }
-            // The keeper ended the stream: it shut down, or the hub fell 4096 events behind. Subscribe again.
-            if !Task.isCancelled { logger.debug("the keeper's event stream ended; subscribing again") }
+            while !Task.isCancelled {
+                // A generous buffer: the hub only routes, so it falls behind only when the process is starved.
+                for await event in await keeper.events(buffer: 4096) {
+                    await route(event)
+                }
+                // The keeper ended the stream: it shut down, or the hub fell 4096 events behind. Subscribe again.
+                if !Task.isCancelled { logger.debug("the keeper's event stream ended; subscribing again") }
+            }
+            group.cancelAll()
         }
         closeAll()
     }
@@ -82,9 +95,14 @@ final class EventHub: Sendable {
         guard !readers.isEmpty, let text = SiteWire.serverSentEvent(event, id: sequence) else { return }
         // A removed site's last events are shown to the peers that see every site only.
         let site = await keeper.snapshot(of: SiteWire.site(of: event))?.site
+        deliver(text, to: readers.filter { _, reader in
+            site.map { access.allows(reader.peer, site: $0) } ?? access.seesEverySite(reader.peer)
+        })
+    }
+
+    /// Hands `text` to each reader; one whose buffer is full is dropped and its connection closed.
+    private func deliver(_ text: String, to readers: [UInt64: Reader]) {
         for (id, reader) in readers {
-            let allowed = site.map { access.allows(reader.peer, site: $0) } ?? access.seesEverySite(reader.peer)
-            guard allowed else { continue }
             if case .dropped = reader.feed.yield(text) {
                 remove(id)
                 reader.feed.finish()
