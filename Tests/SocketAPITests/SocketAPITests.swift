@@ -269,7 +269,12 @@ import TestSupport
 
     @Test func unknownRoutesWrongMethodsAndDisabledSitesAreJSONErrors() async throws {
         try await SocketWorld.withWorld { world in
-            await world.keeper.apply([try world.site(), try world.site("off", extra: "enabled: false")])
+            let base = world.server.baseURL.absoluteString
+            await world.keeper.apply([
+                try world.site(), try world.site("off", extra: "enabled: false"),
+                try world.site("manual", yaml: "base_url: \(base)\nlogin: manual\ncheck: {get: /api/me, every: 1h}\n"),
+                try world.site("unchecked", yaml: "base_url: \(base)\nlogin: manual\n"),
+            ])
             try await world.serving(world.socketServer(metrics: false)) {
                 let unknown = try await world.curl("/v2/nothing")
                 #expect(unknown.status == 404)
@@ -284,6 +289,13 @@ import TestSupport
                 #expect(disabled.errorCode == "disabled")
                 let refreshDisabled = try await world.curl("POST", "/v1/sites/off/refresh")
                 #expect(refreshDisabled.status == 409)
+                // A site that logs in by hand cannot be refreshed; one without check: cannot take reports.
+                let manual = try await world.curl("POST", "/v1/sites/manual/refresh")
+                #expect(manual.status == 409)
+                #expect(manual.errorCode == "cannot_log_in")
+                let unchecked = try await world.curl("POST", "/v1/sites/unchecked/report")
+                #expect(unchecked.status == 409)
+                #expect(unchecked.errorCode == "no_check")
                 let noMetrics = try await world.curl("/metrics")
                 #expect(noMetrics.status == 404)
                 #expect(noMetrics.errorCode == "not_found")

@@ -105,10 +105,12 @@ struct SocketWorld {
     }
 
     func site(_ name: String = "demo", extra: String = "") throws -> SiteDefinition {
+        try site(name, yaml: Self.siteYAML(server.baseURL, extra: extra))
+    }
+
+    func site(_ name: String, yaml: String) throws -> SiteDefinition {
         let loader = ConfigurationLoader(environment: [:])
-        return try loader.loadSite(
-            text: Self.siteYAML(server.baseURL, extra: extra), file: folder.path("\(name).yaml"),
-            config: loader.defaultConfig(directory: folder.path))
+        return try loader.loadSite(text: yaml, file: folder.path("\(name).yaml"), config: loader.defaultConfig(directory: folder.path))
     }
 
     /// The socket server for this world (not started).
