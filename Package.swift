@@ -6,6 +6,7 @@ import PackageDescription
 //   Foundation: Platform (syscalls)  HTTPTransport (types + client protocol)
 //   Values:     JSON (one parser, one writer, Codable over it; depends on nothing)
 //   Engines:    CookieJar  XMLQuery  SiteConfig  CurlTransport  LoginFlow  Vault  Credentials
+//   Daemon:     Scheduler  Daemon (the Keeper)  SocketAPI (the Unix-socket HTTP API, on Hummingbird)
 //   Programs:   sessionkeeper (CLI)  demo-site
 // Dependencies point one way: LoginFlow never imports CurlTransport; only the CLI wires real parts together.
 
@@ -34,6 +35,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // Platform reads a socket's peer credentials through NIOCore's SocketOptionProvider (SocketAPI).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        // GET /metrics: counters and histograms through swift-metrics, written by swift-prometheus.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // Child processes (Platform.ChildProcess). Its one trait, SubprocessFoundation (Data inputs and
         // outputs), is left off: Platform hands bytes as [UInt8].
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2", traits: []),
@@ -48,7 +54,10 @@ let package = Package(
         // MARK: Libraries
         .target(
             name: "Platform",
-            dependencies: [.product(name: "Subprocess", package: "swift-subprocess")],
+            dependencies: [
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
         .target(name: "JSON", swiftSettings: strict),
@@ -94,6 +103,20 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "SocketAPI",
+            dependencies: [
+                "Daemon", "Scheduler", "Sessions", "SiteConfig", "CookieJar", "JSON", "Platform",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
             name: "DemoSite",
             dependencies: [
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -109,7 +132,7 @@ let package = Package(
             name: "sessionkeeper",
             dependencies: [
                 "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "LoginFlow", "Vault", "Credentials",
-                "Platform", "Sessions", "Daemon", "JSON",
+                "Platform", "Sessions", "Daemon", "JSON", "SocketAPI",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -172,6 +195,16 @@ let package = Package(
             dependencies: [
                 "Daemon", "Scheduler", "Sessions", "SiteConfig", "CurlTransport", "DemoSite", "Vault", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SocketAPITests",
+            dependencies: [
+                "SocketAPI", "Daemon", "Scheduler", "Sessions", "SiteConfig", "CurlTransport", "DemoSite", "Vault", "Platform",
+                "JSON", "LoginFlow", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),

@@ -42,6 +42,15 @@ public actor Keeper {
     private var seed: UInt64 = 0x5E55_10E5
     /// Set by ``stopAll()``: a run that ends after it (cancelled or not) starts nothing new and arms no timer.
     private var stopped = false
+    private var subscribers: [UInt64: AsyncStream<KeeperEvent>.Continuation] = [:]
+    /// Requests waiting for a site's login to end, by site; resumed with false when their wait runs out.
+    private var loginWaiters: [String: [UInt64: CheckedContinuation<Bool, Never>]] = [:]
+    private var lastReport: [String: ContinuousClock.Instant] = [:]
+    private var nextID: UInt64 = 0
+
+    /// A client's `report` is acted on at most once per this interval per site: a scraper that meets one dead
+    /// session on many requests at once runs the check once, and cannot make the daemon hammer the site.
+    public static let reportInterval: Duration = .seconds(10)
 
     /// - Parameters:
     ///   - login: the login path (client, store, credentials) every run goes through.
@@ -95,12 +104,26 @@ public actor Keeper {
     /// Every site's status, sorted by name.
     public func status() -> [SiteStatus] {
         let now = now
-        return entries.values.map { entry in
-            SiteStatus(
-                name: entry.site.name, phase: entry.schedule.phase, expiresAt: entry.record?.expiresAt,
-                lastLogin: entry.record?.lastLogin, nextRefresh: entry.schedule.nextLogin(now: now),
-                lastError: entry.schedule.lastError, siteDown: entry.schedule.siteDown)
-        }.sorted { $0.name < $1.name }
+        return entries.values.map { Self.status(of: $0, now: now) }.sorted { $0.name < $1.name }
+    }
+
+    /// Every site with its definition and session, sorted by name (what the socket filters by `access`).
+    public func snapshots() -> [SiteSnapshot] {
+        let now = now
+        return entries.values.map { SiteSnapshot(status: Self.status(of: $0, now: now), site: $0.site, record: $0.record) }
+            .sorted { $0.status.name < $1.status.name }
+    }
+
+    /// One site's status, definition and session; nil when no such site is kept.
+    public func snapshot(of name: String) -> SiteSnapshot? {
+        entries[name].map { SiteSnapshot(status: Self.status(of: $0, now: now), site: $0.site, record: $0.record) }
+    }
+
+    private static func status(of entry: Entry, now: Now) -> SiteStatus {
+        SiteStatus(
+            name: entry.site.name, phase: entry.schedule.phase, expiresAt: entry.record?.expiresAt,
+            lastLogin: entry.record?.lastLogin, nextRefresh: entry.schedule.nextLogin(now: now),
+            lastError: entry.schedule.lastError, siteDown: entry.schedule.siteDown)
     }
 
     /// The session currently served for `site` (nil: none, or no such site).
@@ -112,7 +135,7 @@ public actor Keeper {
         rearm()
     }
 
-    /// Stops every run in flight and every timer (shutdown).
+    /// Stops every run in flight and every timer (shutdown); requests waiting for a login stop waiting.
     public func stopAll() {
         stopped = true
         sleeper?.cancel()
@@ -120,6 +143,8 @@ public actor Keeper {
         for entry in entries.values {
             for task in entry.runs.values { task.cancel() }
         }
+        for name in loginWaiters.keys { resumeWaiters(of: name, loginEnded: false) }
+        endEventStreams()
     }
 
     private func add(_ site: SiteDefinition) async {
@@ -146,6 +171,8 @@ public actor Keeper {
         guard let entry = entries.removeValue(forKey: name) else { return }
         for task in entry.runs.values { task.cancel() }
         gate.finish(site: name)
+        resumeWaiters(of: name, loginEnded: true)
+        lastReport[name] = nil
         logger.info("site removed", metadata: ["site": "\(name)"])
     }
 
@@ -162,6 +189,7 @@ public actor Keeper {
                 "site": "\(name)", "from": "\(before.rawValue)", "to": "\(entry.schedule.phase.rawValue)",
                 "next_refresh": "\(entry.schedule.nextLogin(now: now).map { CookieTime.rfc3339($0) } ?? "-")",
             ])
+            publish(.state(site: name, time: wallClock(), from: before, to: entry.schedule.phase))
         }
         for action in actions { start(action, for: name) }
     }
@@ -207,13 +235,14 @@ public actor Keeper {
 
     private func loginEnded(_ name: String, outcome: RunOutcome, record: SessionRecord?, duration: Duration) {
         gate.finish(site: name)
-        guard var entry = entries[name] else { return }
-        entry.runs[.logIn] = nil
-        if let record { entry.record = record }
-        entries[name] = entry
+        guard let entry = entries[name] else { return }
+        entries[name]?.runs[.logIn] = nil
+        if let record { serve(record, site: name) }
         log("login", site: name, outcome: outcome, duration: duration)
+        publish(.loginFinished(site: name, outcome: outcome.name, duration: duration))
         let summary = entries[name]?.record.map { Self.summary($0, site: entry.site, now: wallClock()) }
         dispatch(.loginFinished(outcome, session: outcome == .ok ? summary : nil), to: name)
+        resumeWaiters(of: name, loginEnded: true)
         admitLogins()
         rearm()
     }
@@ -222,12 +251,16 @@ public actor Keeper {
     private func probe(_ action: SiteSchedule.Action, site: SiteDefinition) async {
         let started = ContinuousClock.now
         var record = entries[site.name]?.record
-        if let stored = try? await login.store.load(site: site.name) { record = stored }
+        // Only a record that differs from the one served is news; the served one may have changed meanwhile
+        // (cookies a client handed back) and must not be replaced by what this probe started with.
+        var storedElsewhere: SessionRecord?
+        if let stored = try? await login.store.load(site: site.name) {
+            if stored != record { storedElsewhere = stored }
+            record = stored
+        }
         let storage = SiteJar.makeStorage(for: site, clock: wallClock)
         for cookie in record?.liveCookies(at: wallClock()) ?? [] { storage.setCookie(cookie) }
-        let engine = FlowEngine(
-            client: login.client, credentials: login.credentials(site), plugins: login.plugins,
-            environment: login.environment, now: wallClock)
+        let engine = engine(for: site)
         var outcome = RunOutcome.ok
         var renewed: SessionRecord?
         do {
@@ -235,34 +268,27 @@ public actor Keeper {
                 _ = try await engine.check(site, storage: storage)
             } else {
                 let result = try await engine.keepalive(site, storage: storage)
-                // A sliding session's renewed cookies are the session now: keep and store them.
+                // A sliding session's renewed cookies are the session now: keep and store them, and rewrite the
+                // outputs as after a login.
                 if let current = record {
-                    let cookies = SessionRecord.persistable(
-                        storage.allCookies, keepSessionCookies: site.cookies.persistSessionCookies, now: result.finishedAt)
-                    let expiry = result.essentialCookies.compactMap(\.expires).min()
-                    let updated = SessionRecord(cookies: cookies, lastLogin: current.lastLogin, expiresAt: expiry, userAgent: current.userAgent)
-                    if (try? updated.encoded()) != (try? current.encoded()) {
-                        try? await login.store.save(updated, site: site.name)
-                        renewed = updated
-                    }
+                    renewed = await storeRenewal(
+                        of: current, storage: storage, expiresAt: result.essentialCookies.compactMap(\.expires).min(),
+                        site: site, now: result.finishedAt)
                 }
             }
         } catch {
             outcome = RunOutcome.classify(error, run: action == .check ? .check : .keepalive, now: wallClock())
         }
-        probeEnded(action, site: site.name, outcome: outcome, record: renewed ?? record, duration: ContinuousClock.now - started)
+        probeEnded(action, site: site.name, outcome: outcome, record: renewed ?? storedElsewhere, duration: ContinuousClock.now - started)
     }
 
     private func probeEnded(_ action: SiteSchedule.Action, site name: String, outcome: RunOutcome, record: SessionRecord?, duration: Duration) {
-        guard var entry = entries[name] else { return }
-        entry.runs[action] = nil
+        guard let entry = entries[name] else { return }
+        entries[name]?.runs[action] = nil
         if let record, record.lastLogin >= (entry.record?.lastLogin ?? .distantPast) {
             let newer = entry.record.map { record.lastLogin > $0.lastLogin } ?? true
-            entry.record = record
-            entries[name] = entry
+            serve(record, site: name)
             if newer { dispatch(.sessionStoredElsewhere(Self.summary(record, site: entry.site, now: wallClock())), to: name) }
-        } else {
-            entries[name] = entry
         }
         log(action == .check ? "check" : "keepalive", site: name, outcome: outcome, duration: duration)
         let summary = record.map { Self.summary($0, site: entry.site, now: wallClock()) }
@@ -272,6 +298,214 @@ public actor Keeper {
             dispatch(.keepaliveFinished(outcome, session: summary), to: name)
         }
         rearm()
+    }
+
+    // MARK: Sessions as clients ask for them (the socket API)
+
+    /// A session fit to serve: valid now, its essential cookies present, and (with `minValid`) every essential
+    /// cookie unexpired for at least `minValid` more. Without one, a request that may wait or asks for
+    /// `minValid` starts a login now (unless one runs, which it shares), then waits up to `wait` for a login
+    /// to end. A site waiting for a person (`needs-attention`) is never logged in by a client: only `refresh`
+    /// or a changed file does that, so a scraper cannot lock an account out; nor is a site backing off after
+    /// failures, or down: a waiting client waits for the login its schedule plans.
+    public func session(for name: String, minValid: Duration?, wait: Duration?) async throws(ClientRequestError) -> ServedSession {
+        guard let entry = entries[name] else { throw .unknownSite(name) }
+        guard entry.schedule.phase != .disabled else { throw .disabled(name) }
+        if let served = usable(entry, minValid: minValid) { return served }
+        guard minValid != nil || wait != nil else {
+            throw .noSession(name, reason: entry.schedule.lastError ?? "no valid session yet")
+        }
+        guard entry.schedule.phase != .needsAttention else {
+            throw .noSession(name, reason: "the site needs attention: \(entry.schedule.lastError ?? "a login was refused")")
+        }
+        // A site backing off after failed logins, or down, keeps its schedule: a client never hastens the next
+        // attempt, so many clients cannot hammer a failing site. It may wait for the attempt already planned.
+        let backingOff = entry.schedule.consecutiveFailures > 0 || entry.schedule.siteDown
+        if !entry.schedule.loginRunning, !backingOff {
+            dispatch(.refreshRequested, to: name)
+            rearm()
+        }
+        let loginComing = entries[name].map { $0.schedule.loginRunning || (backingOff && $0.schedule.deadlines[.login] != nil) }
+        guard loginComing == true else {
+            throw .noSession(name, reason: entries[name]?.schedule.lastError ?? "no login can start now")
+        }
+        guard let wait else {
+            throw .noSession(name, reason: backingOff
+                ? "the last login failed (\(entry.schedule.lastError ?? "no reason given")); the next one is planned"
+                : "no session valid long enough; a login started")
+        }
+        guard await waitForLogin(of: name, until: .now + wait) else { throw .timedOut(name, wait: wait) }
+        guard let after = entries[name] else { throw .unknownSite(name) }
+        if let served = usable(after, minValid: minValid) { return served }
+        throw .noSession(name, reason: after.schedule.lastError ?? "the new session is valid for less than min_valid")
+    }
+
+    /// `refresh`: a login now (clears needs-attention); with `wait`, returns once it ended, with the site's
+    /// status then.
+    public func refresh(_ name: String, wait: Duration?) async throws(ClientRequestError) -> SiteStatus {
+        guard let entry = entries[name] else { throw .unknownSite(name) }
+        guard entry.schedule.phase != .disabled else { throw .disabled(name) }
+        dispatch(.refreshRequested, to: name)
+        rearm()
+        guard entries[name]?.schedule.loginRunning == true else {
+            throw .cannotLogIn(name, reason: entries[name]?.schedule.lastError ?? "the site logs in manually or asked to wait")
+        }
+        if let wait, !(await waitForLogin(of: name, until: .now + wait)) { throw .timedOut(name, wait: wait) }
+        guard let after = entries[name] else { throw .unknownSite(name) }
+        return Self.status(of: after, now: now)
+    }
+
+    /// What became of a client's report.
+    public enum ReportAnswer: Sendable, Hashable {
+        /// The site's check runs now (or was already running).
+        case checking
+        /// Another report came less than ``Keeper/reportInterval`` ago: this one changes nothing.
+        case ignored
+    }
+
+    /// A client says the served session failed: run the site's check now (it logs in only when the check
+    /// says logged out), at most once per ``reportInterval`` per site.
+    public func report(_ name: String) throws(ClientRequestError) -> ReportAnswer {
+        guard let entry = entries[name] else { throw .unknownSite(name) }
+        guard entry.schedule.phase != .disabled else { throw .disabled(name) }
+        guard entry.site.check != nil else { throw .noCheck(name) }
+        let now = ContinuousClock.now
+        if let last = lastReport[name], now - last < Self.reportInterval { return .ignored }
+        lastReport[name] = now
+        dispatch(.checkRequested, to: name)
+        rearm()
+        return .checking
+    }
+
+    /// Set-Cookie values a response from `url` carried, handed back by a client: they pass through the jar with
+    /// the site's accept policy and limits, as a login's responses do, and the session that results is stored,
+    /// written to the outputs and served.
+    /// - Returns: how many values were accepted and rejected.
+    public func setCookies(_ name: String, url: URL, values: [String]) async throws(ClientRequestError) -> (accepted: Int, rejected: Int) {
+        guard let entry = entries[name] else { throw .unknownSite(name) }
+        guard entry.schedule.phase != .disabled else { throw .disabled(name) }
+        guard let current = entry.record else { throw .noSession(name, reason: "no session to update yet") }
+        let storage = SiteJar.makeStorage(for: entry.site, clock: wallClock)
+        for cookie in current.liveCookies(at: wallClock()) { storage.setCookie(cookie) }
+        let decisions = storage.setCookies(fromHeaders: values, for: url, mainDocumentURL: entry.site.baseURL)
+        let accepted = decisions.filter { if case .stored = $0 { true } else { false } }.count
+        if accepted > 0 {
+            let essential = engine(for: entry.site).essentialCookies(entry.site, storage: storage)
+            guard let renewed = await storeRenewal(
+                of: current, storage: storage, expiresAt: essential.compactMap(\.expires).min(), site: entry.site, now: wallClock())
+            else { return (accepted, decisions.count - accepted) }
+            // The session is the same login's: its lastLogin stays, so the schedule keeps its plan.
+            if entries[name]?.record?.lastLogin == renewed.lastLogin { serve(renewed, site: name) }
+        }
+        return (accepted, decisions.count - accepted)
+    }
+
+    private func usable(_ entry: Entry, minValid: Duration?) -> ServedSession? {
+        guard let record = entry.record, entry.schedule.session?.essentialCookiesPresent ?? false else { return nil }
+        let now = wallClock()
+        let horizon = now.addingTimeInterval(minValid.map(Self.seconds) ?? 0)
+        guard Self.summary(record, site: entry.site, now: horizon).essentialCookiesPresent,
+              entry.schedule.session?.isValid(at: horizon) ?? false
+        else { return nil }
+        return ServedSession(site: entry.site, record: record)
+    }
+
+    /// Waits until the site's next login ends (true) or `deadline` passes or the task is cancelled (false).
+    private func waitForLogin(of name: String, until deadline: ContinuousClock.Instant) async -> Bool {
+        nextID &+= 1
+        let id = nextID
+        let timer = Task {
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            await self.resumeWaiter(id, of: name, loginEnded: false)
+        }
+        defer { timer.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                loginWaiters[name, default: [:]][id] = continuation
+            }
+        } onCancel: {
+            Task { await self.resumeWaiter(id, of: name, loginEnded: false) }
+        }
+    }
+
+    private func resumeWaiter(_ id: UInt64, of name: String, loginEnded: Bool) {
+        loginWaiters[name]?.removeValue(forKey: id)?.resume(returning: loginEnded)
+    }
+
+    private func resumeWaiters(of name: String, loginEnded: Bool) {
+        for waiter in (loginWaiters.removeValue(forKey: name) ?? [:]).values { waiter.resume(returning: loginEnded) }
+    }
+
+    // MARK: Events
+
+    /// Every state change, cookie change and finished login from now on. Each subscriber has a buffer of
+    /// `buffer` events: one that falls that far behind is dropped (its stream ends) rather than buffered
+    /// without bound.
+    public func events(buffer: Int = 256) -> AsyncStream<KeeperEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: KeeperEvent.self, bufferingPolicy: .bufferingOldest(max(1, buffer)))
+        nextID &+= 1
+        let id = nextID
+        subscribers[id] = continuation
+        continuation.onTermination = { _ in Task { await self.unsubscribe(id) } }
+        return stream
+    }
+
+    /// Ends every event stream (shutdown: the socket's event readers finish their responses).
+    public func endEventStreams() {
+        for continuation in subscribers.values { continuation.finish() }
+        subscribers = [:]
+    }
+
+    private func unsubscribe(_ id: UInt64) { subscribers[id] = nil }
+
+    private func publish(_ event: KeeperEvent) {
+        for (id, continuation) in subscribers {
+            if case .dropped = continuation.yield(event) {
+                subscribers[id] = nil
+                continuation.finish()
+                logger.warning("an event reader fell behind and was dropped", metadata: ["buffer": "full"])
+            }
+        }
+    }
+
+    /// Makes `record` the session served for `name`, telling subscribers when its cookies changed.
+    private func serve(_ record: SessionRecord, site name: String) {
+        guard let before = entries[name] else { return }
+        entries[name]?.record = record
+        guard before.record != record else { return }
+        publish(.cookies(
+            site: name, time: wallClock(), names: record.liveCookies(at: wallClock()).map(\.name), expiresAt: record.expiresAt))
+    }
+
+    /// The session after cookies changed without a login; stored and written to the outputs when it differs
+    /// from `current`. Nil when nothing changed or it could not be stored (logged).
+    private func storeRenewal(
+        of current: SessionRecord, storage: CookieStorage, expiresAt: Date?, site: SiteDefinition, now: Date
+    ) async -> SessionRecord? {
+        let cookies = SessionRecord.persistable(storage.allCookies, keepSessionCookies: site.cookies.persistSessionCookies, now: now)
+        let updated = SessionRecord(cookies: cookies, lastLogin: current.lastLogin, expiresAt: expiresAt, userAgent: current.userAgent)
+        guard (try? updated.encoded()) != (try? current.encoded()) else { return nil }
+        do {
+            let failures = try await login.storeRenewal(
+                updated, liveCookies: storage.allCookies.filter { !$0.isExpired(at: now) }, site: site)
+            for failure in failures {
+                logger.error("cannot write an output file", metadata: ["site": "\(site.name)", "error": "\(failure)"])
+            }
+            return updated
+        } catch {
+            logger.error("cannot store the renewed session", metadata: ["site": "\(site.name)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    private func engine(for site: SiteDefinition) -> FlowEngine {
+        FlowEngine(
+            client: login.client, credentials: login.credentials(site), plugins: login.plugins,
+            environment: login.environment, now: wallClock)
+    }
+
+    private static func seconds(_ duration: Duration) -> TimeInterval {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     // MARK: Timers
@@ -338,5 +572,55 @@ extension SiteSchedule.Event {
     var isStart: Bool {
         if case .start = self { return true }
         return false
+    }
+}
+
+/// Something that happened to a site, for the socket's event stream and metrics. Names and times, never a
+/// cookie value.
+public enum KeeperEvent: Sendable, Hashable {
+    /// The site's state changed.
+    case state(site: String, time: Date, from: SiteSchedule.Phase, to: SiteSchedule.Phase)
+    /// The served session's cookies changed (a login, a keepalive's renewal, cookies a client handed back, a
+    /// session another process stored): the live cookies' names and the session's end.
+    case cookies(site: String, time: Date, names: [String], expiresAt: Date?)
+    /// A login ended; `outcome` is ``RunOutcome/name``.
+    case loginFinished(site: String, outcome: String, duration: Duration)
+}
+
+/// One site as the socket shows it: its status, its definition (for `access`) and its served session.
+public struct SiteSnapshot: Sendable {
+    public var status: Keeper.SiteStatus
+    public var site: SiteDefinition
+    public var record: SessionRecord?
+}
+
+/// A session fit to hand to a client, with the site it belongs to (for the jar's rules on `url`).
+public struct ServedSession: Sendable {
+    public var site: SiteDefinition
+    public var record: SessionRecord
+}
+
+/// Why a client's request about a site cannot be answered as asked. Names the site, never a value.
+public enum ClientRequestError: Error, Sendable, Hashable, CustomStringConvertible {
+    case unknownSite(String)
+    case disabled(String)
+    /// No session fit to serve; `reason` says why (the last error, or what was asked).
+    case noSession(String, reason: String)
+    /// The wait for a login ran out.
+    case timedOut(String, wait: Duration)
+    /// A login was asked for but cannot start (a `login: manual` site, a server asking to wait).
+    case cannotLogIn(String, reason: String)
+    /// A report for a site without `check:`.
+    case noCheck(String)
+
+    public var description: String {
+        switch self {
+        case .unknownSite(let site): "no site named '\(site)'"
+        case .disabled(let site): "site '\(site)' is disabled"
+        case .noSession(let site, let reason): "site '\(site)' has no session to serve: \(reason)"
+        case .timedOut(let site, let wait): "site '\(site)': no login finished within \(DurationText.format(wait))"
+        case .cannotLogIn(let site, let reason): "site '\(site)' cannot log in now: \(reason)"
+        case .noCheck(let site): "site '\(site)' has no check: (ask for a refresh instead)"
+        }
     }
 }

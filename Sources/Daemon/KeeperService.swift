@@ -20,6 +20,8 @@ public final class KeeperService: Service, Sendable {
     private let keeper: Keeper
     private let notifier: ServiceNotifier
     private let logger: Logger
+    private let inputs: AsyncStream<Input>
+    private let feed: AsyncStream<Input>.Continuation
 
     public init(
         configPath: String, config: DaemonConfig, loader: ConfigurationLoader, keeper: Keeper,
@@ -31,6 +33,14 @@ public final class KeeperService: Service, Sendable {
         self.keeper = keeper
         self.notifier = notifier
         self.logger = logger
+        let (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
+        self.inputs = inputs
+        self.feed = feed
+    }
+
+    /// Re-reads config.yaml and every site, as SIGHUP does (the socket's `POST /v1/reload`).
+    public func reload() {
+        feed.yield(.reload)
     }
 
     private enum Input: Sendable {
@@ -45,12 +55,11 @@ public final class KeeperService: Service, Sendable {
         log(catalog.reloadAll(loader: loader, config: config))
         await keeper.apply(catalog.sites, settings: config.scheduler)
 
-        let (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
         var watcher = startWatching(config.sitesDirectory, feed: feed)
         let signals = Task {
-            for await _ in await UnixSignalsSequence(trapping: .sighup) { feed.yield(.reload) }
+            for await _ in await UnixSignalsSequence(trapping: .sighup) { self.reload() }
         }
-        let watchdog = Task { [notifier] in
+        let watchdog = Task { [notifier, feed] in
             guard let interval = notifier.watchdogInterval else { return }
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)

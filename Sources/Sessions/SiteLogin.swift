@@ -80,6 +80,27 @@ public struct SiteLogin: Sendable {
         report(.stored(site: site.name, cookieNames: kept.map(\.name), leftOut: flow.cookies.count - kept.count))
 
         let live = flow.cookies.filter { !$0.isExpired(at: flow.finishedAt) }
+        let outputFailures = writeOutputs(live, site: site, report: report)
+        return SiteLoginResult(flow: flow, record: record, storage: storage, outputFailures: outputFailures)
+    }
+
+    /// Stores a session that changed without a login (a keepalive's renewed cookies, cookies a socket client
+    /// handed back) and rewrites the site's `outputs:` files as a login does.
+    /// - Parameter liveCookies: what the outputs get: every unexpired cookie, session cookies included.
+    /// - Returns: the outputs that could not be written (the session was stored all the same).
+    public func storeRenewal(
+        _ record: SessionRecord, liveCookies: [Cookie], site: SiteDefinition, events: SessionEventSink? = nil
+    ) async throws(SiteLoginError) -> [OutputWriter.Failure] {
+        do {
+            try await store.save(record, site: site.name)
+        } catch {
+            throw .store(error)
+        }
+        return writeOutputs(liveCookies, site: site, report: events ?? { _ in })
+    }
+
+    /// Rewrites every `outputs:` file of `site`; one failing never stops the others.
+    private func writeOutputs(_ live: [Cookie], site: SiteDefinition, report: SessionEventSink) -> [OutputWriter.Failure] {
         var outputFailures: [OutputWriter.Failure] = []
         for output in site.outputs {
             do throws(OutputWriter.Failure) {
@@ -90,7 +111,7 @@ public struct SiteLogin: Sendable {
                 report(.outputFailed(site: site.name, path: output.path, problem: error.reason))
             }
         }
-        return SiteLoginResult(flow: flow, record: record, storage: storage, outputFailures: outputFailures)
+        return outputFailures
     }
 
     /// Puts the stored cookies that `keep_on_login` keeps into `storage`. A record that cannot be read is

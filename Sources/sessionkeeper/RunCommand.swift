@@ -8,6 +8,7 @@ import Platform
 import ServiceLifecycle
 import Sessions
 import SiteConfig
+import SocketAPI
 import Vault
 
 /// `sessionkeeper run [--config config.yaml]` (SPEC section 7): the daemon, in the foreground. Stops
@@ -22,8 +23,8 @@ struct RunCommand: AsyncParsableCommand {
             expire, at least every refresh.max_age, and when a check says the session died. Site files \
             added, changed or removed take effect at once; a file that fails to parse keeps its last good \
             definition. SIGHUP reloads config.yaml and every site; SIGTERM and SIGINT stop cleanly. Under \
-            systemd, Type=notify is supported through NOTIFY_SOCKET. The socket API is not built yet: read \
-            sessions with `sessionkeeper login` or the sites' outputs: files meanwhile.
+            systemd, Type=notify is supported through NOTIFY_SOCKET. Clients read the cookies over the \
+            socket API at socket.path (curl --unix-socket PATH http://localhost/v1/sites).
             """
     )
 
@@ -54,8 +55,18 @@ struct RunCommand: AsyncParsableCommand {
             let service = KeeperService(
                 configPath: path, config: daemonConfig, loader: loader, keeper: keeper, notifier: ServiceNotifier(),
                 logger: logger)
+            // The socket is the last service: on shutdown it stops first, so no client is answered by a keeper
+            // that has stopped.
+            let socket = SocketServer(
+                settings: daemonConfig.socket, metricsEnabled: daemonConfig.metrics, keeper: keeper,
+                reload: { service.reload() }, logger: logger)
+            do throws(SocketFileError) {
+                try socket.prepareSocketFile()
+            } catch {
+                throw CLIFailure.failed(error.description)
+            }
             let group = ServiceGroup(configuration: .init(
-                services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: [service, socket], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             do {
                 try await group.run()
             } catch {

@@ -1,0 +1,84 @@
+import CoreMetrics
+import Daemon
+import Foundation
+import Prometheus
+import Scheduler
+import Synchronization
+
+/// `GET /metrics` (SPEC section 8): counters and histograms kept through swift-metrics, written in the
+/// Prometheus text format by swift-prometheus. Each server has its own registry (no process-wide metrics
+/// bootstrap), so several daemons in one test process never share counts.
+///
+/// Families, all labelled by names, never by values:
+/// - `sessionkeeper_logins_total{site,outcome}`: logins ended, by outcome (`ok`, `credentials-refused`, ...);
+/// - `sessionkeeper_login_duration_seconds{site}`: histogram of login durations;
+/// - `sessionkeeper_session_expires_in_seconds{site}`: seconds until the served session's first essential
+///   cookie expires (only sites whose session has an expiry);
+/// - `sessionkeeper_sites{state}`: sites in each state;
+/// - `sessionkeeper_socket_requests_total{route,status}`: requests answered on the socket.
+final class DaemonMetrics: Sendable {
+    private let registry: PrometheusCollectorRegistry
+    private let factory: PrometheusMetricsFactory
+    private let requestCounters = Mutex<[String: CoreMetrics.Counter]>([:])
+    private let expiryGauges = Mutex<[String: CoreMetrics.Gauge]>([:])
+
+    init() {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // Logins take from a fraction of a second to a minute (slow SSO chains, plugins).
+        factory.durationHistogramBuckets["sessionkeeper_login_duration_seconds"] = [
+            .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5),
+            .seconds(10), .seconds(30), .seconds(60),
+        ]
+        self.registry = registry
+        self.factory = factory
+    }
+
+    /// A login ended.
+    func loginFinished(site: String, outcome: String, duration: Duration) {
+        CoreMetrics.Counter(label: "sessionkeeper_logins_total", dimensions: [("site", site), ("outcome", outcome)], factory: factory)
+            .increment()
+        CoreMetrics.Timer(label: "sessionkeeper_login_duration_seconds", dimensions: [("site", site)], factory: factory)
+            .recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    }
+
+    /// A request was answered. `route` is the route's pattern (`/v1/sites/{name}/cookies`), never a raw path, so
+    /// the number of series stays bounded.
+    func requestAnswered(route: String, status: Int) {
+        let key = "\(route) \(status)"
+        let counter = requestCounters.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = CoreMetrics.Counter(
+                label: "sessionkeeper_socket_requests_total", dimensions: [("route", route), ("status", String(status))],
+                factory: factory)
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
+    }
+
+    /// The Prometheus text, with the gauges set from the sites as they are now.
+    func render(_ sites: [Keeper.SiteStatus], now: Date) -> String {
+        for phase in SiteSchedule.Phase.allCases {
+            CoreMetrics.Gauge(label: "sessionkeeper_sites", dimensions: [("state", phase.rawValue)], factory: factory)
+                .record(sites.filter { $0.phase == phase }.count)
+        }
+        expiryGauges.withLock { gauges in
+            var current: Set<String> = []
+            for site in sites {
+                guard let expiresAt = site.expiresAt else { continue }
+                current.insert(site.name)
+                let gauge = gauges[site.name] ?? CoreMetrics.Gauge(
+                    label: "sessionkeeper_session_expires_in_seconds", dimensions: [("site", site.name)], factory: factory)
+                gauges[site.name] = gauge
+                gauge.record(expiresAt.timeIntervalSince(now))
+            }
+            // A removed site, or one whose session lost its expiry, has no such series any more.
+            for (name, gauge) in gauges where !current.contains(name) {
+                gauge.destroy()
+                gauges[name] = nil
+            }
+        }
+        return registry.emitToString()
+    }
+}

@@ -1,0 +1,254 @@
+import CookieJar
+import Daemon
+import Foundation
+import Hummingbird
+import JSON
+import Logging
+import NIOCore
+import Sessions
+import SiteConfig
+
+/// The routes of SPEC section 8. Every site route checks the peer against the site's access first (404 for a
+/// site that does not exist, 403 for one the peer may not see), then its query parameters (400 naming the
+/// parameter), then asks the ``Keeper``.
+struct APIRoutes: Sendable {
+    let keeper: Keeper
+    let access: AccessControl
+    let hub: EventHub
+    let metrics: DaemonMetrics?
+    let reload: @Sendable () -> Void
+    let limits: SocketServer.Limits
+    let started: ContinuousClock.Instant
+    let logger: Logger
+    /// The wall clock cookies are judged by.
+    let now: @Sendable () -> Date
+
+    func register(on router: Router<APIContext>) {
+        router.get("/v1/health") { request, _ in try health(request) }
+        router.get("/v1/sites") { request, context in try await sites(request, context) }
+        router.get("/v1/sites/:name") { request, context in try await site(request, context) }
+        router.get("/v1/sites/:name/cookies") { request, context in try await cookies(request, context) }
+        router.post("/v1/sites/:name/refresh") { request, context in try await refresh(request, context) }
+        router.post("/v1/sites/:name/report") { request, context in try await report(request, context) }
+        router.post("/v1/sites/:name/set-cookie") { request, context in try await setCookie(request, context) }
+        router.get("/v1/events") { request, context in try events(request, context) }
+        router.post("/v1/reload") { request, context in try reload(request, context) }
+        router.get("/metrics") { request, context in try await metricsText(request, context) }
+    }
+
+    // MARK: Routes
+
+    private func health(_ request: Request) throws -> Response {
+        _ = try Query(request, allowed: [])
+        let uptime = (ContinuousClock.now - started).components.seconds
+        return WireBody.json(.object([
+            ("status", .string("ok")), ("version", .string(SessionKeeperVersion.string)), ("uptime_s", .number(String(uptime))),
+        ]))
+    }
+
+    private func sites(_ request: Request, _ context: APIContext) async throws -> Response {
+        _ = try Query(request, allowed: [])
+        let visible = await keeper.snapshots().filter { access.allows(context.peer, site: $0.site) }
+        return WireBody.json(.object([("sites", .array(visible.map { SiteWire.site($0.status) }))]))
+    }
+
+    private func site(_ request: Request, _ context: APIContext) async throws -> Response {
+        let snapshot = try await visibleSite(context)
+        _ = try Query(request, allowed: [])
+        return WireBody.json(SiteWire.detail(snapshot, now: now()))
+    }
+
+    private func cookies(_ request: Request, _ context: APIContext) async throws -> Response {
+        let snapshot = try await visibleSite(context)
+        let query = try Query(request, allowed: ["format", "url", "min_valid", "wait"])
+        let format = try query.format("format") ?? .header
+        let url = try query.url("url")
+        let minValid = try query.duration("min_valid")
+        let wait = try query.duration("wait")
+        let served: ServedSession
+        do {
+            served = try await keeper.session(for: snapshot.site.name, minValid: minValid, wait: wait)
+        } catch {
+            throw APIError(error)
+        }
+        var cookies = served.record.liveCookies(at: self.now())
+        if let url {
+            // The jar's own rules (RFC 6265 section 5.4) pick what a request to `url` carries.
+            let storage = SiteJar.makeStorage(for: served.site, clock: self.now)
+            for cookie in cookies { storage.setCookie(cookie) }
+            cookies = storage.cookies(for: url)
+        }
+        let text = CookieCodec.encode(cookies, as: format)
+        switch format {
+        case .header: return WireBody.text(text + "\n", contentType: "text/plain; charset=utf-8")
+        case .json, .playwright: return WireBody.text(text, contentType: "application/json")
+        case .netscape, .setCookie: return WireBody.text(text, contentType: "text/plain; charset=utf-8")
+        }
+    }
+
+    private func refresh(_ request: Request, _ context: APIContext) async throws -> Response {
+        let snapshot = try await visibleSite(context)
+        let wait = try Query(request, allowed: ["wait"]).duration("wait")
+        let status: Keeper.SiteStatus
+        do {
+            status = try await keeper.refresh(snapshot.site.name, wait: wait)
+        } catch {
+            throw APIError(error)
+        }
+        guard wait != nil else { return WireBody.json(.object([("status", .string("started"))]), status: .accepted) }
+        return WireBody.json(SiteWire.site(status))
+    }
+
+    private func report(_ request: Request, _ context: APIContext) async throws -> Response {
+        let snapshot = try await visibleSite(context)
+        let status = try Query(request, allowed: ["status"]).integer("status", in: 100...599)
+        let answer: Keeper.ReportAnswer
+        do {
+            answer = try await keeper.report(snapshot.site.name)
+        } catch {
+            throw APIError(error)
+        }
+        logger.info("client reported a failed session", metadata: [
+            "site": "\(snapshot.site.name)", "status": "\(status.map(String.init) ?? "-")", "pid": "\(context.peer.pid)",
+            "action": "\(answer == .checking ? "check" : "ignored: one report per \(DurationText.format(Keeper.reportInterval))")",
+        ])
+        return WireBody.json(.object([("status", .string(answer == .checking ? "checking" : "ignored"))]), status: .accepted)
+    }
+
+    private func setCookie(_ request: Request, _ context: APIContext) async throws -> Response {
+        let snapshot = try await visibleSite(context)
+        let query = try Query(request, allowed: ["url"])
+        guard let url = try query.url("url") else { throw APIError.badParameter("url", "required: the URL of the response that carried the values") }
+        var request = request
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: limits.maxBodyBytes)
+        } catch {
+            throw APIError(.contentTooLarge, .tooLarge, "the request body is larger than \(limits.maxBodyBytes) bytes")
+        }
+        let values = Self.setCookieValues(String(decoding: body.readableBytesView, as: UTF8.self))
+        let counts: (accepted: Int, rejected: Int)
+        do {
+            counts = try await keeper.setCookies(snapshot.site.name, url: url, values: values)
+        } catch {
+            throw APIError(error)
+        }
+        return WireBody.json(.object([
+            ("accepted", .number(String(counts.accepted))), ("rejected", .number(String(counts.rejected))),
+        ]))
+    }
+
+    private func events(_ request: Request, _ context: APIContext) throws -> Response {
+        _ = try Query(request, allowed: [])
+        let channel = context.channel
+        let stream = hub.subscribe(context.peer, close: { channel.close(promise: nil) })
+        return Response(
+            status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
+            body: ResponseBody { writer in
+                // A comment first, so a reader knows it is subscribed before any event comes.
+                try await writer.write(ByteBuffer(string: ": subscribed\n\n"))
+                for await text in stream { try await writer.write(ByteBuffer(string: text)) }
+                try await writer.finish(nil)
+            })
+    }
+
+    private func reload(_ request: Request, _ context: APIContext) throws -> Response {
+        try requireEverySite(context, for: "reload the configuration")
+        _ = try Query(request, allowed: [])
+        reload()
+        return WireBody.json(.object([("status", .string("reloading"))]), status: .accepted)
+    }
+
+    private func metricsText(_ request: Request, _ context: APIContext) async throws -> Response {
+        guard let metrics else { throw APIError(.notFound, .notFound, "metrics are off (metrics: false in config.yaml)") }
+        try requireEverySite(context, for: "read the metrics (they name every site)")
+        _ = try Query(request, allowed: [])
+        let text = metrics.render(await keeper.status(), now: now())
+        return WireBody.text(text, contentType: "text/plain; version=0.0.4; charset=utf-8")
+    }
+
+    // MARK: Helpers
+
+    /// The site named in the path, when it exists (404) and the peer may see it (403).
+    private func visibleSite(_ context: APIContext) async throws -> SiteSnapshot {
+        let name = context.parameters.get("name") ?? ""
+        guard let snapshot = await keeper.snapshot(of: name) else {
+            throw APIError(.notFound, .unknownSite, "no site named '\(name)'")
+        }
+        guard access.allows(context.peer, site: snapshot.site) else {
+            throw APIError(.forbidden, .forbidden, "uid \(context.peer.uid) may not read site '\(name)'")
+        }
+        return snapshot
+    }
+
+    /// What concerns every site (reloading, the metrics, which name every site) is for the peers that see every
+    /// site: the daemon's uid, root and `socket.allow_uids`.
+    private func requireEverySite(_ context: APIContext, for action: String) throws(APIError) {
+        guard access.seesEverySite(context.peer) else {
+            throw APIError(.forbidden, .forbidden, "uid \(context.peer.uid) may not \(action)")
+        }
+    }
+
+    /// The Set-Cookie values of a body: one a line, blank lines skipped, a `Set-Cookie:` field name allowed
+    /// before a value (as a header dump has it).
+    static func setCookieValues(_ body: String) -> [String] {
+        body.split(whereSeparator: \.isNewline).compactMap { line in
+            var value = Substring(line)
+            if value.lowercased().hasPrefix("set-cookie:") { value = value.dropFirst("set-cookie:".count) }
+            let trimmed = value.trimmingCharacters(in: .whitespaces)
+            return trimmed.isEmpty ? nil : trimmed
+        }
+    }
+}
+
+/// A request's query parameters, checked: an unknown parameter or a repeated one is a 400 naming it.
+struct Query {
+    private var values: [String: String] = [:]
+
+    init(_ request: Request, allowed: Set<String>) throws(APIError) {
+        for (key, value) in request.uri.queryParameters {
+            let name = String(key)
+            guard allowed.contains(name) else {
+                let known = allowed.isEmpty ? "this route takes none" : "expected \(allowed.sorted().joined(separator: ", "))"
+                throw APIError.badParameter(name, "unknown parameter (\(known))")
+            }
+            guard values[name] == nil else { throw APIError.badParameter(name, "given more than once") }
+            values[name] = String(value)
+        }
+    }
+
+    func format(_ name: String) throws(APIError) -> CookieFormat? {
+        guard let text = values[name] else { return nil }
+        guard let format = CookieFormat(rawValue: text.lowercased()) else {
+            throw APIError.badParameter(name, "unknown format '\(text)' (expected \(CookieFormat.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
+        return format
+    }
+
+    func duration(_ name: String) throws(APIError) -> Duration? {
+        guard let text = values[name] else { return nil }
+        guard let duration = DurationText.parse(text) else {
+            throw APIError.badParameter(name, "'\(text)' is not a duration (like 500ms, 30s, 10m, 1h)")
+        }
+        return duration
+    }
+
+    /// An absolute http or https URL with a host, as the jar needs one.
+    func url(_ name: String) throws(APIError) -> URL? {
+        guard let text = values[name] else { return nil }
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+              CookieRules.canonicalHost(of: url) != nil
+        else {
+            throw APIError.badParameter(name, "'\(text)' is not an absolute http or https URL with a host")
+        }
+        return url
+    }
+
+    func integer(_ name: String, in range: ClosedRange<Int>) throws(APIError) -> Int? {
+        guard let text = values[name] else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw APIError.badParameter(name, "'\(text)' is not a number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+}

@@ -1,0 +1,167 @@
+import Daemon
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import Platform
+import ServiceLifecycle
+import SiteConfig
+import Synchronization
+
+/// The daemon's HTTP/1.1 API on its Unix-domain socket (SPEC section 8), a `Service` in the daemon's
+/// `ServiceGroup` beside the ``KeeperService``.
+///
+/// It owns the socket file (its folder, a stale file from a crash replaced, a live one refused, the mode and
+/// group applied once bound, the file removed when it stops), the peer check of every connection
+/// (SO_PEERCRED, ``AccessControl``), the routes, the event stream and the metrics. Everything about sites
+/// and sessions it asks the ``Keeper``.
+public final class SocketServer: Service, Sendable {
+    /// Bounds on what one client may make the server hold. NIO serves every connection on its event loops
+    /// without blocking, so a slow client holds its own connection only.
+    public struct Limits: Sendable, Hashable {
+        /// Largest request body (`set-cookie`'s values); a larger one is a 413.
+        public var maxBodyBytes = 64 * 1024
+        /// Largest single header field, and all header fields together.
+        public var maxHeaderFieldBytes = 8 * 1024
+        public var maxHeaderListBytes = 16 * 1024
+        /// Most header fields in one request.
+        public var maxHeaderFieldCount = 64
+        /// A connection with no request in progress for this long is closed (a request's head arriving
+        /// byte by byte counts as no request).
+        public var idleTimeout: Duration = .seconds(60)
+        /// Events held for one `GET /v1/events` reader; one that falls further behind is dropped.
+        public var eventBuffer = 256
+
+        public init() {}
+    }
+
+    private let settings: SocketSettings
+    private let limits: Limits
+    private let keeper: Keeper
+    private let access: AccessControl
+    private let metrics: DaemonMetrics
+    private let metricsEnabled: Bool
+    private let reload: @Sendable () -> Void
+    private let logger: Logger
+    private let now: @Sendable () -> Date
+    private let peers = PeerRegistry()
+    private let hub: EventHub
+    private let onListening: @Sendable () -> Void
+
+    /// - Parameters:
+    ///   - settings: `socket:` of config.yaml (read once: a changed socket needs a restart).
+    ///   - metricsEnabled: `metrics:` of config.yaml (serve `GET /metrics`).
+    ///   - reload: what `POST /v1/reload` does (``KeeperService/reload()``, as SIGHUP).
+    ///   - onListening: called once the socket listens with its mode and group set.
+    public init(
+        settings: SocketSettings, metricsEnabled: Bool, keeper: Keeper, reload: @escaping @Sendable () -> Void,
+        logger: Logger, limits: Limits = Limits(), now: @escaping @Sendable () -> Date = { Date() },
+        onListening: @escaping @Sendable () -> Void = {}
+    ) {
+        self.settings = settings
+        self.limits = limits
+        self.keeper = keeper
+        self.access = AccessControl(daemonUID: Syscall.userID, allowUIDs: settings.allowUIDs)
+        self.metrics = DaemonMetrics()
+        self.metricsEnabled = metricsEnabled
+        self.reload = reload
+        self.logger = logger
+        self.now = now
+        self.hub = EventHub(keeper: keeper, access: access, metrics: metrics, readerBuffer: limits.eventBuffer, logger: logger)
+        self.onListening = onListening
+    }
+
+    /// Checks the socket path before anything else starts, so a daemon that cannot serve there stops before
+    /// it logs anything in: creates a missing folder and replaces a stale socket file. ``run()`` checks again.
+    /// - Throws: ``SocketFileError`` when another process listens on the path, or it holds something else.
+    public func prepareSocketFile() throws(SocketFileError) {
+        _ = try SocketFile.prepare(settings)
+    }
+
+    /// Listens until graceful shutdown, then lets requests in flight finish, ends the event streams and
+    /// removes the socket file.
+    /// - Throws: ``SocketFileError`` when the socket cannot be set up (another daemon listens on it, the path
+    ///   holds something else, a system call failed), or the error that stopped the server.
+    public func run() async throws {
+        let gid = try SocketFile.prepare(settings)
+        let bound = BoundFlag()
+        let (ready, readyFeed) = AsyncStream.makeStream(of: SocketFileError?.self)
+        let application = Application(
+            router: buildRouter(),
+            server: .http1(configuration: http1Configuration()),
+            configuration: ApplicationConfiguration(address: .unixDomainSocket(path: settings.path), serverName: nil),
+            onServerRunning: { [settings] _ in
+                bound.set()
+                do throws(SocketFileError) {
+                    try SocketFile.protect(settings, gid: gid)
+                    readyFeed.yield(nil)
+                } catch {
+                    readyFeed.yield(error)
+                }
+                readyFeed.finish()
+            },
+            logger: logger)
+        defer {
+            if bound.isSet { SocketFile.remove(settings.path) }
+        }
+        try await withGracefulShutdownHandler {
+            // Each child says whether its end is the server's: the server stopping ends the hub too, and a
+            // socket file that could not be protected stops the server.
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    try await application.run()
+                    return true
+                }
+                group.addTask {
+                    await self.hub.run()
+                    return false
+                }
+                group.addTask {
+                    for await failure in ready {
+                        if let failure { throw failure }
+                        self.logger.info("socket listening", metadata: [
+                            "path": "\(self.settings.path)", "mode": "\(String(self.settings.mode, radix: 8))",
+                        ])
+                        self.onListening()
+                    }
+                    return false
+                }
+                while let serverEnded = try await group.next() {
+                    if serverEnded { group.cancelAll() }
+                }
+            }
+        } onGracefulShutdown: {
+            // Event streams never end by themselves: they end now, so their responses finish.
+            self.hub.closeAll()
+        }
+    }
+
+    private func buildRouter() -> Router<APIContext> {
+        let router = Router(context: APIContext.self)
+        router.add(middleware: APIMiddleware(peers: peers, metrics: metrics))
+        APIRoutes(
+            keeper: keeper, access: access, hub: hub, metrics: metricsEnabled ? metrics : nil, reload: reload, limits: limits,
+            started: .now, logger: logger, now: now
+        ).register(on: router)
+        return router
+    }
+
+    private func http1Configuration() -> HTTP1Channel.Configuration {
+        let peers = peers
+        return HTTP1Channel.Configuration(
+            additionalChannelHandlers: [peers.makeHandler()],
+            idleTimeout: TimeAmount.nanoseconds(
+                limits.idleTimeout.components.seconds * 1_000_000_000 + limits.idleTimeout.components.attoseconds / 1_000_000_000),
+            httpDecoderConfiguration: .init(
+                maxHeaderFieldSize: limits.maxHeaderFieldBytes, maxHeaderListSize: limits.maxHeaderListBytes,
+                maxHeaderFieldCount: limits.maxHeaderFieldCount))
+    }
+}
+
+/// Whether the server bound the socket: only then is the file at the path its own to remove.
+private final class BoundFlag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
+}

@@ -1,0 +1,243 @@
+import CurlTransport
+import Daemon
+import DemoSite
+import Foundation
+import JSON
+import LoginFlow
+import Logging
+import Platform
+import Scheduler
+import ServiceLifecycle
+import Sessions
+import SiteConfig
+import SocketAPI
+import Synchronization
+import TestSupport
+import Vault
+
+/// A real daemon core for socket tests: the demo site on 127.0.0.1, libcurl, a vault, a ``Keeper`` and the
+/// ``SocketServer`` on a socket in a temporary folder, with every log line kept to check that none holds a
+/// cookie value. Clients are real `curl --unix-socket` processes.
+struct SocketWorld {
+    /// The demo site's login, checked every second.
+    static func siteYAML(_ base: URL, extra: String = "") -> String {
+        """
+        base_url: \(base.absoluteString)
+        credentials: {username: alice, password: {env: DEMO_PASSWORD}}
+        login:
+          steps:
+            - name: login page
+              get: /login
+              extract: {csrf: {xpath: "//form[@id='login']//input[@name='csrf']/@value"}}
+            - name: submit
+              post: /login
+              form: {username: "{{ credentials.username }}", password: "{{ credentials.password }}", csrf: "{{ csrf }}"}
+              follow_redirects: false
+              expect: {status: 303, cookie: demo_session}
+        check: {get: /api/me, expect: {status: 200}, every: 1s}
+        cookies: {essential: [demo_session]}
+        \(extra)
+        """
+    }
+
+    struct Credentials: CredentialProvider {
+        func value(of name: String, site: String) async throws -> String {
+            name == "username" ? "alice" : DemoSite.Configuration.defaultPassword
+        }
+    }
+
+    /// Counts the demo site's requests by `METHOD path`.
+    final class RequestCounter: Sendable {
+        private let counts = Mutex<[String: Int]>([:])
+        var log: @Sendable (DemoSite.RequestLogEntry) -> Void {
+            { [self] entry in counts.withLock { $0["\(entry.method) \(entry.path)", default: 0] += 1 } }
+        }
+        func count(_ key: String) -> Int { counts.withLock { $0[key] ?? 0 } }
+    }
+
+    /// Every log line of the keeper and the server, rendered with its metadata.
+    final class LogLines: Sendable {
+        private let lines = Mutex<[String]>([])
+        func append(_ line: String) { lines.withLock { $0.append(line) } }
+        var all: [String] { lines.withLock { $0 } }
+    }
+
+    struct CapturingLogHandler: LogHandler {
+        let sink: LogLines
+        var logLevel: Logger.Level = .debug
+        var metadata: Logger.Metadata = [:]
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+            sink.append("\(event.level) \(event.message) \(merged.map { "\($0)=\($1)" }.sorted().joined(separator: " "))")
+        }
+    }
+
+    /// A client's answer: the HTTP status and the body.
+    struct Answer {
+        var status: Int
+        var body: String
+        var json: JSONValue? { try? JSONValue.parse(body) }
+        /// `error.code` of a JSON error body.
+        var errorCode: String? { json?["error"]?["code"]?.plainText }
+    }
+
+    var server: DemoSite.RunningServer
+    var client: CurlHTTPClient
+    var vault: Vault
+    var requests: RequestCounter
+    var folder: TemporaryFolder
+    var keeper: Keeper
+    var logs: LogLines
+    var logger: Logger
+    var socketPath: String
+    var reloads: Counter
+    /// How many times a server of this world said it listens.
+    var listens: Counter
+
+    final class Counter: Sendable {
+        private let value = Mutex(0)
+        func increment() { value.withLock { $0 += 1 } }
+        var count: Int { value.withLock { $0 } }
+    }
+
+    func site(_ name: String = "demo", extra: String = "") throws -> SiteDefinition {
+        try site(name, yaml: Self.siteYAML(server.baseURL, extra: extra))
+    }
+
+    func site(_ name: String, yaml: String) throws -> SiteDefinition {
+        let loader = ConfigurationLoader(environment: [:])
+        return try loader.loadSite(text: yaml, file: folder.path("\(name).yaml"), config: loader.defaultConfig(directory: folder.path))
+    }
+
+    /// The socket server for this world (not started).
+    func socketServer(
+        settings: SocketSettings? = nil, metrics: Bool = true, limits: SocketServer.Limits = SocketServer.Limits()
+    ) -> SocketServer {
+        SocketServer(
+            settings: settings ?? SocketSettings(path: socketPath, mode: 0o666), metricsEnabled: metrics, keeper: keeper,
+            reload: { [reloads] in reloads.increment() }, logger: logger, limits: limits,
+            onListening: { [listens] in listens.increment() })
+    }
+
+    /// Runs `server` in a service group until `body` returns, then shuts it down gracefully.
+    func serving<T>(_ server: SocketServer, _ body: () async throws -> T) async throws -> T {
+        let listensBefore = listens.count
+        let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
+        let running = Task { try await group.run() }
+        defer { running.cancel() }
+        // The server says when it listens with its mode set; a socket that never comes up fails the test.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while listens.count == listensBefore {
+            guard ContinuousClock.now < deadline else { throw WorldError("the socket server did not start") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        do {
+            let result = try await body()
+            await group.triggerGracefulShutdown()
+            try await running.value
+            return result
+        } catch {
+            await group.triggerGracefulShutdown()
+            _ = await running.result
+            throw error
+        }
+    }
+
+    /// `curl --unix-socket` as root, or as nobody (uid and gid 65534, no supplementary groups unless given).
+    func curl(_ path: String, asNobody: Bool = false, groups: [UInt32]? = nil, maxTime: Int = 30) async throws -> Answer {
+        try await curl("GET", path, asNobody: asNobody, groups: groups, maxTime: maxTime)
+    }
+
+    func curl(
+        _ method: String, _ path: String, body: String? = nil, asNobody: Bool = false, groups: [UInt32]? = nil,
+        maxTime: Int = 30
+    ) async throws -> Answer {
+        var arguments = ["-sS", "--unix-socket", socketPath, "-X", method, "-o", "-", "-w", "\n%{http_code}", "--max-time", "\(maxTime)"]
+        // No `Expect: 100-continue` pause before a larger body.
+        if body != nil { arguments += ["--data-binary", "@-", "-H", "Content-Type: text/plain", "-H", "Expect:"] }
+        arguments.append("http://localhost" + path)
+        var executable = "/usr/bin/curl"
+        if asNobody {
+            let groupOption = groups.map { "--groups=" + $0.map(String.init).joined(separator: ",") } ?? "--clear-groups"
+            arguments = ["--reuid=65534", "--regid=65534", groupOption, executable] + arguments
+            executable = "/usr/bin/setpriv"
+        }
+        let result = try await runProgram(executable, arguments, input: body.map { Data($0.utf8) })
+        let text = result.outputText
+        guard let newline = text.lastIndex(of: "\n"), let status = Int(text[text.index(after: newline)...]) else {
+            throw WorldError("curl gave no status (exit \(result.status)): \(result.errorText)")
+        }
+        return Answer(status: status, body: String(text[..<newline]))
+    }
+
+    /// Every cookie value the vault holds for `sites`, for "never in a log line" checks (values shorter than
+    /// 8 characters would match by chance).
+    func storedCookieValues(_ sites: [String]) async throws -> [String] {
+        var values: [String] = []
+        let store = VaultSessionStore(vault: vault)
+        for site in sites {
+            values += (try await store.load(site: site))?.cookies.map(\.value) ?? []
+        }
+        return values.filter { $0.count >= 8 }
+    }
+
+    static func withWorld(
+        sessionMaxAge: Int = 3600, sliding: Bool = false, socketFolderMode: Int16 = 0o755,
+        _ body: (SocketWorld) async throws -> Void
+    ) async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        // The socket's folder is traversable by nobody for the peer tests; /tmp's sticky folder lets it in.
+        let socketFolder = folder.path("run")
+        try FileManager.default.createDirectory(atPath: socketFolder, withIntermediateDirectories: true)
+        try Syscall.chmod(folder.path, 0o755)
+        try Syscall.chmod(socketFolder, mode_t(socketFolderMode))
+        let requests = RequestCounter()
+        let server = try await DemoSite.start(
+            configuration: DemoSite.Configuration(port: 0, sessionMaxAge: sessionMaxAge, sliding: sliding), requestLog: requests.log)
+        let client = try CurlHTTPClient()
+        let state = folder.path("state")
+        let vault = try Vault.open(stateDirectory: state, key: .keyFile(path: state + "/master.key"), createIfMissing: true)
+        let logs = LogLines()
+        var logger = Logger(label: "socket-test") { _ in CapturingLogHandler(sink: logs) }
+        logger.logLevel = .debug
+        let login = SiteLogin(
+            client: client, store: VaultSessionStore(vault: vault), credentials: { _ in Credentials() }, environment: [:])
+        let keeper = Keeper(
+            login: login, settings: SchedulerSettings(maxConcurrentLogins: 4, perHostInterval: .zero, jitter: 0), logger: logger)
+        let world = SocketWorld(
+            server: server, client: client, vault: vault, requests: requests, folder: folder, keeper: keeper, logs: logs,
+            logger: logger, socketPath: socketFolder + "/sk.sock", reloads: Counter(), listens: Counter())
+        do {
+            try await body(world)
+        } catch {
+            await keeper.stopAll()
+            vault.close()
+            client.shutdown()
+            await server.stop()
+            throw error
+        }
+        await keeper.stopAll()
+        vault.close()
+        client.shutdown()
+        await server.stop()
+    }
+
+    static func waitUntil(_ timeout: Duration, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try await condition()
+    }
+}
+
+struct WorldError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
