@@ -361,8 +361,19 @@ public struct SiteSchedule: Sendable {
             return
         }
         var due: Date?
+        var lead = Self.seconds(policy.beforeExpiry)
         if let expiresAt = session.expiresAt {
-            due = expiresAt.addingTimeInterval(-Self.seconds(policy.beforeExpiry))
+            let lifetime = expiresAt.timeIntervalSince(session.lastLogin)
+            if lifetime > 0 {
+                // A session shorter than twice before_expiry is renewed halfway through its life: renewing it
+                // "before_expiry before it ends" would mean at once, and again at once after that login.
+                lead = min(lead, lifetime / 2)
+                due = expiresAt.addingTimeInterval(-lead)
+            } else {
+                // The login made a session that was already over: try again after retry.initial, not at once.
+                lead = 0
+                due = session.lastLogin.addingTimeInterval(Self.seconds(policy.retryInitial))
+            }
         }
         if let maxAge = policy.maxAge {
             let byAge = session.lastLogin.addingTimeInterval(Self.seconds(maxAge))
@@ -372,7 +383,7 @@ public struct SiteSchedule: Sendable {
             deadlines[.login] = nil
             return
         }
-        due = due.addingTimeInterval(-Self.seconds(policy.beforeExpiry) * policy.jitter * random.unit())
+        due = due.addingTimeInterval(-lead * policy.jitter * random.unit())
         let deadline = now.monotonic(at: due)
         deadlines[.login] = max(deadline, now.monotonic)
     }

@@ -95,9 +95,11 @@ struct TestClock {
         var expired = SiteSchedule(policy: Self.policy(), seed: 1)
         let stale = Self.session(clock, expiresIn: .seconds(-1))
         #expect(expired.handle(.start(session: stale, enabled: true), now: clock.now) == [.logIn])
-        // A session that expires within before_expiry is valid but due: it is refreshed, not logged in anew.
+        // A session (of an hour) that expires within before_expiry is valid but due: it is refreshed, not
+        // logged in anew.
         var due = SiteSchedule(policy: Self.policy(), seed: 1)
-        #expect(due.handle(.start(session: Self.session(clock, expiresIn: .seconds(60)), enabled: true), now: clock.now) == [.logIn])
+        let ending = Self.session(clock, expiresIn: .seconds(60), loggedInAgo: .seconds(3540))
+        #expect(due.handle(.start(session: ending, enabled: true), now: clock.now) == [.logIn])
         #expect(due.phase == .refreshing)
     }
 
@@ -116,6 +118,25 @@ struct TestClock {
         let clock = TestClock()
         let schedule = Self.loggedIn(clock, policy: Self.policy(maxAge: .seconds(1200)), expiresIn: .seconds(3600))
         #expect(clock.offset(schedule.deadlines[.login]) == .seconds(1200))
+    }
+
+    /// A 30-second session under the default before_expiry of 10 minutes is renewed halfway through its
+    /// life, not at once after each login (which logged in 87 times in 2 s).
+    @Test func aSessionShorterThanBeforeExpiryIsRenewedHalfwayNotAtOnce() {
+        var clock = TestClock()
+        var schedule = Self.loggedIn(clock, expiresIn: .seconds(30))
+        #expect(clock.offset(schedule.deadlines[.login]) == .seconds(15))
+        clock.advance(.seconds(15))
+        #expect(schedule.handle(.timerFired(.login), now: clock.now) == [.logIn])
+        clock.advance(.seconds(1))
+        #expect(schedule.handle(.loginFinished(.ok, session: Self.session(clock, expiresIn: .seconds(30))), now: clock.now).isEmpty)
+        #expect(clock.offset(schedule.deadlines[.login]) == .seconds(15))
+        // A login whose session was already over when it ended: retried after retry.initial (30 s), not at once.
+        clock.advance(.seconds(15))
+        #expect(schedule.handle(.timerFired(.login), now: clock.now) == [.logIn])
+        let over = SessionSummary(lastLogin: clock.wall, expiresAt: clock.wall.addingTimeInterval(-1))
+        _ = schedule.handle(.loginFinished(.ok, session: over), now: clock.now)
+        #expect(clock.offset(schedule.deadlines[.login]) == .seconds(30))
     }
 
     @Test func theLoginTimerFiresAndASuccessPlansTheNextOne() {

@@ -177,7 +177,7 @@ import Vault
     }
 
     @Test func commandsRunConcurrently() async throws {
-        let resolver = CredentialResolver(vault: nil, commandTimeout: .seconds(10))
+        let resolver = CredentialResolver(vault: nil, commandTimeout: .seconds(60))
         let wiki = site([
             CredentialEntry(name: "slow", source: .command(["sh", "-c", "sleep 0.2; echo slow-value"])),
             CredentialEntry(name: "missing", source: .environment("NOT_SET_ANYWHERE_42")),
@@ -252,7 +252,7 @@ final class LineCollector: Sendable {
         let dumpFile = folder.path + "/environment"
         // Another passphrase sits in the environment (the one `vault rekey` moves away from, say).
         let source = MasterKeySource.passphraseCommand(
-            argv: ["sh", "-c", "/usr/bin/env > \"$0\"; echo from-the-command", dumpFile], timeout: .seconds(10))
+            argv: ["sh", "-c", "/usr/bin/env > \"$0\"; echo from-the-command", dumpFile], timeout: .seconds(60))
         let state = folder.state
         let environment = Self.callerEnvironment
         try await onDedicatedThread { () throws(VaultError) in

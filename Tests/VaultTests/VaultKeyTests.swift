@@ -120,7 +120,7 @@ import Testing
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let state = folder.state
-        let source = MasterKeySource.passphraseCommand(argv: ["printf", "%s\\n", "from a command; not $HOME"], timeout: .seconds(5))
+        let source = MasterKeySource.passphraseCommand(argv: ["printf", "%s\\n", "from a command; not $HOME"], timeout: .seconds(60))
         try await onDedicatedThread { () throws(VaultError) in
             try Vault.open(stateDirectory: state, key: source, createIfMissing: true, scrypt: fastScrypt).close()
         }
@@ -134,7 +134,7 @@ import Testing
         let error = #expect(throws: VaultError.self) { try timedOut.get() }
         #expect(error?.description.contains("did not finish") == true)
         #expect(elapsed < .seconds(5))
-        let failing = MasterKeySource.passphraseCommand(argv: ["false"], timeout: .seconds(5))
+        let failing = MasterKeySource.passphraseCommand(argv: ["false"], timeout: .seconds(60))
         let failed = await onDedicatedThread { Result { () throws(VaultError) in try Vault.open(stateDirectory: state, key: failing) }.map { $0.close() } }
         let failure = #expect(throws: VaultError.self) { try failed.get() }
         #expect(failure?.description.contains("exit status 1") == true)
