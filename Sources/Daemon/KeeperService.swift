@@ -47,7 +47,11 @@ public final class KeeperService: Service, Sendable {
         case files([String])
         case reload
         case watchdog
+        case statusChanged
     }
+
+    /// At most one `STATUS=` update to systemd per this interval; the last change within it is sent at its end.
+    public static let statusInterval: Duration = .seconds(1)
 
     public func run() async throws {
         var config = initialConfig
@@ -66,9 +70,24 @@ public final class KeeperService: Service, Sendable {
                 feed.yield(.watchdog)
             }
         }
+        // Under systemd, `systemctl status` shows the counts as they change, not only as they were at start.
+        let statusUpdates = Task { [notifier, keeper, feed] in
+            guard notifier.socketPath != nil else { return }
+            var lastSent = ContinuousClock.now - Self.statusInterval
+            // A small buffer is enough: the counts are read when the update is sent, so a change whose event
+            // was dropped while the buffer was full is still counted.
+            for await event in await keeper.events(buffer: 16) {
+                guard case .state = event else { continue }
+                let wait = lastSent + Self.statusInterval - .now
+                if wait > .zero { try? await Task.sleep(for: wait) }
+                lastSent = .now
+                feed.yield(.statusChanged)
+            }
+        }
         defer {
             signals.cancel()
             watchdog.cancel()
+            statusUpdates.cancel()
         }
         await notify { try $0.ready(status: await self.statusLine()) }
         logger.info("daemon ready", metadata: ["sites": "\(catalog.sites.count)", "sites_dir": "\(config.sitesDirectory)"])
@@ -104,6 +123,10 @@ public final class KeeperService: Service, Sendable {
             case .watchdog:
                 await notify { try $0.watchdog() }
                 continue
+            case .statusChanged:
+                let line = await statusLine()
+                await notify { try $0.status(line) }
+                continue
             }
         }
         await notify { try $0.stopping() }
@@ -136,10 +159,13 @@ public final class KeeperService: Service, Sendable {
         for file in report.removed { logger.info("site file removed", metadata: ["file": "\(file)"]) }
     }
 
+    /// `N sites: V valid, F failing, O other` (failing: failed or needs-attention; other: logging in for
+    /// the first time, or disabled).
     private func statusLine() async -> String {
         let sites = await keeper.status()
-        let valid = sites.filter { $0.phase == .valid }.count
-        return "\(sites.count) sites, \(valid) valid, \(sites.count - valid) not valid"
+        let valid = sites.filter { $0.phase == .valid || $0.phase == .refreshing }.count
+        let failing = sites.filter { $0.phase == .failed || $0.phase == .needsAttention }.count
+        return "\(sites.count) sites: \(valid) valid, \(failing) failing, \(sites.count - valid - failing) other"
     }
 
     /// systemd is told, and a failure to tell it is logged, never fatal.

@@ -93,8 +93,10 @@ import Testing
                 }
             }
 
-            #expect(await eventually { read(notifyLog).contains("READY=1\nSTATUS=1 sites,") }, "notify: \(read(notifyLog))")
+            #expect(await eventually { read(notifyLog).contains("READY=1\nSTATUS=1 sites: ") }, "notify: \(read(notifyLog))")
             #expect(await eventually { read(logPath).contains("outcome=ok run=login site=demo") }, "log: \(read(logPath))")
+            // The counts follow the states: once the login is done, systemd hears the site is valid.
+            #expect(await eventually { read(notifyLog).contains("STATUS=1 sites: 1 valid, 0 failing, 0 other") }, "notify: \(read(notifyLog))")
             #expect(await eventually { read(notifyLog).contains("WATCHDOG=1") }, "notify: \(read(notifyLog))")
 
             // SIGHUP with a config.yaml that names another sites folder: demo goes, demo-two comes.
