@@ -34,6 +34,22 @@ import Testing
             let items = try world.vaultFiles()
             #expect(!items.isEmpty, "vault items: \(items.count)")
 
+            // The client commands against the real daemon, over its socket (config.yaml's default path).
+            let cookie = try await world.run(["cookie", "demo", "--config", world.configPath])
+            #expect(cookie.status == 0, "\(cookie.stderr)")
+            #expect(cookie.stdout.contains("demo_session="))
+            #expect(!cookie.stderr.contains("nothing keeps"), "served by the daemon, not read from the vault")
+            let listed = try await world.run(["status", "--json", "--config", world.configPath])
+            #expect(listed.status == 0, "\(listed.stderr)")
+            #expect(listed.stdout.contains("\"name\":\"demo\"") && listed.stdout.contains("\"state\":\"valid\""), "\(listed.stdout)")
+            let refreshed = try await world.run(["refresh", "demo", "--wait", "30s", "--config", world.configPath])
+            #expect(refreshed.status == 0, "\(refreshed.stderr)")
+            let exec = try await world.run(["exec", "demo", "--config", world.configPath, "--", "/bin/sh", "-c", "test -n \"$SESSIONKEEPER_COOKIE\" && exit 7"])
+            #expect(exec.status == 7, "\(exec.stderr)")
+            for output in [cookie.stderr, listed.stdout, listed.stderr, refreshed.stdout, refreshed.stderr, exec.stderr] {
+                #expect(!output.contains(LoginCLITests.password))
+            }
+
             let second = try await world.run(["run", "--config", world.configPath], environment: ["DEMO_PASSWORD": LoginCLITests.password])
             #expect(second.status != 0)
             #expect(second.stderr.contains("pid \(daemon.processIdentifier)"), "\(second.stderr)")
