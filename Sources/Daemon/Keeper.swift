@@ -42,6 +42,10 @@ public actor Keeper {
     private var seed: UInt64 = 0x5E55_10E5
     /// Set by ``stopAll()``: a run that ends after it (cancelled or not) starts nothing new and arms no timer.
     private var stopped = false
+    /// Each site's earliest deadline, kept beside `entries` so that arming the one timer and finding the
+    /// sites due need no copy of every site's entry (with ten thousand sites, copying them on each event
+    /// made starting quadratic).
+    private var deadlineBySite: [String: ContinuousClock.Instant] = [:]
     private var subscribers: [UInt64: AsyncStream<KeeperEvent>.Continuation] = [:]
     /// Requests waiting for a site's login to end, by site; resumed with false when their wait runs out.
     private var loginWaiters: [String: [UInt64: CheckedContinuation<Bool, Never>]] = [:]
@@ -169,6 +173,7 @@ public actor Keeper {
 
     private func remove(_ name: String) {
         guard let entry = entries.removeValue(forKey: name) else { return }
+        deadlineBySite[name] = nil
         for task in entry.runs.values { task.cancel() }
         gate.finish(site: name)
         resumeWaiters(of: name, loginEnded: true)
@@ -179,17 +184,19 @@ public actor Keeper {
     // MARK: Events and actions
 
     private func dispatch(_ event: SiteSchedule.Event, to name: String) {
-        guard !stopped, var entry = entries[name] else { return }
-        let before = entry.schedule.phase
-        let actions = entry.schedule.handle(event, now: now)
-        entries[name] = entry
+        guard !stopped, let before = entries[name]?.schedule.phase else { return }
+        let now = now
+        // In place: a copy of the entry would make the schedule's collections copy on write.
+        let actions = entries[name]?.schedule.handle(event, now: now) ?? []
+        guard let schedule = entries[name]?.schedule else { return }
+        deadlineBySite[name] = schedule.nextDeadline
         // A site's first state is logged by "site added"; its placeholder state before is nothing to report.
-        if before != entry.schedule.phase, !event.isStart {
+        if before != schedule.phase, !event.isStart {
             logger.info("state changed", metadata: [
-                "site": "\(name)", "from": "\(before.rawValue)", "to": "\(entry.schedule.phase.rawValue)",
-                "next_refresh": "\(entry.schedule.nextLogin(now: now).map { CookieTime.rfc3339($0) } ?? "-")",
+                "site": "\(name)", "from": "\(before.rawValue)", "to": "\(schedule.phase.rawValue)",
+                "next_refresh": "\(schedule.nextLogin(now: now).map { CookieTime.rfc3339($0) } ?? "-")",
             ])
-            publish(.state(site: name, time: wallClock(), from: before, to: entry.schedule.phase))
+            publish(.state(site: name, time: wallClock(), from: before, to: schedule.phase))
         }
         for action in actions { start(action, for: name) }
     }
@@ -513,8 +520,8 @@ public actor Keeper {
     /// Keeps exactly one sleeping task, for the earliest deadline of any site or of the gate.
     private func rearm() {
         guard !stopped else { return }
-        let deadlines = entries.values.compactMap(\.schedule.nextDeadline) + [gate.nextAdmission()].compactMap { $0 }
-        guard let next = deadlines.min() else {
+        let next = [deadlineBySite.values.min(), gate.nextAdmission()].compactMap { $0 }.min()
+        guard let next else {
             sleeper?.cancel()
             sleeper = nil
             sleeperDeadline = nil
@@ -537,8 +544,9 @@ public actor Keeper {
         sleeper = nil
         sleeperDeadline = nil
         let now = now
-        for (name, entry) in entries {
-            for (timer, deadline) in entry.schedule.deadlines where deadline <= now.monotonic {
+        let due = deadlineBySite.filter { $0.value <= now.monotonic }.keys
+        for name in due {
+            for (timer, deadline) in entries[name]?.schedule.deadlines ?? [:] where deadline <= now.monotonic {
                 dispatch(.timerFired(timer), to: name)
             }
         }
