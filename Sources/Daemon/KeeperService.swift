@@ -108,8 +108,13 @@ public final class KeeperService: Service, Sendable {
                         watcher?.stop()
                         watcher = startWatching(reloaded.sitesDirectory, feed: feed)
                     }
+                    let pending = Self.settingsNeedingRestart(running: config, reloaded: reloaded)
                     config = reloaded
                     logger.info("config.yaml reloaded", metadata: ["file": "\(configPath)"])
+                    if !pending.isEmpty {
+                        logger.warning(
+                            "config.yaml: \(pending.joined(separator: ", ")) changed; the daemon keeps the running values until it is restarted")
+                    }
                 } catch {
                     // The previous settings stay, as a broken site file keeps its last good definition.
                     for line in DiagnosticRenderer(showSource: false).render(error, source: nil) {
@@ -157,6 +162,19 @@ public final class KeeperService: Service, Sendable {
             }
         }
         for file in report.removed { logger.info("site file removed", metadata: ["file": "\(file)"]) }
+    }
+
+    /// The keys of config.yaml a reload cannot apply to a running daemon: the state folder and the vault it
+    /// holds open, the socket it listens on, the metrics route, and the logging set up at start. Sites,
+    /// `sites_dir`, `plugins_dir`, `defaults` and `scheduler` apply at once.
+    static func settingsNeedingRestart(running: DaemonConfig, reloaded: DaemonConfig) -> [String] {
+        var keys: [String] = []
+        if running.stateDirectory != reloaded.stateDirectory { keys.append("state_dir") }
+        if running.vault != reloaded.vault { keys.append("vault") }
+        if running.socket != reloaded.socket { keys.append("socket") }
+        if running.metrics != reloaded.metrics { keys.append("metrics") }
+        if running.log != reloaded.log { keys.append("log") }
+        return keys
     }
 
     /// `N sites: V valid, F failing, O other` (failing: failed or needs-attention; other: logging in for

@@ -118,10 +118,13 @@ import Testing
             // SIGHUP with a config.yaml that names another sites folder: demo goes, demo-two comes.
             try FileManager.default.createDirectory(atPath: world.folder.path("other-sites"), withIntermediateDirectories: true)
             try FileManager.default.copyItem(atPath: world.folder.path("sites/demo.yaml"), toPath: world.folder.path("other-sites/demo-two.yaml"))
-            try "state_dir: state\nsites_dir: other-sites\nvault: {key: {file: state/master.key}}\n"
+            try "state_dir: state\nsites_dir: other-sites\nvault: {key: {file: state/master.key}}\nmetrics: false\n"
                 .write(toFile: world.configPath, atomically: true, encoding: .utf8)
             kill(daemon.processIdentifier, SIGHUP)
             #expect(await eventually { read(logPath).contains("config.yaml reloaded") }, "log: \(read(logPath))")
+            // What a running daemon cannot change is said, not silently ignored.
+            #expect(read(logPath).contains("config.yaml: metrics changed; the daemon keeps the running values until it is restarted"),
+                    "log: \(read(logPath))")
             #expect(await eventually { read(logPath).contains("outcome=ok run=login site=demo-two") }, "log: \(read(logPath))")
             #expect(read(logPath).split(separator: "\n").contains { $0.contains("site removed") && $0.contains("site=demo ") },
                     "log: \(read(logPath))")
