@@ -410,7 +410,7 @@ public actor Keeper {
     private func usable(_ entry: Entry, minValid: Duration?) -> ServedSession? {
         guard let record = entry.record, entry.schedule.session?.essentialCookiesPresent ?? false else { return nil }
         let now = wallClock()
-        let horizon = now.addingTimeInterval(minValid.map(Self.seconds) ?? 0)
+        let horizon = now.addingTimeInterval(minValid.map { $0 / .seconds(1) } ?? 0)
         guard Self.summary(record, site: entry.site, now: horizon).essentialCookiesPresent,
               entry.schedule.session?.isValid(at: horizon) ?? false
         else { return nil }
@@ -511,10 +511,6 @@ public actor Keeper {
             environment: login.environment, now: wallClock)
     }
 
-    private static func seconds(_ duration: Duration) -> TimeInterval {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
     // MARK: Timers
 
     /// Keeps exactly one sleeping task, for the earliest deadline of any site or of the gate.
@@ -565,8 +561,7 @@ public actor Keeper {
 
     /// One line per run: site, what ran, outcome and duration, never a value.
     private func log(_ what: String, site: String, outcome: RunOutcome, duration: Duration) {
-        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-        var metadata: Logger.Metadata = ["site": "\(site)", "run": "\(what)", "ms": "\(milliseconds)", "outcome": "\(outcome.name)"]
+        var metadata: Logger.Metadata = ["site": "\(site)", "run": "\(what)", "ms": "\(duration.wholeMilliseconds)", "outcome": "\(outcome.name)"]
         if let reason = outcome.reason { metadata["error"] = "\(reason)" }
         if outcome == .ok {
             logger.info("\(what) finished", metadata: metadata)

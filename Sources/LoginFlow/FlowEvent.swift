@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// What a run reports as it goes, for the CLI's verbose output and the daemon's log. Nothing in an event
 /// holds a secret: URLs are redacted (no query, no user info), plugin stderr is masked.
@@ -82,10 +83,7 @@ public enum FlowEvent: Sendable {
         public var redirectHop: Int
 
         /// Whole milliseconds, as the CLI prints them.
-        public var milliseconds: Int64 {
-            let (seconds, attoseconds) = duration.components
-            return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-        }
+        public var milliseconds: Int64 { duration.wholeMilliseconds }
     }
 }
 

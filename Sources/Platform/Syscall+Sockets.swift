@@ -51,7 +51,7 @@ extension Syscall {
         let deadline = clock.now.advanced(by: timeout)
         while true {
             let left = clock.now.duration(to: deadline)
-            let milliseconds = max(0, Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
+            let milliseconds = max(0, Int32(clamping: left.wholeMilliseconds))
             var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = Glibc.poll(&entry, 1, left <= .zero ? 0 : max(1, milliseconds))
             if ready > 0 { return true }

@@ -114,7 +114,7 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
             message = "\(error); only one sessionkeeper daemon may use a state folder at a time"
         case let .keyringBusy(pid, waited):
             let holder = pid.map { "process \($0)" } ?? "another process"
-            let milliseconds = waited.components.seconds * 1000 + waited.components.attoseconds / 1_000_000_000_000_000
+            let milliseconds = waited.wholeMilliseconds
             let span = milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
             message = "the vault's keyring lock has been held by \(holder) for more than \(span), so the vault "
                 + "cannot be changed now: another sessionkeeper is changing the keyring (vault init, rekey or rotate) or writing an "

@@ -64,7 +64,7 @@ struct CookieCommand: ParsableCommand {
         let record = try waitingFor { try await StoredSession.load(site: definition, config: config) }
         Console.err(StoredSession.staleNote(socket: path))
         let now = Date()
-        let needed = now.addingTimeInterval(minimum.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 } ?? 0)
+        let needed = now.addingTimeInterval(minimum.map { $0 / .seconds(1) } ?? 0)
         if let expiry = record.expiresAt, expiry <= needed {
             let problem = expiry <= now
                 ? "the stored session of site '\(site)' expired at \(CookieTime.rfc3339(expiry))"

@@ -1,6 +1,7 @@
 import Foundation
 import CookieJar
 import LoginFlow
+import Platform
 import Sessions
 import Synchronization
 
@@ -61,7 +62,7 @@ final class LoginProgress: Sendable {
         case .stepFinished(_, let timing):
             if verbose {
                 let requests = timing.requests == 1 ? "1 request" : "\(timing.requests) requests"
-                line("  step '\(timing.step)' done in \(Self.milliseconds(timing.duration)) ms (\(requests))")
+                line("  step '\(timing.step)' done in \(timing.duration.wholeMilliseconds) ms (\(requests))")
             }
         }
     }
@@ -152,8 +153,4 @@ final class LoginProgress: Sendable {
         return lines
     }
 
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
 }

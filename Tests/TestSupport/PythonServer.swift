@@ -192,8 +192,7 @@ final class FirstLineReader: Sendable {
 
     /// The line, or nil when the program printed none within `timeout` (or closed its output first).
     func wait(for timeout: Duration) -> String? {
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
+        guard done.wait(timeout: .now() + timeout / .seconds(1)) == .success else { return nil }
         return line.withLock { $0 }
     }
 }

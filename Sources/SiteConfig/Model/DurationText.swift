@@ -1,3 +1,5 @@
+import Platform
+
 /// Durations as config files write them (SPEC section 2): a number and a unit, `500ms`, `30s`,
 /// `10m`, `12h`, `7d`; several may be concatenated (`1h30m`). Also used by CLI options such as
 /// `--min-valid` and `--wait`.
@@ -31,8 +33,7 @@ public enum DurationText {
 
     /// The shortest exact spelling in the config syntax: `90s` → `1m30s`, `0.5s` → `500ms`.
     public static func format(_ duration: Duration) -> String {
-        let (seconds, attoseconds) = duration.components
-        var milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        var milliseconds = duration.wholeMilliseconds
         if milliseconds == 0 { return "0s" }
         var output = milliseconds < 0 ? "-" : ""
         milliseconds = abs(milliseconds)
