@@ -7,30 +7,11 @@ import Testing
 @Suite struct RunCLITests {
     @Test func theDaemonLogsInRefusesASecondOneAndStopsOnSIGTERM() async throws {
         try await LoginCLIWorld.with { world in
-            let binary = try #require(CLIRunner.executable)
-            let logPath = world.folder.path("daemon.log")
-            FileManager.default.createFile(atPath: logPath, contents: nil)
-            let log = try #require(FileHandle(forWritingAtPath: logPath))
-            let daemon = Process()
-            daemon.executableURL = binary
-            daemon.arguments = ["run", "--config", world.configPath]
-            daemon.environment = ["PATH": "/usr/bin:/bin", "HOME": world.folder.path, "DEMO_PASSWORD": LoginCLITests.password]
-            daemon.currentDirectoryURL = world.folder.url
-            // A file, not a pipe: the daemon outlives other tests' children, and must not hold their pipes' ends.
-            daemon.standardOutput = log
-            daemon.standardError = log
-            daemon.standardInput = FileHandle.nullDevice
-            try launch(daemon)
+            let (daemon, logPath) = try Self.startDaemon(world)
             defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
 
-            let loggedIn = await onDedicatedThread { () -> Bool in
-                for _ in 0..<200 {
-                    if (try? String(contentsOfFile: logPath, encoding: .utf8))?.contains("outcome=ok run=login site=demo") == true { return true }
-                    usleep(50_000)
-                }
-                return false
-            }
-            #expect(loggedIn, "daemon log: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
+            let loggedIn = await Self.eventually(within: .seconds(10)) { Self.read(logPath).contains("outcome=ok run=login site=demo") }
+            #expect(loggedIn, "daemon log: \(Self.read(logPath))")
             let items = try world.vaultFiles()
             #expect(!items.isEmpty, "vault items: \(items.count)")
 
@@ -54,13 +35,8 @@ import Testing
             #expect(second.status != 0)
             #expect(second.stderr.contains("pid \(daemon.processIdentifier)"), "\(second.stderr)")
 
-            kill(daemon.processIdentifier, SIGTERM)
-            let status = await onDedicatedThread { () -> Int32? in
-                for _ in 0..<200 where daemon.isRunning { usleep(50_000) }
-                return daemon.isRunning ? nil : daemon.terminationStatus
-            }
-            #expect(status == 0)
-            let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            #expect(await Self.stop(daemon) == 0)
+            let text = Self.read(logPath)
             #expect(text.contains("daemon stopped"))
             #expect(!text.contains(LoginCLITests.password))
         }
@@ -72,7 +48,6 @@ import Testing
     /// next SIGHUP is logged at file:line:column and the daemon keeps its settings; SIGTERM sends STOPPING.
     @Test func sighupReloadsEverythingAndSystemdIsToldEachStep() async throws {
         try await LoginCLIWorld.with { world in
-            let binary = try #require(CLIRunner.executable)
             let listenerScript = try #require(Bundle.module.url(forResource: "notify_listener", withExtension: "py", subdirectory: "Fixtures")).path
             let notifySocket = world.folder.path("notify.sock")
             let notifyLog = world.folder.path("notify.log")
@@ -82,38 +57,14 @@ import Testing
             // Only the demo site (the wrong-password copy would fail on purpose).
             try FileManager.default.removeItem(atPath: world.folder.path("sites/demo-bad.yaml"))
 
-            let logPath = world.folder.path("daemon.log")
-            FileManager.default.createFile(atPath: logPath, contents: nil)
-            let log = try #require(FileHandle(forWritingAtPath: logPath))
-            let daemon = Process()
-            daemon.executableURL = binary
-            daemon.arguments = ["run", "--config", world.configPath]
-            daemon.environment = [
-                "PATH": "/usr/bin:/bin", "HOME": world.folder.path, "DEMO_PASSWORD": LoginCLITests.password,
-                "NOTIFY_SOCKET": notifySocket, "WATCHDOG_USEC": "400000",
-            ]
-            daemon.currentDirectoryURL = world.folder.url
-            daemon.standardOutput = log
-            daemon.standardError = log
-            daemon.standardInput = FileHandle.nullDevice
-            try launch(daemon)
+            let (daemon, logPath) = try Self.startDaemon(world, environment: ["NOTIFY_SOCKET": notifySocket, "WATCHDOG_USEC": "400000"])
             defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
-            @Sendable func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
-            func eventually(_ condition: @escaping @Sendable () -> Bool) async -> Bool {
-                await onDedicatedThread { () -> Bool in
-                    for _ in 0..<400 {
-                        if condition() { return true }
-                        usleep(50_000)
-                    }
-                    return condition()
-                }
-            }
 
-            #expect(await eventually { read(notifyLog).contains("READY=1\nSTATUS=1 sites: ") }, "notify: \(read(notifyLog))")
-            #expect(await eventually { read(logPath).contains("outcome=ok run=login site=demo") }, "log: \(read(logPath))")
+            #expect(await Self.eventually { Self.read(notifyLog).contains("READY=1\nSTATUS=1 sites: ") }, "notify: \(Self.read(notifyLog))")
+            #expect(await Self.eventually { Self.read(logPath).contains("outcome=ok run=login site=demo") }, "log: \(Self.read(logPath))")
             // The counts follow the states: once the login is done, systemd hears the site is valid.
-            #expect(await eventually { read(notifyLog).contains("STATUS=1 sites: 1 valid, 0 failing, 0 other") }, "notify: \(read(notifyLog))")
-            #expect(await eventually { read(notifyLog).contains("WATCHDOG=1") }, "notify: \(read(notifyLog))")
+            #expect(await Self.eventually { Self.read(notifyLog).contains("STATUS=1 sites: 1 valid, 0 failing, 0 other") }, "notify: \(Self.read(notifyLog))")
+            #expect(await Self.eventually { Self.read(notifyLog).contains("WATCHDOG=1") }, "notify: \(Self.read(notifyLog))")
 
             // SIGHUP with a config.yaml that names another sites folder: demo goes, demo-two comes.
             try FileManager.default.createDirectory(atPath: world.folder.path("other-sites"), withIntermediateDirectories: true)
@@ -121,14 +72,14 @@ import Testing
             try "state_dir: state\nsites_dir: other-sites\nvault: {key: {file: state/master.key}}\nmetrics: false\n"
                 .write(toFile: world.configPath, atomically: true, encoding: .utf8)
             kill(daemon.processIdentifier, SIGHUP)
-            #expect(await eventually { read(logPath).contains("config.yaml reloaded") }, "log: \(read(logPath))")
+            #expect(await Self.eventually { Self.read(logPath).contains("config.yaml reloaded") }, "log: \(Self.read(logPath))")
             // What a running daemon cannot change is said, not silently ignored.
-            #expect(read(logPath).contains("config.yaml: metrics changed; the daemon keeps the running values until it is restarted"),
-                    "log: \(read(logPath))")
-            #expect(await eventually { read(logPath).contains("outcome=ok run=login site=demo-two") }, "log: \(read(logPath))")
-            #expect(read(logPath).split(separator: "\n").contains { $0.contains("site removed") && $0.contains("site=demo ") },
-                    "log: \(read(logPath))")
-            let notified = read(notifyLog)
+            #expect(Self.read(logPath).contains("config.yaml: metrics changed; the daemon keeps the running values until it is restarted"),
+                    "log: \(Self.read(logPath))")
+            #expect(await Self.eventually { Self.read(logPath).contains("outcome=ok run=login site=demo-two") }, "log: \(Self.read(logPath))")
+            #expect(Self.read(logPath).split(separator: "\n").contains { $0.contains("site removed") && $0.contains("site=demo ") },
+                    "log: \(Self.read(logPath))")
+            let notified = Self.read(notifyLog)
             let reloading = try #require(notified.range(of: "RELOADING=1\nMONOTONIC_USEC="), "notify: \(notified)")
             #expect(notified[reloading.upperBound...].contains("READY=1\nSTATUS="), "READY again after the reload")
 
@@ -136,18 +87,59 @@ import Testing
             try "state_dir: state\nsites_dir: other-sites\nvault: {key: {file: state/master.key}}\nschedulr: {}\n"
                 .write(toFile: world.configPath, atomically: true, encoding: .utf8)
             kill(daemon.processIdentifier, SIGHUP)
-            #expect(await eventually { read(logPath).contains("config.yaml not reloaded") }, "log: \(read(logPath))")
-            #expect(read(logPath).contains("config.yaml:4:1"), "log: \(read(logPath))")
+            #expect(await Self.eventually { Self.read(logPath).contains("config.yaml not reloaded") }, "log: \(Self.read(logPath))")
+            #expect(Self.read(logPath).contains("config.yaml:4:1"), "log: \(Self.read(logPath))")
             #expect(daemon.isRunning)
 
-            kill(daemon.processIdentifier, SIGTERM)
-            let status = await onDedicatedThread { () -> Int32? in
-                for _ in 0..<200 where daemon.isRunning { usleep(50_000) }
-                return daemon.isRunning ? nil : daemon.terminationStatus
+            #expect(await Self.stop(daemon) == 0)
+            #expect(await Self.eventually { Self.read(notifyLog).contains("STOPPING=1") }, "notify: \(Self.read(notifyLog))")
+            #expect(!Self.read(logPath).contains(LoginCLITests.password))
+        }
+    }
+
+    // MARK: The daemon as a process
+
+    /// Starts `sessionkeeper run` on the world's config, with the demo password and `environment`, its
+    /// output in `daemon.log` of the world's folder: a file, not a pipe, because the daemon outlives other
+    /// tests' children and must not hold their pipes' ends.
+    static func startDaemon(_ world: LoginCLIWorld, environment: [String: String] = [:]) throws -> (Process, logPath: String) {
+        let logPath = world.folder.path("daemon.log")
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try #require(FileHandle(forWritingAtPath: logPath))
+        let daemon = Process()
+        daemon.executableURL = try #require(CLIRunner.executable)
+        daemon.arguments = ["run", "--config", world.configPath]
+        daemon.environment = ["PATH": "/usr/bin:/bin", "HOME": world.folder.path, "DEMO_PASSWORD": LoginCLITests.password]
+            .merging(environment) { $1 }
+        daemon.currentDirectoryURL = world.folder.url
+        daemon.standardOutput = log
+        daemon.standardError = log
+        daemon.standardInput = FileHandle.nullDevice
+        try launch(daemon)
+        return (daemon, logPath)
+    }
+
+    /// SIGTERM, then the exit status once it exited (at most 10 s); nil when it did not.
+    static func stop(_ daemon: Process) async -> Int32? {
+        kill(daemon.processIdentifier, SIGTERM)
+        return await onDedicatedThread { () -> Int32? in
+            for _ in 0..<200 where daemon.isRunning { usleep(50_000) }
+            return daemon.isRunning ? nil : daemon.terminationStatus
+        }
+    }
+
+    /// The file's text, or "" while it cannot be read.
+    @Sendable static func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+
+    /// Polls `condition` every 50 ms on a dedicated thread until it holds or `within` has passed.
+    static func eventually(within: Duration = .seconds(20), _ condition: @escaping @Sendable () -> Bool) async -> Bool {
+        let attempts = Int(within / .milliseconds(50))
+        return await onDedicatedThread { () -> Bool in
+            for _ in 0..<attempts {
+                if condition() { return true }
+                usleep(50_000)
             }
-            #expect(status == 0)
-            #expect(await eventually { read(notifyLog).contains("STOPPING=1") }, "notify: \(read(notifyLog))")
-            #expect(!read(logPath).contains(LoginCLITests.password))
+            return condition()
         }
     }
 }
