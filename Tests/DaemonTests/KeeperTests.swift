@@ -8,7 +8,7 @@ import Logging
 import Scheduler
 import Sessions
 import SiteConfig
-import Synchronization
+import TestSupport
 import Testing
 import Vault
 
@@ -16,24 +16,7 @@ import Vault
 @Suite(.serialized) struct KeeperTests {
     /// The demo site's login, checked every second, refreshed 2 s before its 4 s session ends.
     static func siteYAML(_ base: URL, extra: String = "") -> String {
-        """
-        base_url: \(base.absoluteString)
-        credentials: {username: alice, password: {env: DEMO_PASSWORD}}
-        login:
-          steps:
-            - name: login page
-              get: /login
-              extract: {csrf: {xpath: "//form[@id='login']//input[@name='csrf']/@value"}}
-            - name: submit
-              post: /login
-              form: {username: "{{ credentials.username }}", password: "{{ credentials.password }}", csrf: "{{ csrf }}"}
-              follow_redirects: false
-              expect: {status: 303, cookie: demo_session}
-        check: {get: /api/me, expect: {status: 200}, every: 1s}
-        refresh: {before_expiry: 2s, retry: {initial: 1s, max: 2s}}
-        cookies: {essential: [demo_session]}
-        \(extra)
-        """
+        demoSiteLoginYAML(baseURL: base, extra: "refresh: {before_expiry: 2s, retry: {initial: 1s, max: 2s}}\n" + extra)
     }
 
     struct Credentials: CredentialProvider {
@@ -41,18 +24,12 @@ import Vault
         func value(of name: String, site: String) async throws -> String { name == "username" ? "alice" : password }
     }
 
-    /// Counts the demo site's requests by `METHOD path`.
-    final class RequestCounter: Sendable {
-        private let counts = Mutex<[String: Int]>([:])
-        var log: @Sendable (DemoSite.RequestLogEntry) -> Void { { [self] entry in counts.withLock { $0["\(entry.method) \(entry.path)", default: 0] += 1 } } }
-        func count(_ key: String) -> Int { counts.withLock { $0[key] ?? 0 } }
-    }
-
     struct World {
         var server: DemoSite.RunningServer
         var client: CurlHTTPClient
         var vault: Vault
-        var requests: RequestCounter
+        /// The demo site's requests by `METHOD path`.
+        var requests: KeyCounter
         var folder: URL
 
         func site(password: String = DemoSite.Configuration.defaultPassword, extra: String = "") throws -> SiteDefinition {
@@ -91,9 +68,9 @@ import Vault
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("keeper-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let requests = RequestCounter()
+        let requests = KeyCounter()
         let server = try await DemoSite.start(
-            configuration: DemoSite.Configuration(port: 0, sessionMaxAge: sessionMaxAge), requestLog: requests.log)
+            configuration: DemoSite.Configuration(port: 0, sessionMaxAge: sessionMaxAge), requestLog: { requests.add("\($0.method) \($0.path)") })
         let client = try CurlHTTPClient()
         let state = folder.appendingPathComponent("state").path
         let vault = try Vault.open(stateDirectory: state, key: .keyFile(path: state + "/master.key"), createIfMissing: true)

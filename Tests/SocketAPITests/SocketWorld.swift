@@ -21,38 +21,13 @@ import Vault
 struct SocketWorld {
     /// The demo site's login, checked every second.
     static func siteYAML(_ base: URL, extra: String = "") -> String {
-        """
-        base_url: \(base.absoluteString)
-        credentials: {username: alice, password: {env: DEMO_PASSWORD}}
-        login:
-          steps:
-            - name: login page
-              get: /login
-              extract: {csrf: {xpath: "//form[@id='login']//input[@name='csrf']/@value"}}
-            - name: submit
-              post: /login
-              form: {username: "{{ credentials.username }}", password: "{{ credentials.password }}", csrf: "{{ csrf }}"}
-              follow_redirects: false
-              expect: {status: 303, cookie: demo_session}
-        check: {get: /api/me, expect: {status: 200}, every: 1s}
-        cookies: {essential: [demo_session]}
-        \(extra)
-        """
+        demoSiteLoginYAML(baseURL: base, extra: extra)
     }
 
     struct Credentials: CredentialProvider {
         func value(of name: String, site: String) async throws -> String {
             name == "username" ? "alice" : DemoSite.Configuration.defaultPassword
         }
-    }
-
-    /// Counts the demo site's requests by `METHOD path`.
-    final class RequestCounter: Sendable {
-        private let counts = Mutex<[String: Int]>([:])
-        var log: @Sendable (DemoSite.RequestLogEntry) -> Void {
-            { [self] entry in counts.withLock { $0["\(entry.method) \(entry.path)", default: 0] += 1 } }
-        }
-        func count(_ key: String) -> Int { counts.withLock { $0[key] ?? 0 } }
     }
 
     /// Every log line of the keeper and the server, rendered with its metadata.
@@ -88,7 +63,8 @@ struct SocketWorld {
     var server: DemoSite.RunningServer
     var client: CurlHTTPClient
     var vault: Vault
-    var requests: RequestCounter
+    /// The demo site's requests by `METHOD path`.
+    var requests: KeyCounter
     var folder: TemporaryFolder
     var keeper: Keeper
     var logs: LogLines
@@ -196,9 +172,9 @@ struct SocketWorld {
         try FileManager.default.createDirectory(atPath: socketFolder, withIntermediateDirectories: true)
         try Syscall.chmod(folder.path, 0o755)
         try Syscall.chmod(socketFolder, mode_t(socketFolderMode))
-        let requests = RequestCounter()
+        let requests = KeyCounter()
         let server = try await DemoSite.start(
-            configuration: DemoSite.Configuration(port: 0, sessionMaxAge: sessionMaxAge, sliding: sliding), requestLog: requests.log)
+            configuration: DemoSite.Configuration(port: 0, sessionMaxAge: sessionMaxAge, sliding: sliding), requestLog: { requests.add("\($0.method) \($0.path)") })
         let client = try CurlHTTPClient()
         let state = folder.path("state")
         let vault = try Vault.open(stateDirectory: state, key: .keyFile(path: state + "/master.key"), createIfMissing: true)

@@ -1,0 +1,36 @@
+import Foundation
+import Synchronization
+
+/// A site file for the demo site's form login (the CSRF token from the form, a 303 carrying
+/// `demo_session`), checked every second with `GET /api/me`; `extra` YAML is appended. The daemon's and the
+/// socket's tests keep sites with it.
+public func demoSiteLoginYAML(baseURL: URL, extra: String = "") -> String {
+    """
+    base_url: \(baseURL.absoluteString)
+    credentials: {username: alice, password: {env: DEMO_PASSWORD}}
+    login:
+      steps:
+        - name: login page
+          get: /login
+          extract: {csrf: {xpath: "//form[@id='login']//input[@name='csrf']/@value"}}
+        - name: submit
+          post: /login
+          form: {username: "{{ credentials.username }}", password: "{{ credentials.password }}", csrf: "{{ csrf }}"}
+          follow_redirects: false
+          expect: {status: 303, cookie: demo_session}
+    check: {get: /api/me, expect: {status: 200}, every: 1s}
+    cookies: {essential: [demo_session]}
+    \(extra)
+    """
+}
+
+/// Counts events by key (a server's requests by `METHOD path`, say), from any thread.
+public final class KeyCounter: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+
+    public init() {}
+
+    public func add(_ key: String) { counts.withLock { $0[key, default: 0] += 1 } }
+
+    public func count(_ key: String) -> Int { counts.withLock { $0[key] ?? 0 } }
+}
