@@ -58,7 +58,9 @@ public struct HTTPResponseHead: Sendable, Hashable {
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].count == 3, parts[1].allSatisfy(\.isASCIIDigit),
               let status = Int(parts[1])
         else {
-            throw HTTPResponseParseError("not an HTTP/1.x status line: '\(statusLine.prefix(80))'")
+            // Not quoted: whatever answered on the socket is not known to be our daemon, and its first line
+            // could be anything, a cookie value included.
+            throw HTTPResponseParseError("the answer does not start with an HTTP/1.x status line ('HTTP/1.1 200 OK')")
         }
         var fields: [Field] = []
         for line in lines where !line.isEmpty {
