@@ -20,9 +20,12 @@ public struct LoginGate: Sendable {
 
     private var running: [String: String] = [:]  // site → host
     private var runningPerHost: [String: Int] = [:]
-    /// Site → the order of its live request. A queue entry whose order differs is stale (the site was
-    /// admitted, finished or removed while waiting, and may have asked again since): it is skipped.
-    private var waiting: [String: UInt64] = [:]
+    /// Site → the order and host of its live request. A queue entry whose order differs is stale (the site
+    /// was admitted, finished or removed while waiting, and may have asked again since): it is skipped.
+    private var waiting: [String: (order: UInt64, host: String)] = [:]
+    /// Host → how many of its sites wait: lets an admission held back by politeness stop as soon as every
+    /// waiting host is held back, and ``nextAdmission()`` look at hosts instead of every waiting site.
+    private var waitingPerHost: [String: Int] = [:]
     private var queue: [Request] = []
     private var head = 0
     private var lastStart: [String: ContinuousClock.Instant] = [:]  // host → when its last login started
@@ -42,7 +45,8 @@ public struct LoginGate: Sendable {
     public mutating func request(site: String, host: String) {
         guard running[site] == nil, waiting[site] == nil else { return }
         nextOrder += 1
-        waiting[site] = nextOrder
+        waiting[site] = (nextOrder, host)
+        waitingPerHost[host, default: 0] += 1
         queue.append(Request(site: site, host: host, order: nextOrder))
     }
 
@@ -53,14 +57,15 @@ public struct LoginGate: Sendable {
             if runningPerHost[host] == 0 { runningPerHost[host] = nil }
         }
         // Its queue entry, if it still waited, goes stale.
-        waiting[site] = nil
+        if let request = waiting.removeValue(forKey: site) { stopWaiting(request.host) }
     }
 
     /// The sites that may start now, in request order; they count as running from now on.
     public mutating func admit(now: ContinuousClock.Instant) -> [String] {
         var admitted: [String] = []
+        var heldBack = Set<String>()
         var index = head
-        while index < queue.count && running.count < maxConcurrent {
+        while index < queue.count && running.count < maxConcurrent && heldBack.count < waitingPerHost.count {
             let request = queue[index]
             guard isLive(request) else {
                 if index == head { head += 1 }
@@ -68,10 +73,12 @@ public struct LoginGate: Sendable {
                 continue
             }
             guard mayStart(request.host, now: now) else {
+                heldBack.insert(request.host)
                 index += 1
                 continue
             }
             waiting[request.site] = nil
+            stopWaiting(request.host)
             if index == head { head += 1 }
             running[request.site] = request.host
             runningPerHost[request.host, default: 0] += 1
@@ -88,19 +95,20 @@ public struct LoginGate: Sendable {
     public func nextAdmission() -> ContinuousClock.Instant? {
         guard running.count < maxConcurrent else { return nil }
         guard perHostInterval > .zero else { return nil }
-        var earliest: ContinuousClock.Instant?
-        var seen = Set<String>()
-        for request in queue[head...] where isLive(request) && seen.insert(request.host).inserted {
-            guard runningPerHost[request.host] == nil, let last = lastStart[request.host] else { continue }
-            let when = last + perHostInterval
-            if earliest.map({ when < $0 }) ?? true { earliest = when }
-        }
-        return earliest
+        return waitingPerHost.keys.compactMap { host -> ContinuousClock.Instant? in
+            guard runningPerHost[host] == nil, let last = lastStart[host] else { return nil }
+            return last + perHostInterval
+        }.min()
     }
 
     // MARK: Queue
 
-    private func isLive(_ request: Request) -> Bool { waiting[request.site] == request.order }
+    private func isLive(_ request: Request) -> Bool { waiting[request.site]?.order == request.order }
+
+    private mutating func stopWaiting(_ host: String) {
+        waitingPerHost[host, default: 1] -= 1
+        if waitingPerHost[host] == 0 { waitingPerHost[host] = nil }
+    }
 
     /// Whether politeness lets a login to `host` start now.
     private func mayStart(_ host: String, now: ContinuousClock.Instant) -> Bool {

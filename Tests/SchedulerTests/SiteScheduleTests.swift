@@ -467,6 +467,22 @@ struct TestClock {
         gate.request(site: "s1", host: "sso.test")
         #expect(gate.waitingSites == ["s2", "s1"])
         #expect(gate.admit(now: now) == ["s2", "s1"])
+
+        // With politeness, one host's ten thousand sites start one at a time, a second apart; a site removed
+        // while it waits no longer counts for its host.
+        var polite = LoginGate(maxConcurrent: 8, perHostInterval: .seconds(1))
+        for index in 0..<10_000 { polite.request(site: "p\(index)", host: "sso.test") }
+        polite.request(site: "lone", host: "lone.test")
+        #expect(polite.admit(now: now) == ["p0", "lone"])
+        polite.finish(site: "p0")
+        polite.finish(site: "lone")
+        #expect(polite.admit(now: now).isEmpty)
+        #expect(polite.nextAdmission() == now + .seconds(1))
+        #expect(polite.admit(now: now + .seconds(1)) == ["p1"])
+        polite.finish(site: "p2")  // removed while waiting
+        polite.finish(site: "p1")
+        #expect(polite.admit(now: now + .seconds(2)) == ["p3"])
+        #expect(polite.waitingSites.count == 9_996)
     }
 
     @Test func aRemovedSiteLeavesTheQueue() {
