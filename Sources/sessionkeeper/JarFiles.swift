@@ -183,12 +183,7 @@ enum JarFiles {
             Console.outRaw(CookieCodec.encode(cookies, as: .netscape))
             return Written(count: cookies.count, format: .netscape)
         }
-        let locked: LockedFile
-        do throws(FileReplaceError) {
-            locked = try DurableFile.lockForReplace(path, readLimit: readLimit)
-        } catch {
-            throw failure(error, path: path)
-        }
+        let locked = try lockForReplace(path)
         defer { locked.release() }
         let existing = try existingJar(locked.contents, path: path, now: now)
         let cookies = try change(existing.cookies)
@@ -200,15 +195,20 @@ enum JarFiles {
         return Written(count: cookies.count, format: existing.format)
     }
 
-    /// Writes `cookies` to `path` as the whole new content (`jar convert`'s output), under the file's lock;
-    /// an existing file is replaced only when it is empty or a cookie file (a jar or Set-Cookie lines).
-    static func replace(_ path: String, with cookies: [Cookie], format: CookieFormat, now: Date) throws {
-        let locked: LockedFile
+    /// `path` locked for a read-modify-write (symbolic links followed, only a regular file replaced), with
+    /// its current content read up to the jar size limit; a failure in the user's words.
+    private static func lockForReplace(_ path: String) throws -> LockedFile {
         do throws(FileReplaceError) {
-            locked = try DurableFile.lockForReplace(path, readLimit: readLimit)
+            return try DurableFile.lockForReplace(path, readLimit: readLimit)
         } catch {
             throw failure(error, path: path)
         }
+    }
+
+    /// Writes `cookies` to `path` as the whole new content (`jar convert`'s output), under the file's lock;
+    /// an existing file is replaced only when it is empty or a cookie file (a jar or Set-Cookie lines).
+    static func replace(_ path: String, with cookies: [Cookie], format: CookieFormat, now: Date) throws {
+        let locked = try lockForReplace(path)
         defer { locked.release() }
         let content = try text(of: locked.contents, name: path)
         if !content.allSatisfy(\.isWhitespace), CookieFormat.guess(from: content) != .setCookie {
