@@ -48,7 +48,9 @@ let package = Package(
         // MARK: C libraries (system packages, installed by .ci/run and the README's commands)
         .systemLibrary(name: "CPSL", pkgConfig: "libpsl", providers: [.apt(["libpsl-dev"])]),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl is bound with dlopen on first use (Sources/CCurl/shim.h says why), so CCurl links nothing and
+        // needs no pkg-config flags: Debian installs curl/curl.h on the default include path.
+        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
 
         // MARK: Libraries

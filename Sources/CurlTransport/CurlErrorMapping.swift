@@ -82,7 +82,7 @@ struct CurlFailure {
             return "the server sent response headers larger than libcurl accepts (100 KiB for one header, "
                 + "300 KiB for all of them); the response was dropped"
         }
-        let summary = String(cString: curl_easy_strerror(code))
+        let summary = String(cString: ccurl_easy_strerror(code))
         var text = detail.isEmpty ? summary : detail.contains(summary) ? detail : "\(detail) (\(summary))"
         if kind == .tls && closedRightAfterTLSHandshake {
             text += "; the server closed the connection right after the TLS handshake, which is how TLS 1.3 servers "

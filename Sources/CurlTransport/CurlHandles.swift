@@ -1,10 +1,20 @@
 internal import CCurl
 import HTTPTransport
 
-/// libcurl's global state, initialised exactly once per process before the first handle exists
-/// (`curl_global_init` is not thread-safe in libcurl 7.88, so a Swift global — lazily and atomically
-/// initialised — serialises it).
-let curlGlobalInitResult: CURLcode = ccurl_global_init_default()
+/// libcurl, loaded and initialised exactly once per process before the first handle exists: nil when it is
+/// ready, else why not, in words a user can act on.
+///
+/// The CCurl shim binds libcurl with dlopen on first use instead of linking it, so commands that never send
+/// an HTTP request start without loading it and its dependencies. `curl_global_init` is not thread-safe in
+/// libcurl 7.88, so a Swift global (lazily and atomically initialised) serialises it.
+let curlUnavailableReason: String? = {
+    if let failure = ccurl_load_error() {
+        return "libcurl could not be loaded (\(String(cString: failure))); install it with `apt install libcurl4`"
+    }
+    let initialised = ccurl_global_init_default()
+    guard initialised == CURLE_OK else { return "curl_global_init failed with \(initialised.rawValue)" }
+    return nil
+}()
 
 /// Owns one easy handle (one transfer's settings and state); `curl_easy_cleanup` in deinit.
 ///
@@ -27,7 +37,7 @@ final class CurlEasyHandle: @unchecked Sendable {
     private var nextRequestAttachments: [CurlStringList] = []
 
     init?() {
-        guard let raw = curl_easy_init() else { return nil }
+        guard let raw = ccurl_easy_init() else { return nil }
         self.raw = raw
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
@@ -48,7 +58,7 @@ final class CurlEasyHandle: @unchecked Sendable {
     /// `curl_easy_reset`: every option back to its default (no pointer into a finished transfer remains);
     /// connections and caches belong to the multi handle and stay.
     func reset() {
-        curl_easy_reset(raw)
+        ccurl_easy_reset(raw)
         handleAttachments.removeAll()
         requestAttachments.removeAll()
         nextRequestAttachments.removeAll()
@@ -71,7 +81,7 @@ final class CurlEasyHandle: @unchecked Sendable {
     var errorText: String { String(cString: errorBuffer) }
 
     deinit {
-        curl_easy_cleanup(raw)
+        ccurl_easy_cleanup(raw)
         errorBuffer.deallocate()
     }
 }
@@ -85,14 +95,14 @@ final class CurlMultiHandle: @unchecked Sendable {
     let raw: UnsafeMutableRawPointer
 
     init?() {
-        guard let raw = curl_multi_init() else { return nil }
+        guard let raw = ccurl_multi_init() else { return nil }
         self.raw = raw
     }
 
     /// Interrupts a `curl_multi_poll` in progress, or makes the next one return at once.
-    func wakeUp() { _ = curl_multi_wakeup(raw) }
+    func wakeUp() { _ = ccurl_multi_wakeup(raw) }
 
-    deinit { curl_multi_cleanup(raw) }
+    deinit { ccurl_multi_cleanup(raw) }
 }
 
 /// Owns a `curl_slist` (request headers, `CURLOPT_CONNECT_TO` entries); `curl_slist_free_all` in deinit.
@@ -104,28 +114,32 @@ final class CurlStringList {
 
     /// Appends a copy of `string`; returns false when libcurl could not allocate.
     func append(_ string: String) -> Bool {
-        guard let appended = curl_slist_append(raw, string) else { return false }
+        guard let appended = ccurl_slist_append(raw, string) else { return false }
         raw = appended
         return true
     }
 
     var isEmpty: Bool { raw == nil }
 
-    deinit { curl_slist_free_all(raw) }
+    deinit { ccurl_slist_free_all(raw) }
 }
 
-/// What the linked libcurl is and can do.
+/// What the loaded libcurl is and can do ("unavailable" and nothing when it cannot be loaded).
 enum CurlLibrary {
     static var version: String {
-        guard let info = ccurl_version_info(), let version = info.pointee.version else { return "unknown" }
+        guard curlUnavailableReason == nil, let info = ccurl_version_info(), let version = info.pointee.version else {
+            return curlUnavailableReason == nil ? "unknown" : "unavailable"
+        }
         return String(cString: version)
     }
 
-    static var supportsHTTP2: Bool { ccurl_version_has_http2() != 0 }
-    static var supportsHTTP3: Bool { ccurl_version_has_http3() != 0 }
+    static var supportsHTTP2: Bool { curlUnavailableReason == nil && ccurl_version_has_http2() != 0 }
+    static var supportsHTTP3: Bool { curlUnavailableReason == nil && ccurl_version_has_http3() != 0 }
 
     static var sslVersion: String? {
-        guard let info = ccurl_version_info(), let ssl = info.pointee.ssl_version else { return nil }
+        guard curlUnavailableReason == nil, let info = ccurl_version_info(), let ssl = info.pointee.ssl_version else {
+            return nil
+        }
         return String(cString: ssl)
     }
 }

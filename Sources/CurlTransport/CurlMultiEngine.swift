@@ -57,8 +57,8 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
     private static let idlePollMilliseconds: Int32 = 3_600_000
 
     init(configuration: CurlHTTPClient.Configuration) throws(TransportError) {
-        guard curlGlobalInitResult == CURLE_OK else {
-            throw TransportError(kind: .other, url: nil, message: "curl_global_init failed with \(curlGlobalInitResult.rawValue)")
+        if let reason = curlUnavailableReason {
+            throw TransportError(kind: .other, url: nil, message: reason)
         }
         guard let multi = CurlMultiHandle() else {
             throw TransportError(kind: .other, url: nil, message: "curl_multi_init failed (out of memory)")
@@ -194,7 +194,7 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
             byHandle.removeValue(forKey: transfer.easy.raw)
             // The outcome reads CURLINFO before the handle leaves the multi handle.
             let result = outcome(transfer)
-            curl_multi_remove_handle(multi.raw, transfer.easy.raw)
+            ccurl_multi_remove_handle(multi.raw, transfer.easy.raw)
             finished.append(id)
             recycle(transfer.easy)
             transfer.continuation?.resume(returning: result)
@@ -222,13 +222,13 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
             finished.removeAll(keepingCapacity: true)
 
             for transfer in incoming {
-                let added = curl_multi_add_handle(multi.raw, transfer.easy.raw)
+                let added = ccurl_multi_add_handle(multi.raw, transfer.easy.raw)
                 if added == CURLM_OK {
                     active[transfer.id] = transfer
                     byHandle[transfer.easy.raw] = transfer.id
                 } else {
                     finished.append(transfer.id)
-                    let message = "curl_multi_add_handle failed: \(String(cString: curl_multi_strerror(added)))"
+                    let message = "curl_multi_add_handle failed: \(String(cString: ccurl_multi_strerror(added)))"
                     transfer.continuation?.resume(returning: .failure(
                         TransportError(kind: .other, url: transfer.request.url, message: message)))
                     transfer.continuation = nil
@@ -245,15 +245,15 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
             }
 
             var running: Int32 = 0
-            let performed = curl_multi_perform(multi.raw, &running)
+            let performed = ccurl_multi_perform(multi.raw, &running)
             if performed != CURLM_OK {
-                let message = "curl_multi_perform failed: \(String(cString: curl_multi_strerror(performed)))"
+                let message = "curl_multi_perform failed: \(String(cString: ccurl_multi_strerror(performed)))"
                 for id in Array(active.keys) {
                     finish(id) { .failure(TransportError(kind: .other, url: $0.request.url, message: message)) }
                 }
             }
             var remaining: Int32 = 0
-            while let message = curl_multi_info_read(multi.raw, &remaining) {
+            while let message = ccurl_multi_info_read(multi.raw, &remaining) {
                 guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
                     let id = byHandle[handle]
                 else { continue }
@@ -270,7 +270,7 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
             }
             if mayPoll {
                 let timeout = active.isEmpty ? Self.idlePollMilliseconds : 1_000
-                _ = curl_multi_poll(multi.raw, nil, 0, timeout, nil)
+                _ = ccurl_multi_poll(multi.raw, nil, 0, timeout, nil)
             }
         }
 

@@ -233,7 +233,7 @@ final class CurlTransfer: @unchecked Sendable {
         let kind: TransportError.Kind = code == CURLE_OUT_OF_MEMORY ? .other : .invalidRequest
         throw TransportError(
             kind: kind, url: request.url,
-            message: "libcurl \(CurlLibrary.version) refused \(option): \(String(cString: curl_easy_strerror(code)))")
+            message: "libcurl \(CurlLibrary.version) refused \(option): \(String(cString: ccurl_easy_strerror(code)))")
     }
 
     // MARK: Callbacks (engine thread)

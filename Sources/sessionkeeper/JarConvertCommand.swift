@@ -3,7 +3,7 @@ import CookieJar
 import Foundation
 
 /// `jar convert IN OUT [--from F] [--format F] [--url U] [--now T]`
-struct JarConvertCommand: AsyncParsableCommand {
+struct JarConvertCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "convert",
         abstract: "Convert a cookie file between formats (input guessed from the content; IN '-' is stdin, OUT '-' is stdout).",
@@ -30,8 +30,8 @@ struct JarConvertCommand: AsyncParsableCommand {
 
     @OptionGroup var clock: ClockOptions
 
-    func run() async throws {
-        try await reportingFailures {
+    func run() throws {
+        try reportingFailuresOnThisThread {
             let now = try clock.currentDate()
             let outputFormat = try format.map { try JarFiles.parseFormat($0, option: "--format") }
                 ?? JarFiles.format(forPath: output)

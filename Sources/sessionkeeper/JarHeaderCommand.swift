@@ -2,7 +2,7 @@ import ArgumentParser
 import CookieJar
 
 /// `jar header FILE --url U [--now T]`
-struct JarHeaderCommand: AsyncParsableCommand {
+struct JarHeaderCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "header",
         abstract: "Print the Cookie header value a request to a URL would carry (nothing when no cookie applies)."
@@ -16,8 +16,8 @@ struct JarHeaderCommand: AsyncParsableCommand {
 
     @OptionGroup var clock: ClockOptions
 
-    func run() async throws {
-        try await reportingFailures {
+    func run() throws {
+        try reportingFailuresOnThisThread {
             let now = try clock.currentDate()
             let requestURL = try JarFiles.parseURL(url)
             let storage = try JarFiles.storage(loading: file, now: now)

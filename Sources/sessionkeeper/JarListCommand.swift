@@ -2,7 +2,7 @@ import ArgumentParser
 import CookieJar
 
 /// `jar list FILE [--format F] [--now T]`
-struct JarListCommand: AsyncParsableCommand {
+struct JarListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
         abstract: "Print a jar's cookies that are not expired at --now (default format: netscape)."
@@ -16,8 +16,8 @@ struct JarListCommand: AsyncParsableCommand {
 
     @OptionGroup var clock: ClockOptions
 
-    func run() async throws {
-        try await reportingFailures {
+    func run() throws {
+        try reportingFailuresOnThisThread {
             let outputFormat = try JarFiles.parseFormat(format, option: "--format")
             let now = try clock.currentDate()
             let cookies = try JarFiles.load(file, now: now).filter { !$0.isExpired(at: now) }

@@ -3,7 +3,7 @@ import CookieJar
 import Foundation
 
 /// `jar store FILE --url U [--now T] [--verbose] [SETCOOKIE...]`
-struct JarStoreCommand: AsyncParsableCommand {
+struct JarStoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "store",
         abstract: "Apply Set-Cookie header values received from a URL to a jar file (created if missing).",
@@ -30,8 +30,8 @@ struct JarStoreCommand: AsyncParsableCommand {
     @Argument(help: "Set-Cookie header values (a leading 'Set-Cookie:' is dropped); none: read standard input.")
     var setCookies: [String] = []
 
-    func run() async throws {
-        try await reportingFailures {
+    func run() throws {
+        try reportingFailuresOnThisThread {
             try JarFiles.requireUTF8Arguments()
             let now = try clock.currentDate()
             let requestURL = try JarFiles.parseURL(url)
