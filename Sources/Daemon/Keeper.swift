@@ -490,7 +490,8 @@ public actor Keeper {
         of current: SessionRecord, storage: CookieStorage, expiresAt: Date?, site: SiteDefinition, now: Date
     ) async -> SessionRecord? {
         let cookies = SessionRecord.persistable(storage.allCookies, keepSessionCookies: site.cookies.persistSessionCookies, now: now)
-        let updated = SessionRecord(cookies: cookies, lastLogin: current.lastLogin, expiresAt: expiresAt, userAgent: current.userAgent)
+        let updated = SessionRecord(
+            cookies: cookies, lastLogin: current.lastLogin, expiresAt: expiresAt, userAgent: current.userAgent, origins: current.origins)
         guard (try? updated.encoded()) != (try? current.encoded()) else { return nil }
         do {
             let failures = try await login.storeRenewal(
