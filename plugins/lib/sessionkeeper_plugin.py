@@ -95,9 +95,15 @@ class Request:
             self._add_value(value)
 
     def add_secret(self, value):
-        """Masks ``value`` in every later ``log`` line and error (a token the plugin obtained)."""
+        """Masks ``value``, whatever its length, in every later ``log`` line and error (a token the plugin
+        obtained)."""
         if isinstance(value, str) and value:
             self._secrets.add(value)
+
+    def add_value(self, value):
+        """Masks ``value`` from ``MINIMUM_MASKED_LENGTH`` characters up, as cookie values are masked (a
+        cookie ``seen=1`` carries no secret, and masking every "1" would garble the log)."""
+        self._add_value(value)
 
     def mask(self, text):
         """``text`` with every known secret replaced by ``MASK``, longest first."""
