@@ -18,6 +18,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+sys.dont_write_bytecode = True  # no __pycache__ written into the plugins folder
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "lib"))
 import sessionkeeper_plugin as sk  # noqa: E402
 

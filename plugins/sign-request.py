@@ -29,6 +29,7 @@ import os
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ written into the plugins folder
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "lib"))
 import sessionkeeper_plugin as sk  # noqa: E402
 

@@ -3,6 +3,7 @@
 import os
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ written into the plugins folder
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "..", "plugins", "lib"))
 import sessionkeeper_plugin as sk  # noqa: E402
 
