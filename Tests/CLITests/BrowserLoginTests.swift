@@ -66,14 +66,19 @@ struct BrowserLoginTests {
         }
     }
 
-    /// `-vv` shows the JSON exchanged with the plugin, the credentials masked.
-    @Test func veryVerboseShowsThePluginExchangeMasked() async throws {
+    /// A second login starts the browser with the cookies `keep_on_login` kept (the script's own cookie, not
+    /// the session), and `-vv` shows the JSON exchanged with the plugin, the credentials masked.
+    @Test func aSecondLoginKeepsCookiesAndVeryVerboseShowsThePluginExchangeMasked() async throws {
         if let missing = Self.missingParts { Issue.record(Comment(rawValue: missing)); return }
         try await BrowserWorld.with { world in
+            let first = try await world.run(["login", "example-browser", "--config", world.configPath])
+            #expect(first.status == 0, "stderr: \(first.stderr)")
             let run = try await world.run(["login", "example-browser", "--config", world.configPath, "-vv"])
             #expect(run.status == 0, "stderr: \(run.stderr)")
+            #expect(run.stderr.contains("restored 1 cookie(s) from the vault (demo_app_seen)"))
             let input = try #require(run.stderr.split(separator: "\n").first { $0.contains("> plugin stdin: ") })
             #expect(input.contains(#"{"protocol": 1, "site": "example-browser", "base_url": "http://127.0.0.1:"#))
+            #expect(input.contains(#""cookies": [{"name": "demo_app_seen", "value": "<masked>""#))
             #expect(input.contains(#""credentials": {"username": "<masked>", "password": "<masked>"}"#))
             #expect(input.contains(##""#password": "•••""##))
             let output = try #require(run.stderr.split(separator: "\n").first { $0.contains("< plugin stdout: ") })
