@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
 """SessionKeeper plugin: log in to the bundled demo site and return the session cookies.
 
-Protocol (SPEC section 5): one JSON object on stdin, one on stdout, messages on stderr (they go to
-the daemon's log, redacted). Used as a whole login (`login: {plugin: demo-login.py}`) with
-`pass_credentials: true`; also works as a step plugin, returning its cookies to the flow.
+Protocol (docs/PLUGINS.md): one JSON object on stdin, one on stdout, messages on stderr (they go to
+the daemon's log, redacted); plugins/lib/sessionkeeper_plugin.py does both ends. Used as a whole login
+(`login: {plugin: demo-login.py}`) with `pass_credentials: true`; also works as a step plugin,
+returning its cookies to the flow.
 
-stdin:  {"site", "step", "with": {"base_url", "username"}, "vars", "cookies", "last_response",
-         "credentials": {"username", "password"}}
-stdout: {"cookies": [json cookie objects], "vars": {"user": ...}, "error": null}
+stdin:  {"protocol": 1, "site", "base_url", "step", "with": {"base_url"?, "username"?}, "vars", "cookies",
+         "last_response", "credentials": {"username", "password"}}
+stdout: {"protocol": 1, "cookies": [json cookie objects], "vars": {"user": ...}}
 """
 import html.parser
 import http.cookiejar
-import json
+import os
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-from datetime import datetime, timezone
+
+sys.dont_write_bytecode = True  # no __pycache__ written into the plugins folder
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "lib"))
+import sessionkeeper_plugin as sk  # noqa: E402
 
 
 class _CSRFField(html.parser.HTMLParser):
@@ -44,76 +48,47 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def _rfc3339(timestamp):
-    if timestamp is None:
-        return None
-    return datetime.fromtimestamp(timestamp, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _fail(message):
-    json.dump({"error": message}, sys.stdout)
-    sys.stdout.write("\n")
-    return 0
-
-
-def main():
-    request = json.load(sys.stdin)
-    options = request.get("with") or {}
-    credentials = request.get("credentials") or {}
-    base_url = options.get("base_url")
-    username = options.get("username") or credentials.get("username")
-    password = credentials.get("password")
+def main(request):
+    base_url = request.option("base_url", kind=str) or request.base_url
+    username = request.option("username", kind=str) or request.credentials.get("username")
+    password = request.credentials.get("password")
     if not base_url:
-        return _fail("with.base_url is missing")
+        sk.fail("with.base_url is missing")
     if not username or password is None:
-        return _fail("credentials are missing (set pass_credentials: true)")
+        sk.fail("credentials are missing (set pass_credentials: true)")
 
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect())
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
     try:
         with opener.open(urllib.parse.urljoin(base_url, "/login"), timeout=20) as page:
             parser = _CSRFField()
             parser.feed(page.read().decode("utf-8", "replace"))
         if not parser.token:
-            return _fail("the login page has no csrf field")
+            sk.fail("the login page has no csrf field")
         form = urllib.parse.urlencode({"username": username, "password": password, "csrf": parser.token})
         submit = urllib.request.Request(
             urllib.parse.urljoin(base_url, "/login"), data=form.encode(), method="POST",
             headers={"Content-Type": "application/x-www-form-urlencoded"})
         try:
             opener.open(submit, timeout=20)
-            return _fail("the login was refused (no redirect after submitting the form)")
+            sk.fail("the login was refused (no redirect after submitting the form)")
         except urllib.error.HTTPError as answer:
             if answer.code != 303:
-                return _fail(f"the login answered {answer.code}, expected 303")
+                sk.fail(f"the login answered {answer.code}, expected 303")
     except (urllib.error.URLError, OSError) as problem:
-        return _fail(f"cannot reach the site: {problem}")
+        sk.fail(f"cannot reach the site: {problem}")
 
     cookies = [
-        {
-            "name": cookie.name,
-            "value": cookie.value,
-            "domain": cookie.domain.lstrip("."),
-            "host_only": not cookie.domain_specified,
-            "path": cookie.path,
-            "expires": _rfc3339(cookie.expires),
-            "secure": cookie.secure,
-            "http_only": cookie.has_nonstandard_attr("HttpOnly"),
-            "same_site": None,
-            "created": now,
-            "last_access": now,
-        }
+        sk.cookie(cookie.name, cookie.value, cookie.domain, path=cookie.path, expires=cookie.expires,
+                  host_only=not cookie.domain_specified, secure=cookie.secure,
+                  http_only=cookie.has_nonstandard_attr("HttpOnly"))
         for cookie in jar
     ]
     if not any(cookie["name"] == "demo_session" for cookie in cookies):
-        return _fail("the site did not set demo_session")
-    print(f"demo-login: logged in as {username}, {len(cookies)} cookies", file=sys.stderr)
-    json.dump({"cookies": cookies, "vars": {"user": username}, "error": None}, sys.stdout)
-    sys.stdout.write("\n")
-    return 0
+        sk.fail("the site did not set demo_session")
+    request.log(f"demo-login: logged in, {len(cookies)} cookies")
+    return sk.answer(cookies=cookies, vars={"user": username})
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sk.run(main, public_options=("base_url",))

@@ -58,14 +58,15 @@ public struct CookieFormatError: Error, Sendable, Hashable, CustomStringConverti
 /// `playwright` all but the times and legacy attributes (an unset SameSite is written as Lax); `set-cookie`
 /// all but the times; `header` names and values.
 public enum CookieCodec {
-    /// Writes cookies in `format`, in the order given.
-    public static func encode(_ cookies: [Cookie], as format: CookieFormat) -> String {
+    /// Writes cookies in `format`, in the order given. `origins` (the localStorage a browser login returned)
+    /// go into `playwright`'s `origins`; the other formats have no place for them.
+    public static func encode(_ cookies: [Cookie], as format: CookieFormat, origins: [StorageOrigin] = []) -> String {
         switch format {
         case .header: cookies.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")
         case .setCookie: cookies.map { "Set-Cookie: " + setCookieLine($0) + "\n" }.joined()
         case .netscape: NetscapeFormat.encode(cookies)
         case .json: JSONCookieFormat.encode(cookies)
-        case .playwright: PlaywrightFormat.encode(cookies)
+        case .playwright: PlaywrightFormat.encode(cookies, origins: origins)
         }
     }
 
@@ -248,10 +249,10 @@ enum JSONCookieFormat {
 
 /// Playwright's storageState (`browserContext.storageState()`): cookies with `domain` carrying a leading
 /// dot for domain cookies, `expires` in seconds since 1970 (-1 for a session cookie), `sameSite` always
-/// set. Reading ignores `origins` (the localStorage Playwright saves beside the cookies); writing leaves
-/// it empty.
+/// set. Reading ignores `origins` (the localStorage Playwright saves beside the cookies); writing fills
+/// it with the origins given (a browser login's localStorage), else leaves it empty.
 enum PlaywrightFormat {
-    static func encode(_ cookies: [Cookie]) -> String {
+    static func encode(_ cookies: [Cookie], origins: [StorageOrigin] = []) -> String {
         let objects = cookies.map { cookie -> String in
             let object = JSONValue.object([
                 ("name", .string(cookie.name)),
@@ -267,7 +268,9 @@ enum PlaywrightFormat {
             return "    " + JSONWriter.write(object, layout: .spaced)
         }
         let list = objects.isEmpty ? "[]" : "[\n" + objects.joined(separator: ",\n") + "\n  ]"
-        return "{\n  \"cookies\": \(list),\n  \"origins\": []\n}\n"
+        let originObjects = origins.map { "    " + JSONWriter.write($0.jsonValue, layout: .spaced) }
+        let originList = originObjects.isEmpty ? "[]" : "[\n" + originObjects.joined(separator: ",\n") + "\n  ]"
+        return "{\n  \"cookies\": \(list),\n  \"origins\": \(originList)\n}\n"
     }
 
     static func decode(_ text: String, now: Date) throws(CookieFormatError) -> [Cookie] {

@@ -268,13 +268,16 @@ public actor Keeper {
         let storage = SiteJar.makeStorage(for: site, clock: wallClock)
         for cookie in record?.liveCookies(at: wallClock()) ?? [] { storage.setCookie(cookie) }
         let engine = engine(for: site)
+        // The session's User-Agent (a browser login's), which a site that binds sessions to it expects.
+        var probed = site
+        if let userAgent = record?.userAgent { probed.http.userAgent = userAgent }
         var outcome = RunOutcome.ok
         var renewed: SessionRecord?
         do {
             if action == .check {
-                _ = try await engine.check(site, storage: storage)
+                _ = try await engine.check(probed, storage: storage)
             } else {
-                let result = try await engine.keepalive(site, storage: storage)
+                let result = try await engine.keepalive(probed, storage: storage)
                 // A sliding session's renewed cookies are the session now: keep and store them, and rewrite the
                 // outputs as after a login.
                 if let current = record {
@@ -490,7 +493,8 @@ public actor Keeper {
         of current: SessionRecord, storage: CookieStorage, expiresAt: Date?, site: SiteDefinition, now: Date
     ) async -> SessionRecord? {
         let cookies = SessionRecord.persistable(storage.allCookies, keepSessionCookies: site.cookies.persistSessionCookies, now: now)
-        let updated = SessionRecord(cookies: cookies, lastLogin: current.lastLogin, expiresAt: expiresAt, userAgent: current.userAgent)
+        let updated = SessionRecord(
+            cookies: cookies, lastLogin: current.lastLogin, expiresAt: expiresAt, userAgent: current.userAgent, origins: current.origins)
         guard (try? updated.encoded()) != (try? current.encoded()) else { return nil }
         do {
             let failures = try await login.storeRenewal(

@@ -59,6 +59,7 @@ extension FlowEngine {
         let input = Data(document.serialized.utf8)
         let masker = state.masker
         let siteName = site.name
+        if tracesExchanges { observer?(.pluginTrace(PluginTracer.input(document, site: siteName, step: name, masker: masker))) }
         let output: PluginOutput
         do {
             output = try await plugins.run(
@@ -68,17 +69,29 @@ extension FlowEngine {
             throw failure(error.message)
         }
         try checkCancellation(site: site.name, step: name)
+        if tracesExchanges {
+            let trace: FlowEvent.PluginTrace
+            if let answer = try? JSONValue.parse(Array(output.standardOutput)) {
+                trace = PluginTracer.output(answer, site: siteName, step: name, masker: masker)
+            } else {
+                // Not JSON: its text could be anything, a secret included; its size is what helps.
+                trace = FlowEvent.PluginTrace(site: siteName, step: name, direction: .output, json: "(not JSON: \(output.standardOutput.count) bytes)")
+            }
+            observer?(.pluginTrace(trace))
+        }
 
         let answer = try parseAnswer(output, timeout: plugin.timeout, failure: failure)
-        apply(answer, state: &state, storage: storage)
+        try apply(answer, state: &state, storage: storage, failure: failure)
     }
 
-    /// stdin: `{"site", "step", "with", "vars", "cookies", "last_response", "credentials"?}`.
+    /// stdin: `{"protocol", "site", "base_url", "step", "with", "vars", "cookies", "last_response", "credentials"?}`.
     private func pluginInput(
         step: String, with: JSONValue, plugin: PluginStep, state: RunState, storage: CookieStorage
     ) -> JSONValue {
         var members: [(key: String, value: JSONValue)] = [
+            ("protocol", .number(String(Self.pluginProtocol))),
             ("site", .string(state.site.name)),
+            ("base_url", .string(state.site.baseURL.absoluteString)),
             ("step", .string(step)),
             ("with", with),
             ("vars", .object(state.variables.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
@@ -108,8 +121,9 @@ extension FlowEngine {
         return .object(members)
     }
 
-    /// stdout (SPEC section 5): `{"vars", "cookies", "set_cookie", "headers", "error"}`, every key optional
-    /// and null meaning absent. `error` is read before the rest (it explains a failed exit too).
+    /// stdout (SPEC section 5, docs/PLUGINS.md): `{"protocol", "vars", "cookies", "set_cookie", "headers",
+    /// "user_agent", "origins", "error"}`, every key optional and null meaning absent. `error` is read before
+    /// the rest (it explains a failed exit too); `protocol` before that (another protocol may mean anything).
     private struct PluginReply: Decodable {
         /// Variables for the following steps: strings as they are, other values as their JSON text.
         var vars: [String: JSONValue]?
@@ -119,8 +133,14 @@ extension FlowEngine {
         var setCookie: [String]?
         /// Headers for the following requests: values as `vars`.
         var headers: [String: JSONValue]?
+        /// The User-Agent the session was made with (a browser's), for the rest of the run and the session.
+        var userAgent: String?
+        /// localStorage per origin, as Playwright's storageState `origins`.
+        var origins: [StorageOrigin]?
 
-        enum CodingKeys: String, CodingKey { case vars, cookies, setCookie = "set_cookie", headers }
+        enum CodingKeys: String, CodingKey {
+            case vars, cookies, setCookie = "set_cookie", headers, userAgent = "user_agent", origins
+        }
     }
 
     private func parseAnswer(
@@ -151,6 +171,10 @@ extension FlowEngine {
             throw failure(output.standardOutput.isEmpty ? "it printed nothing (one JSON object expected on stdout)" : "its output is not JSON (\(error))")
         }
         guard case .object = document else { throw failure("its output is JSON but not an object") }
+        if let spoken = document["protocol"], spoken != .null, spoken != .number(String(Self.pluginProtocol)) {
+            let version = if case .number(let text) = spoken { text } else { JSONWriter.write(spoken) }
+            throw failure("it answered protocol \(version); this SessionKeeper speaks protocol \(Self.pluginProtocol)")
+        }
         if let reported { throw failure(reported) }
         do {
             return try JSONValueDecoder(userInfo: [.cookieDefaultCreationTime: now()]).decode(PluginReply.self, from: document)
@@ -167,9 +191,20 @@ extension FlowEngine {
     }
 
     private func apply(
-        _ reply: PluginReply, state: inout RunState, storage: CookieStorage
-    ) {
+        _ reply: PluginReply, state: inout RunState, storage: CookieStorage, failure: (String) -> FlowError
+    ) throws(FlowError) {
         let site = state.site
+        if let userAgent = reply.userAgent {
+            // It becomes a request header: one line of visible text, as `http.user_agent` must be.
+            guard !userAgent.allSatisfy(\.isWhitespace), !userAgent.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw failure("its output does not fit the plugin protocol: \"user_agent\" must be one line of text")
+            }
+            state.sessionUserAgent = userAgent
+        }
+        if let origins = reply.origins {
+            for origin in origins { for item in origin.localStorage { state.masker.addValue(item.value) } }
+            state.storageOrigins = origins
+        }
         // Sorted by name: JSON objects are unordered, and the flow must not depend on the plugin's order.
         for (name, value) in (reply.vars ?? [:]).sorted(by: { $0.key < $1.key }) { state.setVariable(name, value.plainText) }
         for (name, value) in (reply.headers ?? [:]).sorted(by: { $0.key < $1.key }) {

@@ -19,7 +19,8 @@ extension FlowEngine {
         let started = ContinuousClock.now
         try await state.prepare({ step.forEachVariable($0) }, provider: credentials, step: name, mark: mark)
         var request = try buildRequest(step, name: name, mark: mark, state: state)
-        let options = TransportOptions(site: http)
+        var options = TransportOptions(site: http)
+        if let userAgent = state.sessionUserAgent { options.userAgent = userAgent }
         let maxRedirects = http.maxRedirects ?? Self.defaultMaxRedirects
         var hop = 0
         var response: HTTPResponse

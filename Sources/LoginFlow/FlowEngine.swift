@@ -15,6 +15,9 @@ public struct FlowEngine: Sendable {
     public static let defaultMaxRedirects = 10
     /// `last_response.body` sent to plugins is cut to this (SPEC section 5).
     public static let pluginBodyLimit = 1024 * 1024
+    /// The version of the plugin protocol (docs/PLUGINS.md) written on every plugin's stdin as `"protocol"`;
+    /// an answer carrying another `protocol` fails the step.
+    public static let pluginProtocol = 1
 
     /// Where a flow's own work (templating, parsing pages, the cookie jar) runs between its requests.
     public enum Placement: Sendable, Hashable {
@@ -124,7 +127,8 @@ public struct FlowEngine: Sendable {
         }
         return FlowResult(
             site: site.name, cookies: cookies, essentialCookies: essentials, steps: state.timings,
-            finalURL: state.lastResponse.map { resolvedURLs.redacted($0.url) }, duration: ContinuousClock.now - started, finishedAt: now())
+            finalURL: state.lastResponse.map { resolvedURLs.redacted($0.url) }, duration: ContinuousClock.now - started, finishedAt: now(),
+            userAgent: state.sessionUserAgent, storageOrigins: state.storageOrigins)
     }
 
     /// SPEC section 3: every credential and environment variable the flow's templates name is resolved

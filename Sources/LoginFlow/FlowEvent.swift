@@ -21,6 +21,28 @@ public enum FlowEvent: Sendable {
     case responseTrace(Trace)
     /// With ``FlowEngine/tracesExchanges`` only: what the jar did with a cookie of a response.
     case cookieTrace(CookieTrace)
+    /// With ``FlowEngine/tracesExchanges`` only: the JSON a plugin got on stdin or answered on stdout, masked
+    /// (see ``PluginTrace``).
+    case pluginTrace(PluginTrace)
+
+    /// A plugin exchange for a plugin author debugging it (`login -vv`). Credentials, cookie values, returned
+    /// header values and localStorage values are replaced by `<masked>`, a Set-Cookie line keeps its name and
+    /// attributes, `last_response.body` is cut to ``FlowEngine/traceBodyLength`` characters, and every other
+    /// string is masked like the rest of the run's output.
+    public struct PluginTrace: Sendable, Hashable {
+        public enum Direction: Sendable, Hashable {
+            /// What SessionKeeper wrote on the plugin's standard input.
+            case input
+            /// What the plugin printed on its standard output.
+            case output
+        }
+
+        public var site: String
+        public var step: String
+        public var direction: Direction
+        /// One JSON object on one line.
+        public var json: String
+    }
 
     /// The details of one request or response for a site author debugging a flow (`login -vv`, as Hurl's
     /// `--very-verbose`). `Cookie`, `Set-Cookie` and `Authorization` values are replaced by `<masked>`

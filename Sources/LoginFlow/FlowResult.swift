@@ -53,6 +53,11 @@ public struct FlowResult: Sendable {
     public var duration: Duration
     /// When the flow ended, by the engine's clock.
     public var finishedAt: Date
+    /// The User-Agent a plugin answered with (a headless browser's), which the session was made with; nil
+    /// when none did, and the site's `http.user_agent` was sent.
+    public var userAgent: String?
+    /// The localStorage a plugin answered with (`origins`), served with the cookies in the `playwright` format.
+    public var storageOrigins: [StorageOrigin] = []
 }
 
 /// What a successful `check` or `keepalive` run saw.

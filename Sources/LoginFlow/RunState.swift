@@ -1,3 +1,4 @@
+import CookieJar
 import Foundation
 import HTTPTransport
 import JSON
@@ -13,6 +14,11 @@ struct RunState: Sendable {
     var lastResponse: HTTPResponse?
     /// Headers a plugin returned: sent with every later request of the run.
     var pluginHeaders = HTTPHeaders()
+    /// The User-Agent a plugin answered with (a browser's): later requests of the run send it, and it is
+    /// the session's User-Agent.
+    var sessionUserAgent: String?
+    /// The localStorage a plugin answered with (`origins`), kept with the session.
+    var storageOrigins: [StorageOrigin] = []
     var masker = SecretMasker()
     var timings: [StepTiming] = []
 

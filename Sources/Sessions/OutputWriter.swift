@@ -27,10 +27,11 @@ public enum OutputWriter {
         return failures
     }
 
-    /// Writes one output file. A missing parent folder is created with mode 0700 (cookie files are
-    /// credentials); an existing one is left as it is.
-    public static func write(_ cookies: [Cookie], to output: OutputFile) throws(Failure) {
-        let text = CookieCodec.encode(cookies, as: format(output.format))
+    /// Writes one output file (`origins`, a browser login's localStorage, go into a `playwright` one). A
+    /// missing parent folder is created with mode 0700 (cookie files are credentials); an existing one is
+    /// left as it is.
+    public static func write(_ cookies: [Cookie], origins: [StorageOrigin] = [], to output: OutputFile) throws(Failure) {
+        let text = CookieCodec.encode(cookies, as: format(output.format), origins: origins)
         let folder = (output.path as NSString).deletingLastPathComponent
         do throws(SystemError) {
             if !folder.isEmpty && !Syscall.exists(folder) {

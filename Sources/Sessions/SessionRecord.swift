@@ -8,8 +8,11 @@ import Foundation
 /// Its serialised form is one JSON object, versioned so that an older binary never misreads a newer
 /// record:
 /// `{"format":"sessionkeeper-site-session","version":2,"last_login":RFC3339,"expires_at":RFC3339|null,
-/// "user_agent":String|null,"cookies":[the jar's json format]}`. Version 1 (without `user_agent`) is read
-/// too; a newer version is refused with a clear error.
+/// "user_agent":String|null,"cookies":[the jar's json format],"origins":[...]}`. Version 1 (without
+/// `user_agent`) is read too; a newer version is refused with a clear error. `origins` (the localStorage
+/// of a browser login, as Playwright's storageState holds it) is written only when there are some and
+/// read as none when absent, so records without it, older and newer, read the same: an older binary
+/// that does not know the key still serves the cookies.
 public struct SessionRecord: Sendable, Hashable {
     /// The `format` marker: tells a session record from any other bytes stored under the site's name.
     public static let formatName = "sessionkeeper-site-session"
@@ -24,10 +27,13 @@ public struct SessionRecord: Sendable, Hashable {
     public var expiresAt: Date?
     /// The User-Agent the login sent; nil only in records written before version 2.
     public var userAgent: String?
+    /// The localStorage a browser login returned, per origin; served with the cookies in the `playwright`
+    /// format. Its values are as secret as cookie values.
+    public var origins: [StorageOrigin]
 
     /// Times are kept to the microsecond, the precision of the stored form, so a record read back from a
     /// store equals the one that was saved.
-    public init(cookies: [Cookie], lastLogin: Date, expiresAt: Date?, userAgent: String?) {
+    public init(cookies: [Cookie], lastLogin: Date, expiresAt: Date?, userAgent: String?, origins: [StorageOrigin] = []) {
         self.cookies = cookies.map { cookie in
             var copy = cookie
             copy.created = Self.stored(cookie.created)
@@ -38,6 +44,7 @@ public struct SessionRecord: Sendable, Hashable {
         self.lastLogin = Self.stored(lastLogin)
         self.expiresAt = expiresAt.map(Self.stored)
         self.userAgent = userAgent
+        self.origins = origins
     }
 
     /// `date` at the precision a record stores (RFC 3339 with microseconds).
@@ -138,9 +145,10 @@ extension SessionRecord {
         var userAgent: String?
         /// Through `Cookie`'s Codable form: the jar's `json` format object, defined once in CookieJar.
         var cookies: [Cookie]
+        var origins: [StorageOrigin]?
 
         enum CodingKeys: String, CodingKey {
-            case format, version, cookies
+            case format, version, cookies, origins
             case lastLogin = "last_login"
             case expiresAt = "expires_at"
             case userAgent = "user_agent"
@@ -153,6 +161,7 @@ extension SessionRecord {
             expiresAt = record.expiresAt.map(Timestamp.init)
             userAgent = record.userAgent
             cookies = record.cookies
+            origins = record.origins.isEmpty ? nil : record.origins
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -164,12 +173,13 @@ extension SessionRecord {
             try container.encode(expiresAt, forKey: .expiresAt)
             try container.encode(userAgent, forKey: .userAgent)
             try container.encode(cookies, forKey: .cookies)
+            try container.encodeIfPresent(origins, forKey: .origins)
         }
 
         var record: SessionRecord {
             SessionRecord(
                 cookies: cookies, lastLogin: lastLogin.date, expiresAt: expiresAt?.date,
-                userAgent: userAgent)
+                userAgent: userAgent, origins: origins ?? [])
         }
     }
 }

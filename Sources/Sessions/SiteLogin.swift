@@ -70,8 +70,10 @@ public struct SiteLogin: Sendable {
 
         let kept = SessionRecord.persistable(
             flow.cookies, keepSessionCookies: site.cookies.persistSessionCookies, now: flow.finishedAt)
+        // A plugin's User-Agent (a headless browser's) is the one the session was made with.
         let record = SessionRecord(
-            cookies: kept, lastLogin: flow.finishedAt, expiresAt: flow.sessionExpiry, userAgent: site.http.userAgent)
+            cookies: kept, lastLogin: flow.finishedAt, expiresAt: flow.sessionExpiry, userAgent: flow.userAgent ?? site.http.userAgent,
+            origins: flow.storageOrigins)
         do {
             try await store.save(record, site: site.name)
         } catch {
@@ -80,7 +82,7 @@ public struct SiteLogin: Sendable {
         report(.stored(site: site.name, cookieNames: kept.map(\.name), leftOut: flow.cookies.count - kept.count))
 
         let live = flow.cookies.filter { !$0.isExpired(at: flow.finishedAt) }
-        let outputFailures = writeOutputs(live, site: site, report: report)
+        let outputFailures = writeOutputs(live, origins: record.origins, site: site, report: report)
         return SiteLoginResult(flow: flow, record: record, storage: storage, outputFailures: outputFailures)
     }
 
@@ -96,15 +98,18 @@ public struct SiteLogin: Sendable {
         } catch {
             throw .store(error)
         }
-        return writeOutputs(liveCookies, site: site, report: events ?? { _ in })
+        return writeOutputs(liveCookies, origins: record.origins, site: site, report: events ?? { _ in })
     }
 
-    /// Rewrites every `outputs:` file of `site`; one failing never stops the others.
-    private func writeOutputs(_ live: [Cookie], site: SiteDefinition, report: SessionEventSink) -> [OutputWriter.Failure] {
+    /// Rewrites every `outputs:` file of `site` (a `playwright` one with the session's localStorage too); one
+    /// failing never stops the others.
+    private func writeOutputs(
+        _ live: [Cookie], origins: [StorageOrigin], site: SiteDefinition, report: SessionEventSink
+    ) -> [OutputWriter.Failure] {
         var outputFailures: [OutputWriter.Failure] = []
         for output in site.outputs {
             do throws(OutputWriter.Failure) {
-                try OutputWriter.write(live, to: output)
+                try OutputWriter.write(live, origins: origins, to: output)
                 report(.outputWritten(site: site.name, path: output.path, cookieCount: live.count))
             } catch {
                 outputFailures.append(error)

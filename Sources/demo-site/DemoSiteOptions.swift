@@ -23,6 +23,14 @@ struct DemoSiteOptions: ParsableArguments {
     )
     var passwordEnv = "DEMO_PASSWORD"
 
+    @Option(
+        help: ArgumentHelp(
+            "Environment variable holding the key GET /api/signed checks signatures with; when unset the key is \"\(DemoSite.Configuration.defaultSigningKey)\".",
+            valueName: "name"
+        )
+    )
+    var signingKeyEnv = "DEMO_SIGNING_KEY"
+
     @Option(help: ArgumentHelp("Seconds a session lives (the Max-Age of demo_session).", valueName: "seconds"))
     var sessionMaxAge = 3600
 
@@ -57,7 +65,8 @@ struct DemoSiteOptions: ParsableArguments {
             totpRejectReplay: totpRejectReplay,
             mainHost: mainHost,
             ssoHost: ssoHost,
-            loginPagePadding: loginPagePadding
+            loginPagePadding: loginPagePadding,
+            signingKey: environment[signingKeyEnv] ?? DemoSite.Configuration.defaultSigningKey
         )
         try configuration.validate()
         return configuration

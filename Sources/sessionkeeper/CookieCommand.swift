@@ -75,7 +75,8 @@ struct CookieCommand: ParsableCommand {
             }
             throw CLIFailure.failed("\(problem); start the daemon ('sessionkeeper run') or log in again")
         }
-        Console.outRaw(SessionCookies.text(SessionCookies.select(record.cookies, url: url, now: now), as: format))
+        let origins = url.map { url in record.origins.filter { $0.isOrigin(of: url) } } ?? record.origins
+        Console.outRaw(SessionCookies.text(SessionCookies.select(record.cookies, url: url, now: now), as: format, origins: origins))
     }
 
     /// A `--min-valid`/`--wait` value, or a usage error.

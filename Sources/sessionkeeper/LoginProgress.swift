@@ -14,7 +14,7 @@ import Synchronization
 /// nothing here ever sees a credential, and cookie values are never formatted.
 final class LoginProgress: Sendable {
     /// 0: requests and warnings; 1 (`-v`): also steps, plugin output, restored and stored cookies;
-    /// 2 (`-vv`): also headers, cookie decisions and the start of each body.
+    /// 2 (`-vv`): also headers, cookie decisions, the start of each body and the JSON exchanged with plugins.
     let verbosity: Int
     var verbose: Bool { verbosity >= 1 }
     let terminal: Bool
@@ -51,6 +51,8 @@ final class LoginProgress: Sendable {
             for text in Self.lines(trace, marker: ">") { line(text) }
         case .responseTrace(let trace):
             for text in Self.lines(trace, marker: "<") { line(text) }
+        case .pluginTrace(let trace):
+            line("    \(trace.direction == .input ? "> plugin stdin" : "< plugin stdout"): \(trace.json)")
         case .cookieTrace(let trace):
             let name = trace.name ?? "(unnamed)"
             let scope = trace.scope.map { " for \($0)" } ?? ""

@@ -53,9 +53,9 @@ enum SessionCookies {
     }
 
     /// `cookies` as `format` prints them: the header value on one line (nothing when empty), any other
-    /// format as the codec writes it.
-    static func text(_ cookies: [Cookie], as format: CookieFormat) -> String {
-        let encoded = CookieCodec.encode(cookies, as: format)
+    /// format as the codec writes it (`playwright` with the session's localStorage, `origins`).
+    static func text(_ cookies: [Cookie], as format: CookieFormat, origins: [StorageOrigin] = []) -> String {
+        let encoded = CookieCodec.encode(cookies, as: format, origins: origins)
         guard format == .header else { return encoded }
         return encoded.isEmpty ? "" : encoded + "\n"
     }

@@ -139,6 +139,29 @@ struct CookieFormatTests {
         #expect(list.allSatisfy { $0["sameSite"] is String })
     }
 
+    /// A browser login's localStorage goes into storageState's `origins`, in Playwright's own layout, and
+    /// reading the file back still gives the cookies.
+    @Test("playwright storageState carries localStorage origins")
+    func playwrightOrigins() throws {
+        let origins = [
+            StorageOrigin(origin: "http://127.0.0.1:8480", localStorage: [.init(name: "user", value: "alice"), .init(name: "t", value: "q\"1")]),
+            StorageOrigin(origin: "https://app.example.com", localStorage: []),
+        ]
+        let text = CookieCodec.encode(Self.sample, as: .playwright, origins: origins)
+        let root = try #require(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        let written = try #require(root["origins"] as? [[String: Any]])
+        #expect(written.map { $0["origin"] as? String } == ["http://127.0.0.1:8480", "https://app.example.com"])
+        #expect(written[0]["localStorage"] as? [[String: String]] == [["name": "user", "value": "alice"], ["name": "t", "value": "q\"1"]])
+        #expect(try CookieCodec.decode(text, as: .playwright, url: nil, now: Self.now).map(\.name) == Self.sample.map(\.name))
+        // Only playwright has a place for them.
+        #expect(CookieCodec.encode(Self.sample, as: .json, origins: origins) == CookieCodec.encode(Self.sample, as: .json))
+
+        #expect(origins[0].isOrigin(of: URL(string: "http://127.0.0.1:8480/app/home?x=1")!))
+        #expect(!origins[0].isOrigin(of: URL(string: "https://127.0.0.1:8480/")!))
+        #expect(origins[1].isOrigin(of: URL(string: "https://APP.example.com:443/")!))
+        #expect(!origins[1].isOrigin(of: URL(string: "https://app.example.com:8443/")!))
+    }
+
     @Test("set-cookie round trip through the RFC rules for the URL")
     func setCookieRoundTrip() throws {
         let cookies = [Self.sample[1], Self.sample[2]].map { cookie -> Cookie in

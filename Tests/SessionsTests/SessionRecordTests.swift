@@ -58,6 +58,18 @@ import Testing
         #expect(record.expiresAt == CookieTime.parseRFC3339("2027-01-15T08:00:00Z"))
     }
 
+    /// A browser login's localStorage round-trips; a record without any writes no `origins` key, and one
+    /// without the key (every record written before it existed) reads as having none.
+    @Test func keepsLocalStorageOriginsAndReadsRecordsWithout() throws {
+        var record = Self.sample()
+        record.origins = [StorageOrigin(origin: "http://127.0.0.1:8480", localStorage: [.init(name: "token", value: Self.secretValue)])]
+        let text = String(decoding: try record.encoded(), as: UTF8.self)
+        #expect(text.contains(#""origins":[{"localStorage":[{"name":"token","value":"#))
+        #expect(try SessionRecord.decode(try record.encoded()) == record)
+        #expect(!String(decoding: try Self.sample().encoded(), as: UTF8.self).contains("origins"))
+        #expect(try SessionRecord.decode(try Self.sample().encoded()).origins.isEmpty)
+    }
+
     @Test(arguments: [
         ("{\"format\":\"sessionkeeper-site-session\",\"version\":3}", "format version 3, newer than this SessionKeeper understands (2)"),
         ("{\"format\":\"sessionkeeper-site-session\",\"version\":0}", "invalid format version (0)"),

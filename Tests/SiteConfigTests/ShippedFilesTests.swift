@@ -25,7 +25,7 @@ import Testing
         let result = loader.loadSites(config: config)
         #expect(result.failures.isEmpty, "\(result.failures)")
         let names = result.sites.map(\.name)
-        #expect(names == ["demo", "example-csrf-form", "example-json-api", "example-plugin", "example-totp"])
+        #expect(names == ["demo", "example-browser", "example-csrf-form", "example-json-api", "example-plugin", "example-signed-api", "example-totp"])
         #expect(result.sites.filter(\.enabled).map(\.name) == ["demo"])
     }
 
@@ -68,5 +68,20 @@ import Testing
         #expect(plugin.passCredentials)
         #expect(plugin.timeout == .seconds(30))
         #expect(plugin.environment == [.inherit("TZ")])
+    }
+
+    /// The plugins the examples name are shipped and executable (browser-login has no extension).
+    @Test(arguments: [("example-browser", "browser-login"), ("example-signed-api", "sign-request.py")])
+    func examplePluginsAreShippedExecutables(site name: String, plugin expected: String) throws {
+        let config = try repositoryConfig()
+        let site = try loader.loadSite(at: Paths.repository.appendingPathComponent("sites/\(name).yaml").path, config: config)
+        var paths: [String] = []
+        switch site.login {
+        case .plugin(let plugin): paths.append(plugin.executablePath)
+        case .steps(let steps): paths += steps.compactMap { if case .plugin(let plugin) = $0.action { plugin.executablePath } else { nil } }
+        case .manual: break
+        }
+        #expect(paths == [Paths.repository.path + "/plugins/\(expected)"])
+        #expect(paths.allSatisfy { FileManager.default.isExecutableFile(atPath: $0) })
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 extension DemoSite {
     /// Everything the demo site needs to run; the `demo-site` flags map one to one onto these fields.
     ///
-    /// Its `description` and mirror mask the password and the TOTP secret, so printing or dumping a
+    /// Its `description` and mirror mask the password, the TOTP secret and the signing key, so printing or dumping a
     /// configuration never shows them.
     public struct Configuration: Sendable {
         /// Address the server binds to (`--host`).
@@ -30,12 +30,18 @@ extension DemoSite {
         /// Bytes of extra markup on the sign-in page, after the form (`--login-page-padding`): a large page
         /// for benchmarks of parsing under load. 0 keeps the page small.
         public var loginPagePadding: Int
+        /// The key `GET /api/signed` checks request signatures with (read from the environment variable
+        /// named by `--signing-key-env`).
+        public var signingKey: String
 
         /// The largest `--login-page-padding`: 64 MiB.
         public static let maxLoginPagePadding = 64 * 1024 * 1024
 
         /// The password used when `--password-env`'s variable is unset.
         public static let defaultPassword = "wonderland"
+
+        /// The signing key used when `--signing-key-env`'s variable is unset.
+        public static let defaultSigningKey = "demo-signing-key"
 
         /// Creates a configuration; every default is the `demo-site` flag's default.
         public init(
@@ -49,7 +55,8 @@ extension DemoSite {
             totpRejectReplay: Bool = false,
             mainHost: String = "demo.test",
             ssoHost: String = "sso.demo.test",
-            loginPagePadding: Int = 0
+            loginPagePadding: Int = 0,
+            signingKey: String = Configuration.defaultSigningKey
         ) {
             self.host = host
             self.port = port
@@ -62,6 +69,7 @@ extension DemoSite {
             self.mainHost = mainHost
             self.ssoHost = ssoHost
             self.loginPagePadding = loginPagePadding
+            self.signingKey = signingKey
         }
 
         /// Checks every field and decodes the TOTP secret.
@@ -75,6 +83,7 @@ extension DemoSite {
                 throw .invalid(field: "--user", reason: "the user name must be non-empty and contain no spaces")
             }
             guard !password.isEmpty else { throw .invalid(field: "--password-env", reason: "the password is empty") }
+            guard !signingKey.isEmpty else { throw .invalid(field: "--signing-key-env", reason: "the signing key is empty") }
             // RFC 6265 5.2.2: Max-Age is whole seconds; a non-positive one would expire the cookie at once.
             guard sessionMaxAge > 0 else {
                 throw .invalid(field: "--session-max-age", reason: "\(sessionMaxAge) must be a positive number of seconds")
@@ -121,12 +130,12 @@ extension DemoSite {
 }
 
 extension DemoSite.Configuration: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-    /// The fields with the password and TOTP secret masked.
+    /// The fields with the password, the TOTP secret and the signing key masked.
     public var description: String {
         "Configuration(host: \(host), port: \(port), user: \(user), password: <redacted>, "
             + "sessionMaxAge: \(sessionMaxAge), sliding: \(sliding), totpSecret: \(totpSecret == nil ? "none" : "<redacted>"), "
             + "totpRejectReplay: \(totpRejectReplay), mainHost: \(mainHost), ssoHost: \(ssoHost), "
-            + "loginPagePadding: \(loginPagePadding))"
+            + "loginPagePadding: \(loginPagePadding), signingKey: <redacted>)"
     }
 
     public var debugDescription: String { description }
@@ -138,7 +147,7 @@ extension DemoSite.Configuration: CustomStringConvertible, CustomDebugStringConv
                 "host": host, "port": port, "user": user, "password": "<redacted>", "sessionMaxAge": sessionMaxAge,
                 "sliding": sliding, "totpSecret": totpSecret == nil ? "none" : "<redacted>",
                 "totpRejectReplay": totpRejectReplay, "mainHost": mainHost, "ssoHost": ssoHost,
-                "loginPagePadding": loginPagePadding,
+                "loginPagePadding": loginPagePadding, "signingKey": "<redacted>",
             ],
             displayStyle: .struct
         )

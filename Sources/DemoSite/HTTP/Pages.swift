@@ -66,6 +66,22 @@ enum Pages {
         )
     }
 
+    /// The JavaScript sign-in's page: nothing but a mount point and the script that builds the form.
+    static func appLogin() -> String {
+        document(
+            title: "Sign in to the app",
+            body: """
+                <h1>Sign in to the app</h1>
+                    <div id="app"><noscript>This sign-in needs JavaScript.</noscript></div>
+                    <script src="/app/login.js"></script>
+                """
+        )
+    }
+
+    static func appHome(user: String) -> String {
+        document(title: "App", body: "<h1 id=\"app-home\">Signed in to the app as \(escape(user))</h1>")
+    }
+
     static func message(title: String, text: String) -> String {
         document(title: title, body: "<h1>\(escape(title))</h1>\n    <p>\(escape(text))</p>")
     }

@@ -8,6 +8,10 @@ enum Reply {
         make(status, contentType: "text/html; charset=utf-8", body: page, cookies: cookies)
     }
 
+    static func javaScript(_ source: String) -> Response {
+        make(.ok, contentType: "text/javascript; charset=utf-8", body: source, cookies: [])
+    }
+
     static func text(_ status: HTTPResponse.Status, _ message: String) -> Response {
         make(status, contentType: "text/plain; charset=utf-8", body: message + "\n", cookies: [])
     }

@@ -12,6 +12,10 @@ final class SiteContext: Sendable {
     let configuration: DemoSite.Configuration
     let store: SessionStore
     let csrf = CSRFTokens()
+    /// Nonces of the JavaScript sign-in (`/app/...`).
+    let challenges = BrowserChallenges()
+    /// The check of `GET /api/signed`, under the configured signing key.
+    let requestSignature: RequestSignature
     let totp: TOTP?
     let now: DemoSite.WallClock
     /// `--login-page-padding`'s markup, made once.
@@ -22,6 +26,7 @@ final class SiteContext: Sendable {
     init(configuration: DemoSite.Configuration, totpSecret: [UInt8]?, now: @escaping DemoSite.WallClock) {
         self.configuration = configuration
         self.store = SessionStore(now: now)
+        self.requestSignature = RequestSignature(key: configuration.signingKey)
         self.totp = totpSecret.map(TOTP.init(secret:))
         self.now = now
         self.loginPagePadding = Pages.padding(bytes: configuration.loginPagePadding)

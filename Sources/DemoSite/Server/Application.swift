@@ -38,6 +38,8 @@ extension DemoSite {
         LoginRoutes(site: site).register(on: router)
         APIRoutes(site: site).register(on: router)
         SSORoutes(site: site).register(on: router)
+        BrowserRoutes(site: site).register(on: router)
+        SignedRoutes(site: site).register(on: router)
         ControlRoutes(site: site).register(on: router)
         return router
     }

@@ -78,7 +78,10 @@ struct APIRoutes: Sendable {
             for cookie in cookies { storage.setCookie(cookie) }
             cookies = storage.cookies(for: url)
         }
-        let text = CookieCodec.encode(cookies, as: format)
+        // A browser login's localStorage goes with the cookies (only `playwright` has a place for it); with
+        // `url`, only that URL's origin's.
+        let origins = url.map { url in served.record.origins.filter { $0.isOrigin(of: url) } } ?? served.record.origins
+        let text = CookieCodec.encode(cookies, as: format, origins: origins)
         switch format {
         case .header: return WireBody.text(text + "\n", contentType: "text/plain; charset=utf-8")
         case .json, .playwright: return WireBody.text(text, contentType: "application/json")
