@@ -34,4 +34,15 @@ struct ConfigOptions: ParsableArguments {
             throw CLIFailure.usage(error.description)
         }
     }
+
+    /// Only the socket settings of the config file (its `state_dir` and `socket`), for a client command
+    /// that only needs to reach the daemon.
+    func loadSocketSettings(_ loader: ConfigurationLoader) throws -> SocketSettings {
+        let file = try locate(loader)
+        do {
+            return try loader.loadSocketSettings(at: file)
+        } catch {
+            throw CLIFailure.usage(error.description)
+        }
+    }
 }

@@ -11,11 +11,11 @@ struct SocketOptions: ParsableArguments {
 
     @OptionGroup var config: ConfigOptions
 
-    /// `--socket`, else config.yaml's `socket.path` (reading config.yaml only then: it is cheap, but a
-    /// client given the socket needs no config file at all).
+    /// `--socket`, else config.yaml's `socket.path` (reading config.yaml only then, and of it only `state_dir`
+    /// and `socket`: a client given the socket needs no config file at all).
     func socketPath() throws -> String {
         if let socket { return socket }
-        return try config.load(ConfigurationLoader()).socket.path
+        return try config.loadSocketSettings(ConfigurationLoader()).path
     }
 }
 

@@ -67,6 +67,39 @@ import Testing
         #expect(config.stateDirectory == "/var/lib/sk")
     }
 
+    /// What a client command reads of config.yaml (`state_dir` and `socket`) gives the socket `loadConfig`
+    /// gives, for each way the path is set; an error in those keys is reported at its place; other keys,
+    /// even wrong ones, are not read.
+    @Test func theSocketLookupAgreesWithTheWholeConfig() throws {
+        let temporary = try TemporaryFolder()
+        defer { temporary.cleanUp() }
+        let file = temporary.path + "/config.yaml"
+        let texts = [
+            "",
+            "# nothing yet\n",
+            "state_dir: /var/lib/sk\n",
+            "state_dir: state\nsocket: {path: run/sk.sock, mode: \"0660\", group: sk, allow_uids: [1000]}\n",
+            "sites_dir: s\nsocket:\n  path: /tmp/x.sock\nvault: {key: {file: k}}\nlog: {level: debug}\n",
+        ]
+        for environment in [[:], ["XDG_RUNTIME_DIR": "/run/user/1000"]] {
+            let loader = ConfigurationLoader(environment: environment)
+            for text in texts {
+                try text.write(toFile: file, atomically: true, encoding: .utf8)
+                #expect(try loader.loadSocketSettings(at: file) == loader.loadConfig(at: file).socket, "\(text)")
+            }
+        }
+        try "log: {level: shouting}\nstate_dir: /var/lib/sk\n".write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(throws: ConfigError.self) { try loader.loadConfig(at: file) }
+        #expect(try loader.loadSocketSettings(at: file).path == "/var/lib/sk/sessionkeeper.sock")
+        try "state_dir: /var/lib/sk\nsocket: {path: \"\", mode: \"0660\"}\n".write(toFile: file, atomically: true, encoding: .utf8)
+        #expect {
+            try loader.loadSocketSettings(at: file)
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains(file + ":2:") && text.contains("socket.path") && text.contains("socket.mode gives the group access")
+        }
+    }
+
     @Test func vaultKeySources() throws {
         func key(_ yaml: String) throws -> VaultKeySource {
             try loader.loadConfig(text: "vault: {key: \(yaml)}\n", file: "/etc/sk/config.yaml").vault.key

@@ -24,26 +24,9 @@ struct ConfigBuilder {
     mutating func build(_ config: ConfigFile) -> DaemonConfig? {
         let sites = checker.nonEmptyPath(config.sitesDir, key: "sites_dir") ?? checker.path(Self.defaultSitesDirectory)
         let plugins = checker.nonEmptyPath(config.pluginsDir, key: "plugins_dir") ?? checker.path(Self.defaultPluginsDirectory)
-        let state = checker.nonEmptyPath(config.stateDir, key: "state_dir") ?? checker.path(Self.defaultStateDirectory)
+        let state = buildStateDirectory(config.stateDir)
 
-        var socket = SocketSettings(path: defaultSocketPath(stateDirectory: state))
-        if let file = config.socket?.value {
-            if let path = checker.nonEmptyPath(file.path, key: "socket.path") {
-                // sockaddr_un.sun_path holds 108 bytes on Linux, the terminating NUL included.
-                if path.utf8.count > 107, let mark = file.path?.mark {
-                    checker.error(mark, "socket.path: \(path) is longer than the 107 bytes a Unix socket path may have")
-                }
-                socket.path = path
-            }
-            if let mode = checker.mode(file.mode, key: "socket.mode") { socket.mode = mode }
-            if let group = file.group {
-                if group.value.isEmpty { checker.error(group.mark, "socket.group: empty group name") } else { socket.group = group.value }
-            }
-            if socket.mode & 0o070 != 0, socket.group == nil, let mark = file.mode?.mark {
-                checker.error(mark, "socket.mode gives the group access but no socket.group is set")
-            }
-            socket.allowUIDs = (file.allowUIDs ?? []).map(\.value)
-        }
+        let socket = buildSocket(config.socket, stateDirectory: state)
 
         var vault = VaultSettings(key: .file(path: (state as NSString).appendingPathComponent(Self.keyFileName)))
         if let key = config.vault?.value.key {
@@ -87,6 +70,33 @@ struct ConfigBuilder {
         return DaemonConfig(
             file: file, sitesDirectory: sites, pluginsDirectory: plugins, stateDirectory: state, socket: socket,
             vault: vault, scheduler: scheduler, defaults: defaults, log: log, metrics: config.metrics?.value ?? true)
+    }
+
+    /// The state folder of `config.yaml`'s `state_dir` (made absolute), or the default one.
+    mutating func buildStateDirectory(_ stateDir: Marked<String>?) -> String {
+        checker.nonEmptyPath(stateDir, key: "state_dir") ?? checker.path(Self.defaultStateDirectory)
+    }
+
+    /// `socket:` checked, with its defaults.
+    mutating func buildSocket(_ marked: Marked<ConfigFile.SocketFile>?, stateDirectory: String) -> SocketSettings {
+        var socket = SocketSettings(path: defaultSocketPath(stateDirectory: stateDirectory))
+        guard let file = marked?.value else { return socket }
+        if let path = checker.nonEmptyPath(file.path, key: "socket.path") {
+            // sockaddr_un.sun_path holds 108 bytes on Linux, the terminating NUL included.
+            if path.utf8.count > 107, let mark = file.path?.mark {
+                checker.error(mark, "socket.path: \(path) is longer than the 107 bytes a Unix socket path may have")
+            }
+            socket.path = path
+        }
+        if let mode = checker.mode(file.mode, key: "socket.mode") { socket.mode = mode }
+        if let group = file.group {
+            if group.value.isEmpty { checker.error(group.mark, "socket.group: empty group name") } else { socket.group = group.value }
+        }
+        if socket.mode & 0o070 != 0, socket.group == nil, let mark = file.mode?.mark {
+            checker.error(mark, "socket.mode gives the group access but no socket.group is set")
+        }
+        socket.allowUIDs = (file.allowUIDs ?? []).map(\.value)
+        return socket
     }
 
     /// `$XDG_RUNTIME_DIR/sessionkeeper.sock` when set (and absolute), else inside the state folder.

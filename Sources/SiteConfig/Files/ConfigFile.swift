@@ -15,6 +15,16 @@ struct ConfigFile: Decodable {
         case defaults, log, metrics
     }
 
+    /// The two keys a client command reads to reach the daemon (``ConfigurationLoader/loadSocketSettings(at:)``).
+    struct SocketLookup: Decodable {
+        var stateDir: Marked<String>?
+        var socket: Marked<SocketFile>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case stateDir = "state_dir", socket
+        }
+    }
+
     struct SocketFile: Decodable {
         var path: Marked<String>?
         var mode: Marked<String>?

@@ -50,6 +50,35 @@ public struct ConfigurationLoader: Sendable {
         return config
     }
 
+    /// The daemon's socket settings from `config.yaml` at `path`, reading only its `state_dir` and `socket`:
+    /// what a client command (`cookie`, `status`, `refresh`) needs to reach the daemon. The other keys are
+    /// neither decoded nor checked (`sessionkeeper check` and the daemon check them), because decoding the
+    /// whole file was a third of such a command's start (issue 15). Errors in these two keys are reported as
+    /// ``loadConfig(at:)`` reports them.
+    public func loadSocketSettings(at path: String) throws(ConfigError) -> SocketSettings {
+        let file = Self.absolute(path)
+        let parsed = try Self.parse(text: try Self.read(file), file: file, allowEmpty: true)
+        var builder = ConfigBuilder(file: file, directory: (file as NSString).deletingLastPathComponent, environment: environment)
+        let context = DecodingContext()
+        var lookup: ConfigFile.SocketLookup?
+        if let root = parsed.root, let pairs = root.pairs {
+            let wanted = Set(ConfigFile.SocketLookup.CodingKeys.allCases.map(\.rawValue))
+            let pruned = YAMLNode(.mapping(pairs.filter { wanted.contains($0.name) }), mark: root.mark)
+            do {
+                lookup = try NodeDecoder(node: pruned, context: context).decode(ConfigFile.SocketLookup.self)
+            } catch {
+                context.record(error, at: root.mark)
+            }
+        } else {
+            lookup = ConfigFile.SocketLookup()
+        }
+        var diagnostics = parsed.diagnostics + context.diagnostics
+        let socket = lookup.map { builder.buildSocket($0.socket, stateDirectory: builder.buildStateDirectory($0.stateDir)) }
+        diagnostics += builder.checker.diagnostics
+        guard diagnostics.isEmpty, let socket else { throw Self.error(diagnostics, sensitiveLines: []) }
+        return socket
+    }
+
     /// The settings used when no config file exists: every default of SPEC section 2, paths under
     /// `directory`.
     public func defaultConfig(directory: String) -> DaemonConfig {
