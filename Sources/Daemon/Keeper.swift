@@ -32,6 +32,9 @@ public actor Keeper {
     }
 
     private let login: SiteLogin
+    /// Each site's definition, session and schedule view, published on every change for the socket's
+    /// readers, who need no actor hop for a session that is fit to serve (``servedNow(_:minValid:)``).
+    public nonisolated let board = ServedBoard()
     private var settings: SchedulerSettings
     private let logger: Logger
     private let wallClock: @Sendable () -> Date
@@ -178,6 +181,7 @@ public actor Keeper {
         gate.finish(site: name)
         resumeWaiters(of: name, loginEnded: true)
         lastReport[name] = nil
+        board.remove(name)
         logger.info("site removed", metadata: ["site": "\(name)"])
     }
 
@@ -190,6 +194,7 @@ public actor Keeper {
         let actions = entries[name]?.schedule.handle(event, now: now) ?? []
         guard let schedule = entries[name]?.schedule else { return }
         deadlineBySite[name] = schedule.nextDeadline
+        publishBoard(name)
         // A site's first state is logged by "site added"; its placeholder state before is nothing to report.
         if before != schedule.phase, !event.isStart {
             logger.info("state changed", metadata: [
@@ -411,13 +416,21 @@ public actor Keeper {
     }
 
     private func usable(_ entry: Entry, minValid: Duration?) -> ServedSession? {
-        guard let record = entry.record, entry.schedule.session?.essentialCookiesPresent ?? false else { return nil }
-        let now = wallClock()
-        let horizon = now.addingTimeInterval(minValid.map { $0 / .seconds(1) } ?? 0)
-        guard Self.summary(record, site: entry.site, now: horizon).essentialCookiesPresent,
-              entry.schedule.session?.isValid(at: horizon) ?? false
-        else { return nil }
-        return ServedSession(site: entry.site, record: record)
+        ServedBoard.usable(site: entry.site, record: entry.record, session: entry.schedule.session, minValid: minValid, now: wallClock())
+    }
+
+    /// The session ``session(for:minValid:wait:)`` would return at once for `name`, read from the ``board``
+    /// without waiting for the Keeper; nil when there is none fit to serve now (or no such site, or it is
+    /// disabled): then only `session(for:minValid:wait:)` knows what to do and what to say.
+    public nonisolated func servedNow(_ name: String, minValid: Duration?) -> ServedSession? {
+        guard let entry = board.entry(of: name), entry.phase != .disabled else { return nil }
+        return ServedBoard.usable(site: entry.site, record: entry.record, session: entry.session, minValid: minValid, now: wallClock())
+    }
+
+    /// Publishes `name`'s entry as it is now to the ``board``.
+    private func publishBoard(_ name: String) {
+        guard let entry = entries[name] else { return }
+        board.publish(ServedBoard.Entry(site: entry.site, record: entry.record, session: entry.schedule.session, phase: entry.schedule.phase))
     }
 
     /// Waits until the site's next login ends (true) or `deadline` passes or the task is cancelled (false).
@@ -482,6 +495,7 @@ public actor Keeper {
     private func serve(_ record: SessionRecord, site name: String) {
         guard let before = entries[name] else { return }
         entries[name]?.record = record
+        publishBoard(name)
         guard before.record != record else { return }
         publish(.cookies(
             site: name, time: wallClock(), names: record.liveCookies(at: wallClock()).map(\.name), expiresAt: record.expiresAt))

@@ -106,18 +106,50 @@ import Vault
             #expect(try await Self.waitUntil(.seconds(5)) { await keeper.status().first?.phase == .valid })
             var samples = 0
             var refused = 0
+            var refusedFromBoard = 0
             let end = ContinuousClock.now + .seconds(30)
             while ContinuousClock.now < end {
                 samples += 1
                 if !(try await world.accepts(await keeper.record(for: "demo"))) { refused += 1 }
+                // What the socket serves without asking the actor: the board's session, when it has one fit.
+                if let served = keeper.servedNow("demo", minValid: nil), !(try await world.accepts(served.record)) {
+                    refusedFromBoard += 1
+                }
                 try await Task.sleep(for: .milliseconds(200))
             }
             await keeper.stopAll()
             #expect(refused == 0, "\(refused) of \(samples) samples were refused")
+            #expect(refusedFromBoard == 0, "\(refusedFromBoard) of \(samples) sessions from the board were refused")
             // A login about every 3 s (the first one included), never a burst.
             let logins = world.requests.count("POST /login")
             #expect(samples >= 100, "\(samples) samples")
             #expect(logins >= 8 && logins <= 16, "\(logins) logins")
+        }
+    }
+
+    /// The board the socket reads without an actor hop answers as the Keeper does: the same session while it
+    /// is fit, nothing for a `min_valid` beyond its expiry, the new session after a login, nothing for a site
+    /// that is gone.
+    @Test func theBoardServesWhatTheKeeperServes() async throws {
+        try await Self.withWorld(sessionMaxAge: 3600) { world in
+            let keeper = world.keeper()
+            #expect(keeper.servedNow("demo", minValid: nil) == nil)
+            await keeper.apply([try world.site()])
+            #expect(try await Self.waitUntil(.seconds(5)) { await keeper.status().first?.phase == .valid })
+            let fromKeeper = try await keeper.session(for: "demo", minValid: nil, wait: nil)
+            let fromBoard = try #require(keeper.servedNow("demo", minValid: .seconds(60)))
+            #expect(fromBoard.record == fromKeeper.record)
+            #expect(fromBoard.site == fromKeeper.site)
+            #expect(keeper.servedNow("demo", minValid: .seconds(7200)) == nil, "the session ends within the hour")
+            try await world.control("revoke-all")
+            #expect(try await Self.waitUntil(.seconds(3)) {
+                keeper.servedNow("demo", minValid: nil).map { $0.record.lastLogin > fromKeeper.record.lastLogin } ?? false
+            })
+            #expect(try await world.accepts(keeper.servedNow("demo", minValid: nil)?.record))
+            await keeper.apply([])
+            #expect(keeper.servedNow("demo", minValid: nil) == nil)
+            #expect(keeper.board.entry(of: "demo") == nil)
+            await keeper.stopAll()
         }
     }
 

@@ -59,17 +59,23 @@ struct APIRoutes: Sendable {
     }
 
     private func cookies(_ request: Request, _ context: APIContext) async throws -> Response {
-        let snapshot = try await visibleSite(context)
+        let name = try await visibleSiteName(context)
         let query = try Query(request, allowed: ["format", "url", "min_valid", "wait"])
         let format = try query.format("format") ?? .header
         let url = try query.url("url")
         let minValid = try query.duration("min_valid")
         let wait = try query.duration("wait")
+        // A session fit to serve comes from the Keeper's board, without an actor hop; only a request the
+        // board cannot answer (a login to start or wait for, an error to explain) asks the Keeper.
         let served: ServedSession
-        do {
-            served = try await keeper.session(for: snapshot.site.name, minValid: minValid, wait: wait)
-        } catch {
-            throw APIError(error)
+        if let fit = keeper.servedNow(name, minValid: minValid) {
+            served = fit
+        } else {
+            do {
+                served = try await keeper.session(for: name, minValid: minValid, wait: wait)
+            } catch {
+                throw APIError(error)
+            }
         }
         var cookies = served.record.liveCookies(at: self.now())
         if let url {
@@ -182,6 +188,17 @@ struct APIRoutes: Sendable {
             throw APIError(.forbidden, .forbidden, "uid \(context.peer.uid) may not read site '\(name)'")
         }
         return snapshot
+    }
+
+    /// The name of the site in the path, when it exists (404) and the peer may see it (403): from the Keeper's
+    /// board when it has the site, else as ``visibleSite(_:)`` finds it.
+    private func visibleSiteName(_ context: APIContext) async throws -> String {
+        let name = context.parameters.get("name") ?? ""
+        guard let entry = keeper.board.entry(of: name) else { return try await visibleSite(context).site.name }
+        guard access.allows(context.peer, site: entry.site) else {
+            throw APIError(.forbidden, .forbidden, "uid \(context.peer.uid) may not read site '\(name)'")
+        }
+        return name
     }
 
     /// What concerns every site (reloading, the metrics, which name every site) is for the peers that see every
