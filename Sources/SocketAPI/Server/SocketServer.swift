@@ -89,7 +89,7 @@ public final class SocketServer: Service, Sendable {
         let (ready, readyFeed) = AsyncStream.makeStream(of: SocketFileError?.self)
         let application = Application(
             router: buildRouter(),
-            server: .http1(configuration: http1Configuration()),
+            server: .http1OnEventLoops(configuration: http1Configuration()),
             configuration: ApplicationConfiguration(address: .unixDomainSocket(path: settings.path), serverName: nil),
             onServerRunning: { [settings] _ in
                 bound.set()
