@@ -206,6 +206,12 @@ public struct SiteSchedule: Sendable {
             return beginLogin(now: now)
         case .check:
             guard !checkRunning else { return [] }
+            // A check while a login runs would carry the session being replaced (none at all on the first
+            // login) and tell nothing the login's outcome will not: it waits a period, as a keepalive does.
+            guard !loginRunning else {
+                planProbe(.check, now: now)
+                return []
+            }
             checkRunning = true
             return [.check]
         case .keepalive:

@@ -341,6 +341,21 @@ struct TestClock {
         #expect(schedule.loginRunning)
     }
 
+    /// A check falling due while a login runs would carry the session being replaced: it waits a period, and
+    /// runs on its own schedule once the login ended.
+    @Test func aCheckDueWhileALoginRunsWaitsAPeriod() {
+        var clock = TestClock()
+        var schedule = Self.loggedIn(clock, policy: Self.policy(check: .seconds(60)))
+        #expect(schedule.handle(.refreshRequested, now: clock.now) == [.logIn])
+        clock.advance(to: schedule.deadlines[.check]!)
+        #expect(schedule.handle(.timerFired(.check), now: clock.now).isEmpty)
+        #expect(!schedule.checkRunning)
+        #expect(clock.offset(schedule.deadlines[.check]) == .seconds(60))
+        _ = schedule.handle(.loginFinished(.ok, session: Self.session(clock, expiresIn: .seconds(3600))), now: clock.now)
+        clock.advance(to: schedule.deadlines[.check]!)
+        #expect(schedule.handle(.timerFired(.check), now: clock.now) == [.check])
+    }
+
     // MARK: Time
 
     @Test func aWallClockJumpReschedulesOnceWithoutABurst() {
