@@ -27,20 +27,20 @@ struct ConfigOptions: ParsableArguments {
 
     /// The config, located and loaded; any problem is a usage failure listing every diagnostic.
     func load(_ loader: ConfigurationLoader) throws -> DaemonConfig {
-        let file = try locate(loader)
-        do {
-            return try loader.loadConfig(at: file)
-        } catch {
-            throw CLIFailure.usage(error.description)
-        }
+        try reading(loader) { file throws(ConfigError) in try loader.loadConfig(at: file) }
     }
 
     /// Only the socket settings of the config file (its `state_dir` and `socket`), for a client command
     /// that only needs to reach the daemon.
     func loadSocketSettings(_ loader: ConfigurationLoader) throws -> SocketSettings {
+        try reading(loader) { file throws(ConfigError) in try loader.loadSocketSettings(at: file) }
+    }
+
+    /// What `read` makes of the located config file; its errors are usage errors, in its words.
+    private func reading<T>(_ loader: ConfigurationLoader, _ read: (String) throws(ConfigError) -> T) throws -> T {
         let file = try locate(loader)
         do {
-            return try loader.loadSocketSettings(at: file)
+            return try read(file)
         } catch {
             throw CLIFailure.usage(error.description)
         }
