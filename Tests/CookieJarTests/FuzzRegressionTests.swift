@@ -48,4 +48,23 @@ struct FuzzRegressionTests {
         #expect(storage.receive("a=1", from: "http://..example.com/").allSatisfy { !$0.isStored })
         #expect(storage.names(for: "http://example.com/").isEmpty)
     }
+
+    /// cookie-import (Fatal error: Double value cannot be converted to Int64): a Playwright `expires` of 1e300
+    /// reads as a time no whole-second count holds, and writing it in any format with a date trapped. So did a
+    /// cookies.txt expiry of Int64.max. Writers now show the nearest time they can write (year 9999).
+    @Test func expiriesBeyondYear9999AreWrittenAsTheLastWritableSecond() throws {
+        let text = String(decoding: try Fixtures.data("fuzz-expires-beyond-year-9999.json"), as: UTF8.self)
+        let cookies = try CookieCodec.decode(text, as: .playwright, url: nil, now: Fixtures.suiteNow)
+        let netscape = try CookieCodec.decode(".example.com\tTRUE\t/\tFALSE\t9223372036854775807\tmax\t1\n", as: .netscape, url: nil, now: Fixtures.suiteNow)
+        for cookie in cookies + netscape {
+            #expect(CookieTime.rfc3339(try #require(cookie.expires)) == "9999-12-31T23:59:59Z")
+            #expect(CookieTime.httpDate(try #require(cookie.expires)) == "Fri, 31 Dec 9999 23:59:59 GMT")
+        }
+        for format in CookieFormat.allCases {
+            let written = CookieCodec.encode(cookies + netscape, as: format)
+            #expect(format == .header || written.contains("far"), "\(format)")
+        }
+        let json = CookieCodec.encode(cookies, as: .json)
+        #expect(CookieCodec.encode(try CookieCodec.decode(json, as: .json, url: nil, now: Fixtures.suiteNow), as: .json) == json)
+    }
 }

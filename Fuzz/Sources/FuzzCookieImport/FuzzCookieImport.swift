@@ -8,7 +8,7 @@
 // `--format` and `jar convert` do. Besides crashes, a broken invariant traps:
 // - a format error names a line inside the text;
 // - a cookie admitted to the jar is within the base URL's registrable domain;
-// - the lossless `json` format reads back exactly what it wrote, for whatever any reader produced.
+// - the lossless `json` format reads back what it wrote (to the microsecond), for whatever any reader produced.
 @testable import CookieJar
 import Foundation
 
@@ -63,10 +63,14 @@ private func importAsCLI(_ text: String, bytes: [UInt8], format: CookieFormat, l
     for format in CookieFormat.allCases { _ = CookieCodec.encode(jar.allCookies, as: format) }
 }
 
+/// Times are written to the microsecond (a Playwright `expires` may hold more digits), so the check is that
+/// the written text is a fixed point: reading it and writing again gives the same text.
 private func checkJSONRoundTrip(_ cookies: [Cookie]) {
+    let written = CookieCodec.encode(cookies, as: .json)
     do {
-        let readBack = try CookieCodec.decode(CookieCodec.encode(cookies, as: .json), as: .json, url: nil, now: now)
-        check(readBack == cookies, "the json format did not read back what it wrote")
+        let readBack = try CookieCodec.decode(written, as: .json, url: nil, now: now)
+        check(readBack.count == cookies.count && CookieCodec.encode(readBack, as: .json) == written,
+              "the json format did not read back what it wrote")
     } catch {
         check(false, "the json format could not read what it wrote")
     }

@@ -17,8 +17,11 @@ private let renderer = DiagnosticRenderer(showSource: true)
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzSiteConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard let text = String(validating: UnsafeBufferPointer(start: data, count: size), as: UTF8.self) else { return 0 }
-    // The lines a position may name: one past the last line is where libyaml reports the end of the text.
-    let lineCount = text.utf8.reduce(1) { $1 == 0x0A ? $0 + 1 : $0 } + 1
+    // The lines a position may name, counted as libyaml (YAML 1.1) counts them: LF, CR, CRLF, NEL, LS and PS
+    // each end a line; one past the last line is where libyaml reports the end of the text.
+    let lineCount = text.unicodeScalars.reduce(1) { count, scalar in
+        ["\n", "\r", "\u{85}", "\u{2028}", "\u{2029}"].contains(scalar) ? count + 1 : count
+    } + 1
 
     do {
         _ = try loader.loadConfig(text: text, file: configFile)
