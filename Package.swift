@@ -28,6 +28,8 @@ let package = Package(
         .library(name: "Sessions", targets: ["Sessions"]),
         .library(name: "Platform", targets: ["Platform"]),
         .library(name: "DemoSite", targets: ["DemoSite"]),
+        // For Fuzz/Package.swift's socket target (the socket's pure request handling).
+        .library(name: "SocketAPI", targets: ["SocketAPI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

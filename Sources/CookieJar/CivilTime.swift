@@ -49,8 +49,15 @@ enum CivilTime {
         var nanoseconds: Int64
     }
 
+    /// 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z: the years RFC 3339 and HTTP dates can write.
+    static let writableSeconds: ClosedRange<TimeInterval> = -62_135_596_800...253_402_300_799
+
+    /// The fields of `date`, clamped to ``writableSeconds``: a file may hold any expiry (a Playwright `expires`
+    /// of 1e300, a cookies.txt expiry of Int64.max), and converting such a time to whole seconds would trap
+    /// (found by fuzzing); writers show the nearest time they can write instead.
     static func fields(of date: Date) -> Fields {
-        let interval = date.timeIntervalSince1970
+        let raw = date.timeIntervalSince1970
+        let interval = raw.isNaN ? 0 : min(max(raw, writableSeconds.lowerBound), writableSeconds.upperBound)
         let whole = Int64(interval.rounded(.down))
         var nanos = Int64(((interval - Double(whole)) * 1_000_000_000).rounded())
         var seconds = whole

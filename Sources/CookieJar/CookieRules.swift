@@ -6,7 +6,10 @@ public enum CookieRules {
     /// cookie cannot live for decades.
     public static let maxExpiryInterval: TimeInterval = 400 * 86_400
 
-    /// RFC 6265 section 5.1.2 canonical host: lower case, IPv6 brackets removed.
+    /// RFC 6265 section 5.1.2 canonical host: lower case, IPv6 brackets removed. Nil for a URL without a host,
+    /// and for a host that is empty or still starts with a dot once one leading dot is dropped ("..example.com"):
+    /// an empty label names no host, and a cookie's domain would lose that dot too and name another host
+    /// (found by fuzzing).
     public static func canonicalHost(of url: URL) -> String? {
         // The encoded form is cheaper to get; hosts rarely hold a percent escape, decoded only then.
         guard let host = url.host(percentEncoded: true), !host.isEmpty else { return nil }
@@ -18,16 +21,19 @@ public enum CookieRules {
         var bytes = Array(host.utf8)
         if scan.hasBrackets { bytes = Array(bytes.dropFirst().dropLast()) }
         if bytes.first == 0x2E { bytes.removeFirst() }
+        guard let first = bytes.first, first != 0x2E else { return nil }
         return String(decoding: bytes.map { ($0 >= 0x41 && $0 <= 0x5A) ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
     /// The general form of ``canonicalHost(of:)`` for a host holding a percent escape or a non-ASCII byte,
     /// where dropping brackets or a dot works on characters and lower-casing on Unicode (as it always has).
-    private static func canonicalHost(decoding encoded: String, of url: URL) -> String {
+    private static func canonicalHost(decoding encoded: String, of url: URL) -> String? {
         var host = encoded
         if host.utf8.contains(0x25), let decoded = url.host(percentEncoded: false) { host = decoded }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return canonicalDomain(host)
+        let canonical = canonicalDomain(host)
+        guard let first = canonical.utf8.first, first != 0x2E else { return nil }
+        return canonical
     }
 
     /// What ``canonicalHost(of:)`` needs to know about a host, read in one pass over its UTF-8 bytes.

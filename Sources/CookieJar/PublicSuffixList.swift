@@ -56,7 +56,13 @@ final class PublicSuffixList: @unchecked Sendable {
     /// a host that is itself a public suffix, is its own registrable domain.
     func registrableDomain(of host: String) -> String {
         if CookieRules.isIPAddress(host) { return host }
-        guard let context, let result = psl_registrable_domain(context, host) else { return host }
-        return String(cString: result)
+        guard let context else { return host }
+        return host.withCString { argument in
+            // libpsl answers with a pointer into its argument (the registrable domain is a suffix of the host):
+            // it is read while the argument lives. Passing `host` straight in would hand libpsl a temporary C
+            // string that is freed when the call returns, before the answer is read (found by fuzzing).
+            guard let result = psl_registrable_domain(context, argument) else { return host }
+            return String(cString: result)
+        }
     }
 }

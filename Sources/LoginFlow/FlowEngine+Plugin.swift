@@ -80,7 +80,7 @@ extension FlowEngine {
             observer?(.pluginTrace(trace))
         }
 
-        let answer = try parseAnswer(output, timeout: plugin.timeout, failure: failure)
+        let answer = try Self.parseAnswer(output, timeout: plugin.timeout, now: now(), failure: failure)
         try apply(answer, state: &state, storage: storage, failure: failure)
     }
 
@@ -124,7 +124,7 @@ extension FlowEngine {
     /// stdout (SPEC section 5, docs/PLUGINS.md): `{"protocol", "vars", "cookies", "set_cookie", "headers",
     /// "user_agent", "origins", "error"}`, every key optional and null meaning absent. `error` is read before
     /// the rest (it explains a failed exit too); `protocol` before that (another protocol may mean anything).
-    private struct PluginReply: Decodable {
+    struct PluginReply: Decodable {
         /// Variables for the following steps: strings as they are, other values as their JSON text.
         var vars: [String: JSONValue]?
         /// Cookies in the `json` cookie format.
@@ -143,8 +143,13 @@ extension FlowEngine {
         }
     }
 
-    private func parseAnswer(
-        _ output: PluginOutput, timeout: Duration, failure: (String) -> FlowError
+    /// The plugin's answer decoded, or the failure to report: output cut at the cap, a timeout, a signal, a
+    /// non-zero exit (with the answer's `error` when it has one), output that is not one JSON object, another
+    /// protocol, an `error` key, or keys that do not fit the protocol. Pure (no process, no state): the fuzz
+    /// target `plugin-answer` calls it with arbitrary output.
+    /// - Parameter now: the creation time of cookies whose object gives none.
+    static func parseAnswer(
+        _ output: PluginOutput, timeout: Duration, now: Date, failure: (String) -> FlowError
     ) throws(FlowError) -> PluginReply {
         let parsed = Result { () throws(JSONSyntaxError) -> JSONValue in try JSONValue.parse(Array(output.standardOutput)) }
         var reported: String?
@@ -177,7 +182,7 @@ extension FlowEngine {
         }
         if let reported { throw failure(reported) }
         do {
-            return try JSONValueDecoder(userInfo: [.cookieDefaultCreationTime: now()]).decode(PluginReply.self, from: document)
+            return try JSONValueDecoder(userInfo: [.cookieDefaultCreationTime: now]).decode(PluginReply.self, from: document)
         } catch {
             // Names the key and the types, never a value: "cookies" item 2: "name" is missing.
             let place = error.path.enumerated().map { position, component in

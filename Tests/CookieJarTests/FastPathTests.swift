@@ -9,12 +9,14 @@ import Testing
 @Suite("Fast paths agree with the general rules")
 struct FastPathTests {
     /// The canonical host as the jar computed it before the fast path: Foundation's decoded host when the
-    /// encoded one holds a '%', brackets and one leading dot dropped by character, Unicode lower-casing.
+    /// encoded one holds a '%', brackets and one leading dot dropped by character, Unicode lower-casing; no
+    /// host when what is left is empty or starts with another dot.
     static func referenceCanonicalHost(_ url: URL) -> String? {
         guard var host = url.host(percentEncoded: true), !host.isEmpty else { return nil }
         if host.utf8.contains(0x25), let decoded = url.host(percentEncoded: false) { host = decoded }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         if host.utf8.first == 0x2E { host.removeFirst() }
+        if host.isEmpty || host.utf8.first == 0x2E { return nil }
         if host.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) { host = host.lowercased() }
         return host
     }
@@ -24,7 +26,7 @@ struct FastPathTests {
         "wss://ws.example.com/chat", "WSS://WS.example.com/", "Https://Sub.Example.com/x/", "ws://example.com/", "ftp://example.com/",
         "http://localhost:8080/", "http://foo.localhost/p", "http://LOCALHOST/", "http://[::1]:80/", "http://[2001:DB8::1]/a",
         "http://127.1.2.3/", "http://127.0.0.01/", "http://0x7f.0.0.1/", "http://127.0.0.1./", "http://ex%61mple.com/",
-        "http://EX%41MPLE.com/b", "http://user:pw@Example.com/p", "http://example.com./", "http://.example.com/", "http://256.1.1.1/",
+        "http://EX%41MPLE.com/b", "http://user:pw@Example.com/p", "http://example.com./", "http://.example.com/", "http://..example.com/", "http://./", "http://256.1.1.1/",
         "http://1.2.3/", "http://[::ffff:127.0.0.1]/", "http://0.0.0.0/", "file:///etc/hosts", "mailto:someone@example.com",
         "http://xn--bcher-kva.example/", "http://example.com/%7Euser/x",
     ].map { URL(string: $0)! } + [

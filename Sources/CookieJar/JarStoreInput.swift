@@ -1,16 +1,15 @@
-import CookieJar
-
-/// The Set-Cookie values `jar store` applies: its arguments, or its standard input (SPEC section 9).
-enum JarStoreInput {
+/// The Set-Cookie values `jar store` and `import` apply: arguments, or standard input and files (SPEC section 9).
+/// Pure byte handling, in the jar's module so the fuzz target `cookie-import` reaches it.
+public enum JarStoreInput {
     /// One value as given: its text, or why it cannot be one (bytes that are not UTF-8 are refused, never
     /// rewritten).
-    typealias Value = Result<String, SetCookieParseFailure>
+    public typealias Value = Result<String, SetCookieParseFailure>
 
     private static let fieldName = Array("set-cookie:".utf8)
 
     /// A value from the command line, a leading `Set-Cookie:` field name (any case) dropped, as a user pastes
     /// a header line.
-    static func value(fromArgument argument: String) -> String {
+    public static func value(fromArgument argument: String) -> String {
         String(decoding: withoutFieldName(Array(argument.utf8)[...]), as: UTF8.self)
     }
 
@@ -18,7 +17,7 @@ enum JarStoreInput {
     /// first line is an HTTP status line (`HTTP/1.1 200 OK`, as `curl -D -` writes), a response header dump
     /// whose `Set-Cookie:` lines are taken (any case, folded continuation lines joined) and every other line
     /// ignored. Blank lines are skipped; `ignored` counts the other headers left out.
-    static func values(fromInput bytes: [UInt8]) -> (values: [Value], ignored: Int) {
+    public static func values(fromInput bytes: [UInt8]) -> (values: [Value], ignored: Int) {
         var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false).map { line in
             line.last == 0x0D ? line.dropLast() : line
         }

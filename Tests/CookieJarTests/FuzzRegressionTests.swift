@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+@testable import CookieJar
+
+/// Inputs on which a libFuzzer target (Fuzz/, docs/RELIABILITY.md) crashed, kept as regression tests. Their
+/// crash inputs are also in Fuzz/regressions/TARGET, which every fuzz run replays first.
+@Suite("Inputs the fuzz targets crashed on")
+struct FuzzRegressionTests {
+    /// plugin-answer and cookie-import (AddressSanitizer: heap-use-after-free): under the main-document-domain
+    /// policy the registrable domain was read from libpsl's answer, a pointer into the temporary C string made
+    /// for its argument, after that string was freed. An ordinary build mostly read the stale bytes intact;
+    /// `swift test --sanitize=address` fails here without the fix. In any build the answers must be right.
+    @Test func mainDocumentDomainReadsTheRegistrableDomainWhileLibpslsArgumentLives() throws {
+        let lines = String(decoding: try Fixtures.data("fuzz-registrable-domain.txt"), as: UTF8.self)
+            .split(separator: "\n").map(String.init)
+        let site = url("https://app.example.com/")
+        let storage = CookieStorage(acceptPolicy: .mainDocumentDomain, clock: { Fixtures.suiteNow })
+        let decisions = storage.setCookies(fromHeaders: lines, for: site, mainDocumentURL: site)
+        #expect(decisions.map(\.isStored) == [true, true, true, false])
+        #expect(Set(storage.allCookies.map(\.name)) == ["from_line", "__Host-x", "wide"])
+
+        let expected = [
+            "app.example.com": "example.com", "www.example.co.uk": "example.co.uk", "a.b.c.example.org": "example.org",
+            "co.uk": "co.uk", "192.168.1.20": "192.168.1.20",
+        ]
+        for (host, registrable) in expected {
+            #expect((0..<100).allSatisfy { _ in PublicSuffixList.shared.registrableDomain(of: host) == registrable }, "\(host)")
+        }
+    }
+
+    /// set-cookie (invariant "a host-only cookie for another host"): a response from a host with an empty first
+    /// label (`h...https://............ttp/`, two or more leading dots) stored a host-only cookie whose domain had
+    /// lost one more dot than the host, so it named another host ("..example.com" would have set a cookie for
+    /// "example.com"). Such a host has no canonical form now: its cookies are refused for having no host.
+    @Test func aHostWithAnEmptyLabelGetsNoCookie() throws {
+        let lines = try Fixtures.data("fuzz-empty-label-host.txt").split(separator: 0x0A, omittingEmptySubsequences: false)
+        let source = try #require(URL(string: String(decoding: lines[0], as: UTF8.self)))
+        let storage = CookieStorage(clock: { Fixtures.suiteNow })
+        let decisions = storage.setCookies(
+            fromHeaders: lines.dropFirst().map { String(decoding: $0, as: UTF8.self) }, for: source, mainDocumentURL: nil)
+        #expect(!decisions.isEmpty && decisions.allSatisfy { !$0.isStored })
+        #expect(storage.allCookies.isEmpty)
+
+        #expect(CookieRules.canonicalHost(of: source) == nil)
+        #expect(CookieRules.canonicalHost(of: url("http://..example.com/")) == nil)
+        #expect(CookieRules.canonicalHost(of: url("http://%2E%2Eexample.com/")) == nil)
+        #expect(CookieRules.canonicalHost(of: url("http://.example.com/")) == "example.com")
+        #expect(storage.receive("a=1", from: "http://..example.com/").allSatisfy { !$0.isStored })
+        #expect(storage.names(for: "http://example.com/").isEmpty)
+    }
+
+    /// cookie-import (Fatal error: Double value cannot be converted to Int64): a Playwright `expires` of 1e300
+    /// reads as a time no whole-second count holds, and writing it in any format with a date trapped. So did a
+    /// cookies.txt expiry of Int64.max. Writers now show the nearest time they can write (year 9999).
+    @Test func expiriesBeyondYear9999AreWrittenAsTheLastWritableSecond() throws {
+        let text = String(decoding: try Fixtures.data("fuzz-expires-beyond-year-9999.json"), as: UTF8.self)
+        let cookies = try CookieCodec.decode(text, as: .playwright, url: nil, now: Fixtures.suiteNow)
+        let netscape = try CookieCodec.decode(".example.com\tTRUE\t/\tFALSE\t9223372036854775807\tmax\t1\n", as: .netscape, url: nil, now: Fixtures.suiteNow)
+        for cookie in cookies + netscape {
+            #expect(CookieTime.rfc3339(try #require(cookie.expires)) == "9999-12-31T23:59:59Z")
+            #expect(CookieTime.httpDate(try #require(cookie.expires)) == "Fri, 31 Dec 9999 23:59:59 GMT")
+        }
+        for format in CookieFormat.allCases {
+            let written = CookieCodec.encode(cookies + netscape, as: format)
+            #expect(format == .header || written.contains("far"), "\(format)")
+        }
+        let json = CookieCodec.encode(cookies, as: .json)
+        #expect(CookieCodec.encode(try CookieCodec.decode(json, as: .json, url: nil, now: Fixtures.suiteNow), as: .json) == json)
+    }
+}
