@@ -233,7 +233,7 @@ public actor Keeper {
         let outcome: RunOutcome
         var record: SessionRecord?
         do {
-            let result = try await login.run(site)
+            let result = try await login.run(site, events: Self.logging(logger))
             record = result.record
             outcome = .ok
         } catch {
@@ -575,6 +575,23 @@ public actor Keeper {
         let live = record.liveCookies(at: now)
         let present = site.cookies.essential.allSatisfy { name in live.contains { $0.name == name } }
         return SessionSummary(lastLogin: record.lastLogin, expiresAt: record.expiresAt, essentialCookiesPresent: present)
+    }
+
+    /// What a login reports that belongs in the daemon's log (SPEC section 5: a plugin's standard error goes
+    /// to the log, line by line, already masked by the engine; a flow's warnings, such as TLS verification
+    /// off). Requests and steps are left to the one line per run.
+    static func logging(_ logger: Logger) -> SessionEventSink {
+        { event in
+            guard case .flow(let flowEvent) = event else { return }
+            switch flowEvent {
+            case .pluginOutput(let site, let step, let line):
+                logger.info("plugin: \(line)", metadata: ["site": "\(site)", "step": "\(step)"])
+            case .warning(let site, let message):
+                logger.warning("\(message)", metadata: ["site": "\(site)"])
+            default:
+                break
+            }
+        }
     }
 
     /// One line per run: site, what ran, outcome and duration, never a value.

@@ -121,6 +121,30 @@ import Testing
         }
     }
 
+    /// SPEC section 5: a plugin's standard error goes to the daemon's log, line by line, with its site and
+    /// step; the line is the plugin's, its cookie value is not.
+    @Test func aLoginPluginsStandardErrorIsLogged() async throws {
+        try await SocketWorld.withWorld { world in
+            let pluginPath = world.folder.path("talking-plugin.py")
+            let talking = Self.plugin.replacingOccurrences(
+                of: "import json, sys\n", with: "import json, sys\nprint('opening the sign-in page', file=sys.stderr, flush=True)\n")
+            try talking.write(toFile: pluginPath, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: pluginPath)
+            let site = try world.site("talking", yaml: """
+                base_url: \(world.server.baseURL.absoluteString)
+                login: {plugin: ./talking-plugin.py}
+                cookies: {essential: [app_session]}
+                """)
+            await world.keeper.apply([site])
+            #expect(try await SocketWorld.waitUntil(.seconds(10)) { await world.keeper.snapshot(of: "talking")?.status.phase == .valid })
+            let lines = world.logs.all.filter { $0.contains("plugin: opening the sign-in page") }
+            #expect(lines.count == 1, "\(world.logs.all.suffix(5))")
+            #expect(lines.first.map { $0.hasPrefix("info ") && $0.contains("site=talking") && $0.contains("step=") } == true)
+            #expect(!world.logs.all.contains { $0.contains("app-session-value-7") })
+            await world.keeper.stopAll()
+        }
+    }
+
     static func encoded(_ text: String) -> String {
         text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text
     }
