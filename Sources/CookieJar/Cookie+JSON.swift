@@ -38,12 +38,24 @@ extension Cookie: Codable {
             }
             sameSite = value
         }
+        // What no cookie the jar stores can have, and what other formats cannot carry: a path is absolute
+        // (RFC 6265 section 5.2.4 gives a relative one the default path), and a domain is a host name (a
+        // cookies.txt line that starts with `#` is a comment; a tab or a line break ends a field or a line).
+        let path = try container.decodeIfPresent(String.self, forKey: .path) ?? "/"
+        guard path.hasPrefix("/"), !path.unicodeScalars.contains(where: Self.isControl) else {
+            throw DecodingError.dataCorruptedError(forKey: .path, in: container, debugDescription: "must start with / and hold no control character")
+        }
+        let domain = try container.nonEmptyString(.domain)
+        guard !domain.hasPrefix("#"), !domain.unicodeScalars.contains(where: { Self.isControl($0) || $0 == " " }) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .domain, in: container, debugDescription: "must be a host name (no leading #, no space or control character)")
+        }
         self.init(
             name: try container.nonEmptyString(.name),
             value: try container.decode(String.self, forKey: .value),
-            domain: try container.nonEmptyString(.domain),
+            domain: domain,
             hostOnly: try container.decodeIfPresent(Bool.self, forKey: .hostOnly) ?? false,
-            path: try container.decodeIfPresent(String.self, forKey: .path) ?? "/",
+            path: path,
             expires: try container.time(.expires),
             secure: try container.decodeIfPresent(Bool.self, forKey: .secure) ?? false,
             httpOnly: try container.decodeIfPresent(Bool.self, forKey: .httpOnly) ?? false,
@@ -56,6 +68,8 @@ extension Cookie: Codable {
             portList: try container.decodeIfPresent([Int].self, forKey: .portList)
         )
     }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool { scalar.value < 0x20 || scalar.value == 0x7F }
 
     /// Writes ``jsonObject`` through any encoder.
     public func encode(to encoder: any Encoder) throws {

@@ -52,6 +52,31 @@ struct FuzzRegressionTests {
     /// cookie-import (Fatal error: Double value cannot be converted to Int64): a Playwright `expires` of 1e300
     /// reads as a time no whole-second count holds, and writing it in any format with a date trapped. So did a
     /// cookies.txt expiry of Int64.max. Writers now show the nearest time they can write (year 9999).
+    /// Found by the fuzz helper's review of cookie-import: a `json` cookie with a relative path, or a domain
+    /// starting with `#` (a comment line in cookies.txt) or holding a tab, was read, then written as a
+    /// cookies.txt line that does not read back. The json reader refuses them, naming the key, never a value.
+    @Test(arguments: [
+        (#""path": "relative""#, "\"path\" must start with /"),
+        (#""path": "/a\tb""#, "\"path\" must start with /"),
+        (##""domain": "#example.com""##, "\"domain\" must be a host name"),
+        (#""domain": "example.com\t1""#, "\"domain\" must be a host name"),
+    ])
+    func theJSONReaderRefusesWhatCookiesTxtCannotCarry(field: String, message: String) throws {
+        var object = #"{"name": "sid", "value": "v-secret-1", "domain": "example.com", "path": "/", "created": "2026-01-01T00:00:00Z"}"#
+        let key = String(field.prefix { $0 != ":" })
+        object = object.replacingOccurrences(of: key == #""path""# ? #""path": "/""# : #""domain": "example.com""#, with: field)
+        #expect {
+            try CookieCodec.decode("[\(object)]", as: .json, url: nil, now: Fixtures.suiteNow)
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains(message) && !text.contains("v-secret-1")
+        }
+        let good = #"[{"name": "sid", "value": "v", "domain": "example.com", "path": "/a", "created": "2026-01-01T00:00:00Z"}]"#
+        let cookies = try CookieCodec.decode(good, as: .json, url: nil, now: Fixtures.suiteNow)
+        let netscape = CookieCodec.encode(cookies, as: .netscape)
+        #expect(try CookieCodec.decode(netscape, as: .netscape, url: nil, now: Fixtures.suiteNow).map(\.path) == ["/a"])
+    }
+
     @Test func expiriesBeyondYear9999AreWrittenAsTheLastWritableSecond() throws {
         let text = String(decoding: try Fixtures.data("fuzz-expires-beyond-year-9999.json"), as: UTF8.self)
         let cookies = try CookieCodec.decode(text, as: .playwright, url: nil, now: Fixtures.suiteNow)
