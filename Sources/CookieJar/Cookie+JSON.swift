@@ -42,11 +42,11 @@ extension Cookie: Codable {
         // (RFC 6265 section 5.2.4 gives a relative one the default path), and a domain is a host name (a
         // cookies.txt line that starts with `#` is a comment; a tab or a line break ends a field or a line).
         let path = try container.decodeIfPresent(String.self, forKey: .path) ?? "/"
-        guard path.hasPrefix("/"), !path.unicodeScalars.contains(where: Self.isControl) else {
+        guard path.hasPrefix("/"), !Self.hasControl(path) else {
             throw DecodingError.dataCorruptedError(forKey: .path, in: container, debugDescription: "must start with / and hold no control character")
         }
         let domain = try container.nonEmptyString(.domain)
-        guard !domain.hasPrefix("#"), !domain.unicodeScalars.contains(where: { Self.isControl($0) || $0 == " " }) else {
+        guard !domain.hasPrefix("#"), !domain.contains(" "), !Self.hasControl(domain) else {
             throw DecodingError.dataCorruptedError(
                 forKey: .domain, in: container, debugDescription: "must be a host name (no leading #, no space or control character)")
         }
@@ -68,8 +68,6 @@ extension Cookie: Codable {
             portList: try container.decodeIfPresent([Int].self, forKey: .portList)
         )
     }
-
-    private static func isControl(_ scalar: Unicode.Scalar) -> Bool { scalar.value < 0x20 || scalar.value == 0x7F }
 
     /// Writes ``jsonObject`` through any encoder.
     public func encode(to encoder: any Encoder) throws {

@@ -77,15 +77,17 @@ public struct Cookie: Sendable, Hashable {
     /// domain or path (a tab only in the value, which cookies.txt's reader allows), or an empty name. Nil
     /// when it is sound. Names the field, never its content.
     public var fileProblem: String? {
-        func hasControl(_ text: String, allowingTab: Bool) -> Bool {
-            text.utf8.contains { ($0 < 0x20 && !(allowingTab && $0 == 0x09)) || $0 == 0x7F }
-        }
         if name.isEmpty { return "the name is empty" }
-        if hasControl(name, allowingTab: false) { return "the name holds a control character" }
-        if hasControl(value, allowingTab: true) { return "the value of cookie \(name) holds a control character" }
-        if hasControl(domain, allowingTab: false) { return "the domain of cookie \(name) holds a control character" }
-        if hasControl(path, allowingTab: false) { return "the path of cookie \(name) holds a control character" }
+        if Self.hasControl(name) { return "the name holds a control character" }
+        if Self.hasControl(value, allowingTab: true) { return "the value of cookie \(name) holds a control character" }
+        if Self.hasControl(domain) { return "the domain of cookie \(name) holds a control character" }
+        if Self.hasControl(path) { return "the path of cookie \(name) holds a control character" }
         return nil
+    }
+
+    /// Whether `text` holds a control character (below 0x20, or DEL), a tab excepted when `allowingTab`.
+    static func hasControl(_ text: String, allowingTab: Bool = false) -> Bool {
+        text.utf8.contains { ($0 < 0x20 && !(allowingTab && $0 == 0x09)) || $0 == 0x7F }
     }
 
     /// The identity RFC 6265 section 5.3 step 11 uses for replacement: name, domain and path.

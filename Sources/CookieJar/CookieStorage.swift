@@ -284,7 +284,7 @@ public final class CookieStorage: Sendable {
         let pair = header.prefix { $0 != ";" }
         guard let equals = pair.firstIndex(of: "=") else { return nil }
         let name = pair[..<equals].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
-        guard !name.isEmpty, !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return nil }
+        guard !name.isEmpty, !Cookie.hasControl(name) else { return nil }
         return name
     }
 
