@@ -29,25 +29,7 @@ public struct ConfigurationLoader: Sendable {
 
     /// Loads config text as if it were the file `file` (paths resolve against its folder).
     public func loadConfig(text: String, file: String) throws(ConfigError) -> DaemonConfig {
-        let parsed = try Self.parse(text: text, file: file, allowEmpty: true)
-        let directory = (file as NSString).deletingLastPathComponent
-        var builder = ConfigBuilder(file: file, directory: directory, environment: environment)
-        let context = DecodingContext()
-        var decoded: ConfigFile?
-        if let root = parsed.root {
-            do {
-                decoded = try NodeDecoder(node: root, context: context).decode(ConfigFile.self)
-            } catch {
-                context.record(error, at: root.mark)
-            }
-        } else {
-            decoded = ConfigFile()
-        }
-        var diagnostics = parsed.diagnostics + context.diagnostics
-        let config = decoded.flatMap { builder.build($0) }
-        diagnostics += builder.checker.diagnostics
-        guard diagnostics.isEmpty, let config else { throw Self.error(diagnostics, sensitiveLines: []) }
-        return config
+        try buildConfig(text: text, file: file, empty: ConfigFile()) { builder, decoded in builder.build(decoded) }
     }
 
     /// The daemon's socket settings from `config.yaml` at `path`, reading only its `state_dir` and `socket`:
@@ -57,26 +39,40 @@ public struct ConfigurationLoader: Sendable {
     /// ``loadConfig(at:)`` reports them.
     public func loadSocketSettings(at path: String) throws(ConfigError) -> SocketSettings {
         let file = Self.absolute(path)
-        let parsed = try Self.parse(text: try Self.read(file), file: file, allowEmpty: true)
+        let keys = Set(ConfigFile.SocketLookup.CodingKeys.allCases.map(\.rawValue))
+        return try buildConfig(text: try Self.read(file), file: file, empty: ConfigFile.SocketLookup(), only: keys) { builder, lookup in
+            builder.buildSocket(lookup.socket, stateDirectory: builder.buildStateDirectory(lookup.stateDir))
+        }
+    }
+
+    /// Decodes `File` from config text (`empty` for a file with nothing in it; with `keys`, from only those
+    /// keys of its top mapping) and builds the result with a ``ConfigBuilder`` for the file's folder. Every
+    /// diagnostic of parsing, decoding and building is thrown together.
+    private func buildConfig<File: Decodable, Built>(
+        text: String, file: String, empty: File, only keys: Set<String>? = nil,
+        _ build: (inout ConfigBuilder, File) -> Built?
+    ) throws(ConfigError) -> Built {
+        let parsed = try Self.parse(text: text, file: file, allowEmpty: true)
         var builder = ConfigBuilder(file: file, directory: (file as NSString).deletingLastPathComponent, environment: environment)
         let context = DecodingContext()
-        var lookup: ConfigFile.SocketLookup?
-        if let root = parsed.root, let pairs = root.pairs {
-            let wanted = Set(ConfigFile.SocketLookup.CodingKeys.allCases.map(\.rawValue))
-            let pruned = YAMLNode(.mapping(pairs.filter { wanted.contains($0.name) }), mark: root.mark)
+        var decoded: File?
+        if var root = parsed.root {
+            if let keys, let pairs = root.pairs {
+                root = YAMLNode(.mapping(pairs.filter { keys.contains($0.name) }), mark: root.mark)
+            }
             do {
-                lookup = try NodeDecoder(node: pruned, context: context).decode(ConfigFile.SocketLookup.self)
+                decoded = try NodeDecoder(node: root, context: context).decode(File.self)
             } catch {
                 context.record(error, at: root.mark)
             }
         } else {
-            lookup = ConfigFile.SocketLookup()
+            decoded = empty
         }
         var diagnostics = parsed.diagnostics + context.diagnostics
-        let socket = lookup.map { builder.buildSocket($0.socket, stateDirectory: builder.buildStateDirectory($0.stateDir)) }
+        let built = decoded.flatMap { build(&builder, $0) }
         diagnostics += builder.checker.diagnostics
-        guard diagnostics.isEmpty, let socket else { throw Self.error(diagnostics, sensitiveLines: []) }
-        return socket
+        guard diagnostics.isEmpty, let built else { throw Self.error(diagnostics, sensitiveLines: []) }
+        return built
     }
 
     /// The settings used when no config file exists: every default of SPEC section 2, paths under
