@@ -126,20 +126,18 @@ final class CurlStringList {
 
 /// What the loaded libcurl is and can do ("unavailable" and nothing when it cannot be loaded).
 enum CurlLibrary {
+    /// libcurl's own description of itself; nil when it could not be loaded.
+    private static var info: curl_version_info_data? {
+        curlUnavailableReason == nil ? ccurl_version_info()?.pointee : nil
+    }
+
     static var version: String {
-        guard curlUnavailableReason == nil, let info = ccurl_version_info(), let version = info.pointee.version else {
-            return curlUnavailableReason == nil ? "unknown" : "unavailable"
-        }
-        return String(cString: version)
+        guard curlUnavailableReason == nil else { return "unavailable" }
+        return info?.version.map { String(cString: $0) } ?? "unknown"
     }
 
     static var supportsHTTP2: Bool { curlUnavailableReason == nil && ccurl_version_has_http2() != 0 }
     static var supportsHTTP3: Bool { curlUnavailableReason == nil && ccurl_version_has_http3() != 0 }
 
-    static var sslVersion: String? {
-        guard curlUnavailableReason == nil, let info = ccurl_version_info(), let ssl = info.pointee.ssl_version else {
-            return nil
-        }
-        return String(cString: ssl)
-    }
+    static var sslVersion: String? { info?.ssl_version.map { String(cString: $0) } }
 }

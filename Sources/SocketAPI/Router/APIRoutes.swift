@@ -184,9 +184,7 @@ struct APIRoutes: Sendable {
         guard let snapshot = await keeper.snapshot(of: name) else {
             throw APIError(.notFound, .unknownSite, "no site named '\(name)'")
         }
-        guard access.allows(context.peer, site: snapshot.site) else {
-            throw APIError(.forbidden, .forbidden, "uid \(context.peer.uid) may not read site '\(name)'")
-        }
+        try requireAccess(context, to: snapshot.site)
         return snapshot
     }
 
@@ -195,10 +193,15 @@ struct APIRoutes: Sendable {
     private func visibleSiteName(_ context: APIContext) async throws -> String {
         let name = context.parameters.get("name") ?? ""
         guard let entry = keeper.board.entry(of: name) else { return try await visibleSite(context).site.name }
-        guard access.allows(context.peer, site: entry.site) else {
-            throw APIError(.forbidden, .forbidden, "uid \(context.peer.uid) may not read site '\(name)'")
-        }
+        try requireAccess(context, to: entry.site)
         return name
+    }
+
+    /// 403 unless the peer may read `site`.
+    private func requireAccess(_ context: APIContext, to site: SiteDefinition) throws(APIError) {
+        guard access.allows(context.peer, site: site) else {
+            throw APIError(.forbidden, .forbidden, "uid \(context.peer.uid) may not read site '\(site.name)'")
+        }
     }
 
     /// What concerns every site (reloading, the metrics, which name every site) is for the peers that see every
