@@ -88,22 +88,13 @@ import Vault
         await server.stop()
     }
 
-    static func waitUntil(_ timeout: Duration, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
-    }
-
     /// Issue 11's acceptance: over 30 seconds of 6-second sessions (refreshed 3 s before they end, so a
     /// login every 3 s), every sample of the served session is one the site accepts.
     @Test func theServedSessionIsAlwaysOneTheSiteAccepts() async throws {
         try await Self.withWorld(sessionMaxAge: 6) { world in
             let keeper = world.keeper()
             await keeper.apply([try world.site().refreshing(beforeExpiry: .seconds(3))])
-            #expect(try await Self.waitUntil(.seconds(5)) { await keeper.status().first?.phase == .valid })
+            #expect(try await waitUntil(.seconds(5)) { await keeper.status().first?.phase == .valid })
             var samples = 0
             var refused = 0
             var refusedFromBoard = 0
@@ -136,14 +127,14 @@ import Vault
             let keeper = world.keeper()
             #expect(keeper.servedNow("demo", minValid: nil) == nil)
             await keeper.apply([try world.site()])
-            #expect(try await Self.waitUntil(.seconds(5)) { await keeper.status().first?.phase == .valid })
+            #expect(try await waitUntil(.seconds(5)) { await keeper.status().first?.phase == .valid })
             let fromKeeper = try await keeper.session(for: "demo", minValid: nil, wait: nil)
             let fromBoard = try #require(keeper.servedNow("demo", minValid: .seconds(60)))
             #expect(fromBoard.record == fromKeeper.record)
             #expect(fromBoard.site == fromKeeper.site)
             #expect(keeper.servedNow("demo", minValid: .seconds(7200)) == nil, "the session ends within the hour")
             try await world.control("revoke-all")
-            #expect(try await Self.waitUntil(.seconds(3)) {
+            #expect(try await waitUntil(.seconds(3)) {
                 keeper.servedNow("demo", minValid: nil).map { $0.record.lastLogin > fromKeeper.record.lastLogin } ?? false
             })
             #expect(try await world.accepts(keeper.servedNow("demo", minValid: nil)?.record))
@@ -158,10 +149,10 @@ import Vault
         try await Self.withWorld(sessionMaxAge: 3600) { world in
             let keeper = world.keeper()
             await keeper.apply([try world.site()])
-            #expect(try await Self.waitUntil(.seconds(5)) { await keeper.status().first?.phase == .valid })
+            #expect(try await waitUntil(.seconds(5)) { await keeper.status().first?.phase == .valid })
             let first = try #require(await keeper.record(for: "demo"))
             try await world.control("revoke-all")
-            #expect(try await Self.waitUntil(.seconds(3)) { await keeper.record(for: "demo")?.lastLogin ?? .distantPast > first.lastLogin })
+            #expect(try await waitUntil(.seconds(3)) { await keeper.record(for: "demo")?.lastLogin ?? .distantPast > first.lastLogin })
             #expect(try await world.accepts(await keeper.record(for: "demo")))
             await keeper.stopAll()
         }
@@ -171,17 +162,17 @@ import Vault
         try await Self.withWorld(sessionMaxAge: 3600) { world in
             let keeper = world.keeper()
             await keeper.apply([try world.site()])
-            #expect(try await Self.waitUntil(.seconds(5)) { await keeper.status().first?.phase == .valid })
+            #expect(try await waitUntil(.seconds(5)) { await keeper.status().first?.phase == .valid })
             let record = await keeper.record(for: "demo")
             try await world.control("down?enabled=true")
-            #expect(try await Self.waitUntil(.seconds(4)) { await keeper.status().first?.siteDown == true })
+            #expect(try await waitUntil(.seconds(4)) { await keeper.status().first?.siteDown == true })
             let loginsWhileDown = world.requests.count("POST /login")
             try await Task.sleep(for: .seconds(3))
             #expect(world.requests.count("POST /login") == loginsWhileDown)
             #expect(await keeper.record(for: "demo") == record)
             #expect(await keeper.status().first?.phase == .valid)
             try await world.control("down?enabled=false")
-            #expect(try await Self.waitUntil(.seconds(5)) { await keeper.status().first?.siteDown == false })
+            #expect(try await waitUntil(.seconds(5)) { await keeper.status().first?.siteDown == false })
             await keeper.stopAll()
         }
     }
@@ -190,7 +181,7 @@ import Vault
         try await Self.withWorld { world in
             let keeper = world.keeper(password: "not-the-password")
             await keeper.apply([try world.site()])
-            #expect(try await Self.waitUntil(.seconds(5)) { await keeper.status().first?.phase == .needsAttention })
+            #expect(try await waitUntil(.seconds(5)) { await keeper.status().first?.phase == .needsAttention })
             try await Task.sleep(for: .seconds(2))
             #expect(world.requests.count("POST /login") == 1)
             let status = try #require(await keeper.status().first)
@@ -204,7 +195,7 @@ import Vault
         try await Self.withWorld(sessionMaxAge: 3600) { world in
             let first = world.keeper()
             await first.apply([try world.site()])
-            #expect(try await Self.waitUntil(.seconds(5)) { await first.status().first?.phase == .valid })
+            #expect(try await waitUntil(.seconds(5)) { await first.status().first?.phase == .valid })
             await first.stopAll()
             let logins = world.requests.count("POST /login")
             let second = world.keeper()

@@ -35,7 +35,7 @@ import Testing
                 cookies: {essential: [app_session]}
                 """)
             await world.keeper.apply([site])
-            let valid = try await SocketWorld.waitUntil(.seconds(8)) { await world.keeper.snapshot(of: "app")?.status.phase == .valid }
+            let valid = try await waitUntil(.seconds(8)) { await world.keeper.snapshot(of: "app")?.status.phase == .valid }
             #expect(valid)
             try await world.serving(world.socketServer()) {
                 let one = try await world.curl("/v1/sites/app")
@@ -105,7 +105,7 @@ import Testing
                     cookies: {essential: [app_session]}
                     """)
                 await world.keeper.apply([site])
-                let checked = try await SocketWorld.waitUntil(.seconds(10)) {
+                let checked = try await waitUntil(.seconds(10)) {
                     let stats = try await runProgram("/usr/bin/curl", ["-s", server.url("/stats")])
                     return (try? JSONValue.parse(stats.outputText))?["ok"]?.plainText.first.map { $0 != "0" } ?? false
                 }
@@ -136,7 +136,7 @@ import Testing
                 cookies: {essential: [app_session]}
                 """)
             await world.keeper.apply([site])
-            #expect(try await SocketWorld.waitUntil(.seconds(10)) { await world.keeper.snapshot(of: "talking")?.status.phase == .valid })
+            #expect(try await waitUntil(.seconds(10)) { await world.keeper.snapshot(of: "talking")?.status.phase == .valid })
             let lines = world.logs.all.filter { $0.contains("plugin: opening the sign-in page") }
             #expect(lines.count == 1, "\(world.logs.all.suffix(5))")
             #expect(lines.first.map { $0.hasPrefix("info ") && $0.contains("site=talking") && $0.contains("step=") } == true)

@@ -13,7 +13,7 @@ import TestSupport
 /// by real `curl --unix-socket` processes (as root, and as nobody through `setpriv`).
 @Suite(.serialized) struct SocketAPITests {
     private static func valid(_ keeper: Keeper, _ site: String = "demo") async throws -> Bool {
-        try await SocketWorld.waitUntil(.seconds(8)) { await keeper.snapshot(of: site)?.status.phase == .valid }
+        try await waitUntil(.seconds(8)) { await keeper.snapshot(of: site)?.status.phase == .valid }
     }
 
     @Test func healthSitesAndOneSiteAnswerTheContract() async throws {
@@ -173,7 +173,7 @@ import TestSupport
                 let down = try await runProgram(
                     "/usr/bin/curl", ["-s", "-X", "POST", world.server.baseURL.absoluteString + "/_control/down?enabled=true"])
                 #expect(down.status == 0)
-                #expect(try await SocketWorld.waitUntil(.seconds(4)) { await world.keeper.snapshot(of: "demo")?.status.siteDown == true })
+                #expect(try await waitUntil(.seconds(4)) { await world.keeper.snapshot(of: "demo")?.status.siteDown == true })
                 let logins = world.requests.count("POST /login")
                 // The stored session is still served while the site is down ...
                 #expect(try await world.curl("/v1/sites/demo/cookies").status == 200)
@@ -208,7 +208,7 @@ import TestSupport
                 let started = try await world.curl("POST", "/v1/sites/demo/refresh")
                 #expect(started.status == 202)
                 #expect(started.json?["status"]?.plainText == "started")
-                #expect(try await SocketWorld.waitUntil(.seconds(5)) {
+                #expect(try await waitUntil(.seconds(5)) {
                     await world.keeper.record(for: "demo")?.lastLogin ?? .distantPast > first.lastLogin
                 })
 
@@ -226,7 +226,7 @@ import TestSupport
                 let again = try await world.curl("POST", "/v1/sites/demo/report?status=401")
                 #expect(again.status == 202)
                 #expect(again.json?["status"]?.plainText == "ignored")
-                #expect(try await SocketWorld.waitUntil(.seconds(3)) { world.requests.count("GET /api/me") > checksBefore })
+                #expect(try await waitUntil(.seconds(3)) { world.requests.count("GET /api/me") > checksBefore })
                 let badStatus = try await world.curl("POST", "/v1/sites/demo/report?status=abc")
                 #expect(badStatus.status == 400)
 
@@ -393,7 +393,7 @@ import TestSupport
             let stream = await world.keeper.events(buffer: 2)
             for _ in 0..<3 {
                 await world.keeper.refresh("demo")
-                #expect(try await SocketWorld.waitUntil(.seconds(5)) {
+                #expect(try await waitUntil(.seconds(5)) {
                     await world.keeper.snapshot(of: "demo")?.status.phase == .valid
                 })
             }
@@ -574,10 +574,10 @@ import TestSupport
             let afterLogin = try #require(FileManager.default.contents(atPath: output))
             let loginRecord = try #require(await world.keeper.record(for: "demo"))
             // Sliding sessions come back from /ping with a later expiry (the demo site's Max-Age counts in seconds).
-            #expect(try await SocketWorld.waitUntil(.seconds(6)) {
+            #expect(try await waitUntil(.seconds(6)) {
                 (await world.keeper.record(for: "demo")?.expiresAt ?? .distantPast) > (loginRecord.expiresAt ?? .distantFuture)
             })
-            #expect(try await SocketWorld.waitUntil(.seconds(3)) {
+            #expect(try await waitUntil(.seconds(3)) {
                 FileManager.default.contents(atPath: output) != afterLogin
             })
             #expect(world.requests.count("POST /login") == 1)

@@ -202,15 +202,6 @@ struct SocketWorld {
         client.shutdown()
         await server.stop()
     }
-
-    static func waitUntil(_ timeout: Duration, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
-    }
 }
 
 struct WorldError: Error, CustomStringConvertible {
