@@ -424,7 +424,8 @@ public actor Keeper {
     /// disabled): then only `session(for:minValid:wait:)` knows what to do and what to say.
     public nonisolated func servedNow(_ name: String, minValid: Duration?) -> ServedSession? {
         guard let entry = board.entry(of: name), entry.phase != .disabled else { return nil }
-        return ServedBoard.usable(site: entry.site, record: entry.record, session: entry.session, minValid: minValid, now: wallClock())
+        return ServedBoard.usable(
+            site: entry.site, record: entry.record, session: entry.session, minValid: minValid, now: wallClock(), generation: entry.generation)
     }
 
     /// Publishes `name`'s entry as it is now to the ``board``.
@@ -636,6 +637,12 @@ public struct SiteSnapshot: Sendable {
 public struct ServedSession: Sendable {
     public var site: SiteDefinition
     public var record: SessionRecord
+    /// The ``ServedBoard`` publication it was read from (0: read from the Keeper itself): equal for two reads
+    /// of the same unchanged entry.
+    public var generation: UInt64 = 0
+    /// The session is fit to serve for a request made at `t` with `min_valid` `m` exactly when `t + m` is before
+    /// this (as long as its publication is the same).
+    public var fitUntil: Date = .distantPast
 }
 
 /// Why a client's request about a site cannot be answered as asked. Names the site, never a value.

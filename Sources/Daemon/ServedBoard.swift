@@ -21,36 +21,78 @@ public final class ServedBoard: Sendable {
         /// The schedule's view of the session (nil: none it would serve).
         public var session: SessionSummary?
         public var phase: SiteSchedule.Phase
+        /// Which publication this is: each one is numbered anew, so a reader that kept something made from an
+        /// entry can tell whether the entry is still the same.
+        public internal(set) var generation: UInt64 = 0
     }
 
-    private let entries = Mutex<[String: Entry]>([:])
+    private struct State {
+        var entries: [String: Entry] = [:]
+        /// Each entry's generation, apart, so reading one copies no entry.
+        var generations: [String: UInt64] = [:]
+        var published: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
 
     public init() {}
 
     /// The entry of `name`; nil when the Keeper keeps no such site.
     public func entry(of name: String) -> Entry? {
-        entries.withLock { $0[name] }
+        state.withLock { $0.entries[name] }
+    }
+
+    /// The ``Entry/generation`` of `name`'s entry (nil: no such site), without copying the entry: enough to
+    /// tell whether something made from an earlier read still stands.
+    public func generation(of name: String) -> UInt64? {
+        state.withLock { $0.generations[name] }
     }
 
     func publish(_ entry: Entry) {
-        entries.withLock { $0[entry.site.name] = entry }
+        var entry = entry
+        state.withLock { state in
+            state.published &+= 1
+            entry.generation = state.published
+            state.entries[entry.site.name] = entry
+            state.generations[entry.site.name] = entry.generation
+        }
     }
 
     func remove(_ name: String) {
-        _ = entries.withLock { $0.removeValue(forKey: name) }
+        state.withLock { state in
+            state.entries[name] = nil
+            state.generations[name] = nil
+        }
     }
 
     /// The session to serve for `entry` when it is fit: present, its essential cookies all there and (with
     /// `minValid`) the first of them unexpired for at least `minValid` more. The one rule the Keeper and the
     /// board's readers both apply.
-    static func usable(site: SiteDefinition, record: SessionRecord?, session: SessionSummary?, minValid: Duration?, now: Date)
-        -> ServedSession?
-    {
-        guard let record, session?.essentialCookiesPresent ?? false else { return nil }
+    static func usable(
+        site: SiteDefinition, record: SessionRecord?, session: SessionSummary?, minValid: Duration?, now: Date, generation: UInt64 = 0
+    ) -> ServedSession? {
+        guard let record, let session else { return nil }
+        let until = fitUntil(site: site, record: record, session: session)
         let horizon = now.addingTimeInterval(minValid.map { $0 / .seconds(1) } ?? 0)
-        guard Keeper.summary(record, site: site, now: horizon).essentialCookiesPresent,
-              session?.isValid(at: horizon) ?? false
-        else { return nil }
-        return ServedSession(site: site, record: record)
+        guard horizon < until else { return nil }
+        return ServedSession(site: site, record: record, generation: generation, fitUntil: until)
+    }
+
+    /// The end of the time a session is fit at: fit at `horizon` exactly when `horizon` is before it
+    /// (`.distantPast`: never; `.distantFuture`: nothing in it expires). Fit means the schedule saw the
+    /// essential cookies, the schedule's expiry (the first essential cookie's) is still ahead, and each
+    /// essential cookie has a copy in the record that has not expired (RFC 6265 section 5.3: a cookie lives
+    /// until its expiry time, exclusive).
+    static func fitUntil(site: SiteDefinition, record: SessionRecord, session: SessionSummary) -> Date {
+        guard session.essentialCookiesPresent else { return .distantPast }
+        var until = session.expiresAt ?? .distantFuture
+        for name in site.cookies.essential {
+            var latest = Date.distantPast
+            for cookie in record.cookies where cookie.name == name {
+                latest = max(latest, cookie.expires ?? .distantFuture)
+            }
+            until = min(until, latest)
+        }
+        return until
     }
 }

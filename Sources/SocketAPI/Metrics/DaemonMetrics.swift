@@ -45,8 +45,14 @@ final class DaemonMetrics: Sendable {
     /// A request was answered. `route` is the route's pattern (`/v1/sites/{name}/cookies`), never a raw path, so
     /// the number of series stays bounded.
     func requestAnswered(route: String, status: Int) {
+        requestCounter(route: route, status: status).increment()
+    }
+
+    /// The counter of requests answered on `route` with `status`, made once per pair; a caller that answers
+    /// one kind of request many times keeps it.
+    func requestCounter(route: String, status: Int) -> CoreMetrics.Counter {
         let key = "\(route) \(status)"
-        let counter = requestCounters.withLock { counters in
+        return requestCounters.withLock { counters in
             if let counter = counters[key] { return counter }
             let counter = CoreMetrics.Counter(
                 label: "sessionkeeper_socket_requests_total", dimensions: [("route", route), ("status", String(status))],
@@ -54,7 +60,6 @@ final class DaemonMetrics: Sendable {
             counters[key] = counter
             return counter
         }
-        counter.increment()
     }
 
     /// The Prometheus text, with the gauges set from the sites as they are now.

@@ -2,6 +2,7 @@ import CookieJar
 import Daemon
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import JSON
 import Logging
 import NIOCore
@@ -77,22 +78,7 @@ struct APIRoutes: Sendable {
                 throw APIError(error)
             }
         }
-        var cookies = served.record.liveCookies(at: self.now())
-        if let url {
-            // The jar's own rules (RFC 6265 section 5.4) pick what a request to `url` carries.
-            let storage = SiteJar.makeStorage(for: served.site, clock: self.now)
-            for cookie in cookies { storage.setCookie(cookie) }
-            cookies = storage.cookies(for: url)
-        }
-        // A browser login's localStorage goes with the cookies (only `playwright` has a place for it); with
-        // `url`, only that URL's origin's.
-        let origins = url.map { url in served.record.origins.filter { $0.isOrigin(of: url) } } ?? served.record.origins
-        let text = CookieCodec.encode(cookies, as: format, origins: origins)
-        switch format {
-        case .header: return WireBody.text(text + "\n", contentType: "text/plain; charset=utf-8")
-        case .json, .playwright: return WireBody.text(text, contentType: "application/json")
-        case .netscape, .setCookie: return WireBody.text(text, contentType: "text/plain; charset=utf-8")
-        }
+        return CookieAnswer(served, format: format, url: url, now: now).response
     }
 
     private func refresh(_ request: Request, _ context: APIContext) async throws -> Response {
@@ -229,7 +215,11 @@ struct Query {
     private var values: [String: String] = [:]
 
     init(_ request: Request, allowed: Set<String>) throws(APIError) {
-        for (key, value) in request.uri.queryParameters {
+        try self.init(request.uri, allowed: allowed)
+    }
+
+    init(_ uri: URI, allowed: Set<String>) throws(APIError) {
+        for (key, value) in uri.queryParameters {
             let name = String(key)
             guard allowed.contains(name) else {
                 let known = allowed.isEmpty ? "this route takes none" : "expected \(allowed.sorted().joined(separator: ", "))"

@@ -19,6 +19,11 @@ final class PeerRegistry: Sendable {
         return try? await provider.peerCredentials().get()
     }
 
+    /// The peer of `channel` when its read has finished; never waits.
+    func known(_ channel: any Channel) -> PeerCredentials? {
+        peers.withLock { $0[ObjectIdentifier(channel)] }
+    }
+
     fileprivate func set(_ peer: PeerCredentials, for key: ObjectIdentifier) {
         peers.withLock { $0[key] = peer }
     }

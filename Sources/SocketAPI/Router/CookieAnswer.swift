@@ -1,0 +1,48 @@
+import CookieJar
+import Daemon
+import Foundation
+import Hummingbird
+import Sessions
+
+/// The answer to `GET /v1/sites/NAME/cookies` for a session fit to serve. The router and the
+/// ``CookieFastPath`` both make it here, so the two give the same bytes.
+struct CookieAnswer: Sendable {
+    /// The body.
+    var text: String
+    var contentType: String
+    /// When the same session's answer may next change: the first expiry after now among its cookies (an expired
+    /// cookie drops out of the answer). nil: none of them expires.
+    var changesAt: Date?
+
+    /// - Parameters:
+    ///   - url: with it, only the cookies a request to `url` carries, by the jar's rules (RFC 6265 section 5.4).
+    ///   - now: the wall clock cookies are judged by.
+    init(_ served: ServedSession, format: CookieFormat, url: URL?, now: @escaping @Sendable () -> Date) {
+        let instant = now()
+        var cookies = served.record.liveCookies(at: instant)
+        if let url {
+            let storage = SiteJar.makeStorage(for: served.site, clock: now)
+            for cookie in cookies { storage.setCookie(cookie) }
+            cookies = storage.cookies(for: url)
+        }
+        // A browser login's localStorage goes with the cookies (only `playwright` has a place for it); with
+        // `url`, only that URL's origin's.
+        let origins = url.map { url in served.record.origins.filter { $0.isOrigin(of: url) } } ?? served.record.origins
+        let encoded = CookieCodec.encode(cookies, as: format, origins: origins)
+        switch format {
+        case .header:
+            text = encoded + "\n"
+            contentType = "text/plain; charset=utf-8"
+        case .json, .playwright:
+            text = encoded
+            contentType = "application/json"
+        case .netscape, .setCookie:
+            text = encoded
+            contentType = "text/plain; charset=utf-8"
+        }
+        changesAt = served.record.cookies.lazy.compactMap(\.expires).filter { $0 > instant }.min()
+    }
+
+    /// The answer as the router sends it.
+    var response: Response { WireBody.text(text, contentType: contentType) }
+}
