@@ -25,10 +25,12 @@ def binaries():
     """The folder of this worktree's release binaries, built first unless RELIABILITY_SKIP_BUILD=1."""
     if os.environ.get("RELIABILITY_SKIP_BUILD") != "1":
         for product in ("sessionkeeper", "demo-site"):
-            subprocess.run(["swift", "build", *BUILD_FLAGS, "--product", product], cwd=ROOT, check=True,
-                           stdout=subprocess.DEVNULL)
+            result = subprocess.run(["swift", "build", *BUILD_FLAGS, "--product", product], cwd=ROOT,
+                                    capture_output=True, text=True)
+            if result.returncode != 0:
+                raise SystemExit(f"swift build --product {product} failed:\n{(result.stdout + result.stderr)[-4000:]}")
     path = subprocess.run(["swift", "build", *BUILD_FLAGS, "--show-bin-path"], cwd=ROOT, check=True,
-                          capture_output=True, text=True).stdout.strip()
+                          capture_output=True, text=True).stdout.strip().splitlines()[-1]
     for product in ("sessionkeeper", "demo-site"):
         if not os.access(os.path.join(path, product), os.X_OK):
             raise SystemExit(f"{path}/{product} is missing: run swift build {' '.join(BUILD_FLAGS)}")
