@@ -204,7 +204,12 @@ class Workspace:
         log = open(self.log_path, "wb")
         env = self.env()
         env.update(extra_env or {})
-        self.daemon = subprocess.Popen([os.path.join(self.bin_path, "sessionkeeper"), "run", "--config", self.config_path],
+        # Started through a link of another name: on a shared machine, someone's `pkill -f "sessionkeeper run"`
+        # for their own daemon stopped this one twice in the middle of a soak.
+        program = os.path.join(self.folder, "sessionkeeper-under-test")
+        if not os.path.lexists(program):
+            os.symlink(os.path.join(self.bin_path, "sessionkeeper"), program)
+        self.daemon = subprocess.Popen([program, "run", "--config", self.config_path],
                                        cwd=self.folder, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                                        preexec_fn=preexec_fn)
         log.close()
