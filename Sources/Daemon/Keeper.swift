@@ -54,6 +54,12 @@ public actor Keeper {
     private var loginWaiters: [String: [UInt64: CheckedContinuation<Bool, Never>]] = [:]
     private var lastReport: [String: ContinuousClock.Instant] = [:]
     private var nextID: UInt64 = 0
+    /// Both clocks when the keeper last woke: the next wake compares how far each moved.
+    private var clockReference: Now?
+
+    /// How far the wall clock may move apart from the monotonic clock between two wakes before the keeper takes
+    /// it as a jump (the clock was set, or the machine slept) and plans every site again.
+    public static let clockJumpTolerance: Duration = .seconds(2)
 
     /// A client's `report` is acted on at most once per this interval per site: a scraper that meets one dead
     /// session on many requests at once runs the check once, and cannot make the daemon hammer the site.
@@ -105,6 +111,7 @@ public actor Keeper {
                 await add(site)
             }
         }
+        if clockReference == nil { clockReference = now }
         rearm()
     }
 
@@ -559,6 +566,7 @@ public actor Keeper {
         sleeper = nil
         sleeperDeadline = nil
         let now = now
+        noticeClockJump(now)
         let due = deadlineBySite.filter { $0.value <= now.monotonic }.keys
         for name in due {
             for (timer, deadline) in entries[name]?.schedule.deadlines ?? [:] where deadline <= now.monotonic {
@@ -567,6 +575,23 @@ public actor Keeper {
         }
         admitLogins()
         rearm()
+    }
+
+    /// Expiry is wall time and timers are monotonic, so a wall clock that was set (or a suspend) leaves every
+    /// plan on the old clock: a session the new wall time says is over would be refreshed only when its old
+    /// timer fires. Each wake compares both clocks; a difference past the tolerance is logged and every site's
+    /// schedule plans again (``SiteSchedule/Event/clockJumped``).
+    private func noticeClockJump(_ now: Now) {
+        defer { clockReference = now }
+        guard let reference = clockReference else { return }
+        let wallMoved = now.wall.timeIntervalSince(reference.wall)
+        let monotonicMoved = Double(reference.monotonic.duration(to: now.monotonic).wholeMilliseconds) / 1000
+        let jump = wallMoved - monotonicMoved
+        guard abs(jump) >= Double(Self.clockJumpTolerance.wholeMilliseconds) / 1000 else { return }
+        logger.warning("the wall clock jumped (it was set, or the machine slept); planning every site again", metadata: [
+            "jump_s": "\(Int(jump.rounded()))", "sites": "\(entries.count)",
+        ])
+        for name in entries.keys { dispatch(.clockJumped, to: name) }
     }
 
     // MARK: Helpers

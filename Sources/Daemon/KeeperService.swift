@@ -4,6 +4,7 @@ import Platform
 import Scheduler
 import ServiceLifecycle
 import SiteConfig
+import Synchronization
 import UnixSignals
 
 /// The daemon's long-lived part (SPEC section 7), a `Service` in the daemon's `ServiceGroup`: it loads the
@@ -22,6 +23,7 @@ public final class KeeperService: Service, Sendable {
     private let logger: Logger
     private let inputs: AsyncStream<Input>
     private let feed: AsyncStream<Input>.Continuation
+    private let pendingFiles = PendingFileNames()
 
     public init(
         configPath: String, config: DaemonConfig, loader: ConfigurationLoader, keeper: Keeper,
@@ -44,7 +46,8 @@ public final class KeeperService: Service, Sendable {
     }
 
     private enum Input: Sendable {
-        case files([String])
+        /// Site files changed; their names wait in `pendingFiles`.
+        case files
         case reload
         case watchdog
         case statusChanged
@@ -94,9 +97,11 @@ public final class KeeperService: Service, Sendable {
 
         for await input in inputs.cancelOnGracefulShutdown() {
             switch input {
-            case .files(let names):
+            case .files:
                 // Let the rest of an editor's burst arrive first; what comes later is another batch.
                 try? await Task.sleep(for: Self.settleTime)
+                let names = pendingFiles.takeAll()
+                guard !names.isEmpty else { continue }
                 log(catalog.reload(names: names, loader: loader, config: config))
                 await keeper.apply(catalog.sites, settings: config.scheduler)
                 continue
@@ -140,13 +145,13 @@ public final class KeeperService: Service, Sendable {
         logger.info("daemon stopped")
     }
 
-    /// Follows `folder`; its batches arrive as `.files` inputs. A folder that cannot be watched is logged
-    /// (the sites loaded at start keep running; SIGHUP tries again).
+    /// Follows `folder`; its changes wait in `pendingFiles`, announced by one `.files` input per batch. A folder
+    /// that cannot be watched is logged (the sites loaded at start keep running; SIGHUP tries again).
     private func startWatching(_ folder: String, feed: AsyncStream<Input>.Continuation) -> DirectoryWatcher? {
         do {
             let watcher = try DirectoryWatcher(folder: folder)
-            Task {
-                for await names in watcher.changes { feed.yield(.files(names)) }
+            Task { [pendingFiles] in
+                for await names in watcher.changes where pendingFiles.add(names) { feed.yield(.files) }
             }
             return watcher
         } catch {
@@ -192,6 +197,31 @@ public final class KeeperService: Service, Sendable {
             try await body(notifier)
         } catch {
             logger.warning("cannot notify systemd", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// Names of changed site files waiting to be read. The watcher reports a burst (a hundred files copied in at
+/// once) in many small parts; they join one batch, read once after ``KeeperService/settleTime``, instead of
+/// one batch per part, each waiting out the settle time behind the one before (a hundred parts made the last
+/// file wait ten seconds and more, where SPEC section 7 promises two).
+final class PendingFileNames: Sendable {
+    private let names = Mutex<[String]>([])
+
+    /// Adds changed names; true when none were waiting, so this starts a batch and a read must be asked for.
+    func add(_ more: [String]) -> Bool {
+        names.withLock { names in
+            let startsBatch = names.isEmpty && !more.isEmpty
+            names += more
+            return startsBatch
+        }
+    }
+
+    /// Every waiting name, leaving none: names added later start the next batch.
+    func takeAll() -> [String] {
+        names.withLock { names in
+            defer { names = [] }
+            return names
         }
     }
 }

@@ -138,6 +138,9 @@ public final class Vault: Sendable {
         let keyringPath = folder + "/" + keyringName
         do {
             try DurableFile.makePrivateFolder(stateDirectory)
+            // The default key file is created here: a crash while writing it leaves a temporary file of key
+            // bytes beside it, which no later write would ever replace.
+            try removeStaleTemporaryFiles(in: stateDirectory)
         } catch {
             throw VaultError(.io(error), file: stateDirectory)
         }

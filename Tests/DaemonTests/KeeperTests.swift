@@ -6,6 +6,7 @@ import HTTPTransport
 import LoginFlow
 import Logging
 import Scheduler
+import Synchronization
 import Sessions
 import SiteConfig
 import TestSupport
@@ -39,11 +40,15 @@ import Vault
                 config: loader.defaultConfig(directory: folder.path))
         }
 
-        func keeper(password: String = DemoSite.Configuration.defaultPassword) -> Keeper {
+        func keeper(
+            password: String = DemoSite.Configuration.defaultPassword, wallClock: @escaping @Sendable () -> Date = { Date() }
+        ) -> Keeper {
             let login = SiteLogin(
                 client: client, store: VaultSessionStore(vault: vault), credentials: { _ in Credentials(password: password) },
                 environment: [:])
-            return Keeper(login: login, settings: SchedulerSettings(maxConcurrentLogins: 4, perHostInterval: .zero, jitter: 0), logger: Logger(label: "test"))
+            return Keeper(
+                login: login, settings: SchedulerSettings(maxConcurrentLogins: 4, perHostInterval: .zero, jitter: 0), logger: Logger(label: "test"),
+                wallClock: wallClock)
         }
 
         /// Whether the site accepts `record`'s cookies now.
@@ -86,6 +91,28 @@ import Vault
         vault.close()
         client.shutdown()
         await server.stop()
+    }
+
+    /// A wall clock set a day ahead (NTP after a long suspend) is noticed at the keeper's next wake (here the
+    /// other site's check, every second): a site without a check, whose session the new wall time calls over, logs
+    /// in again at once instead of when the timer planned on the old clock fires, an hour later. (Only the keeper's
+    /// clock moves here; the jar still stamps expiries on the real one.)
+    @Test func aWallClockSetAheadIsNoticedAndEverySiteIsPlannedAgain() async throws {
+        try await Self.withWorld(sessionMaxAge: 3600) { world in
+            let offset = Mutex<TimeInterval>(0)
+            let keeper = world.keeper(wallClock: { Date().addingTimeInterval(offset.withLock { $0 }) })
+            let loader = ConfigurationLoader(environment: [:])
+            let unchecked = try loader.loadSite(
+                text: KeeperTests.siteYAML(world.server.baseURL).replacingOccurrences(of: "check: {get: /api/me, expect: {status: 200}, every: 1s}\n", with: ""),
+                file: world.folder.appendingPathComponent("unchecked.yaml").path, config: loader.defaultConfig(directory: world.folder.path))
+            #expect(unchecked.check == nil)
+            await keeper.apply([try world.site(), unchecked])
+            #expect(try await waitUntil(.seconds(5)) { await keeper.status().allSatisfy { $0.phase == .valid } })
+            let lastLogin = try #require(await keeper.record(for: "unchecked")?.lastLogin)
+            offset.withLock { $0 = 86_400 }
+            #expect(try await waitUntil(.seconds(5)) { await keeper.record(for: "unchecked")?.lastLogin != lastLogin })
+            await keeper.stopAll()
+        }
     }
 
     /// Issue 11's acceptance: over 30 seconds of 6-second sessions (refreshed 3 s before they end, so a

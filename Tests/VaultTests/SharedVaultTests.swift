@@ -169,6 +169,24 @@ import Testing
         #expect(try vault.list().problems.isEmpty)
     }
 
+    /// A key file's write cut short (the first run killed while creating `state_dir/master.key`) leaves its
+    /// temporary file in the state folder, not in `vault/`: the next open removes it there too.
+    @Test func aKeyFileWriteCutShortLeavesNoTemporaryFileInTheStateFolder() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        try openWithKeyFile(folder).close()
+        let finished = try await runProgram("/bin/sh", ["-c", "echo $$"])
+        let deadPID = try #require(Int32(finished.outputText.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let dead = folder.state + "/master.key.tmp-\(deadPID)-1"
+        let live = folder.state + "/master.key.tmp-\(getpid())-2"
+        writeFile(dead, Array(repeating: 7, count: 16))
+        writeFile(live, [2])
+        let vault = try openWithKeyFile(folder, create: false)
+        #expect(!FileManager.default.fileExists(atPath: dead))
+        #expect(FileManager.default.fileExists(atPath: live))
+        #expect(try vault.list().problems.isEmpty)
+    }
+
     /// The async calls run on the vault's own threads: with more writes waiting for the keyring lock
     /// than Swift's cooperative pool has threads, work on the pool still runs.
     @Test func waitingVaultCallsLeaveTheCooperativePoolFree() async throws {

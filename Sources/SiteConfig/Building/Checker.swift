@@ -151,7 +151,16 @@ struct Checker {
             error(value.mark, "\(key): '\(value.value)' is not an absolute http:// or https:// URL")
             return nil
         }
+        guard portIsUsable(url, source: value.value, mark: value.mark, key: key) else { return nil }
         return url
+    }
+
+    /// Foundation's URL takes any digits as a port; a port libcurl cannot connect to would fail every
+    /// login as "misconfigured", long after `check` passed the file.
+    private mutating func portIsUsable(_ url: URL, source: String, mark: SourceMark, key: String) -> Bool {
+        guard let port = url.port, !(1...65535).contains(port) else { return true }
+        error(mark, "\(key): '\(source)': port \(port) is outside 1...65535")
+        return false
     }
 
     /// A step URL: absolute http(s), or relative to `base_url`. Placeholders stand for plain text.
@@ -172,6 +181,7 @@ struct Checker {
                 error(mark, "\(key): '\(template.source)' is not a valid http:// or https:// URL")
                 return
             }
+            _ = portIsUsable(url, source: template.source, mark: mark, key: key)
         } else if URL(string: sample, relativeTo: baseURL ?? URL(string: "http://localhost/")) == nil {
             error(mark, "\(key): '\(template.source)' is not a valid URL or path")
         }
