@@ -273,9 +273,10 @@ import TestSupport
                 let result = try await runProgram("/usr/bin/env", ["python3", "-c", script, world.socketPath])
                 let words = result.outputText.split(separator: " ")
                 #expect(words.first == "8", "\(result.outputText) \(result.errorText.suffix(300))")
-                #expect(words.dropFirst().first == "closed")
+                #expect(words.dropFirst().first == "closed", "\(result.outputText)")
                 // Closed for idleness about a second after the last answer, not before.
-                #expect((Double(words.last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0) >= 0.5)
+                let waited = Double(words.last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+                #expect(waited >= 0.5, "\(result.outputText)")
             }
         }
     }
