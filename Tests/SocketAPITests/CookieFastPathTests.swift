@@ -213,9 +213,6 @@ import TestSupport
             try await world.serving(world.socketServer()) {
                 // Four requests in one write: the router's, the fast path's, the router's, the fast path's.
                 let script = """
-                    import socket, sys
-                    s = socket.socket(socket.AF_UNIX)
-                    s.connect(sys.argv[1])
                     s.settimeout(10)
                     targets = ["/metrics", "/v1/sites/demo/cookies", "/v1/health", "/v1/sites/demo/cookies?format=json"]
                     s.sendall(b"".join(b"GET " + t.encode() + b" HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n" for t in targets))
@@ -237,7 +234,7 @@ import TestSupport
                         data += chunk
                     print("|".join(answers))
                     """
-                let result = try await runProgram("/usr/bin/env", ["python3", "-c", script, world.socketPath])
+                let result = try await world.socketClient(script)
                 #expect(result.outputText.trimmingCharacters(in: .whitespacesAndNewlines)
                     == "200 text/plain|200 text/plain|200 application/json|200 application/json", "\(result.errorText.suffix(300))")
             }
@@ -253,9 +250,6 @@ import TestSupport
             try await world.serving(world.socketServer(limits: limits)) {
                 // A request every 0.3 s for 2.4 s on one connection (longer than the idle timeout), then silence.
                 let script = """
-                    import socket, sys, time
-                    s = socket.socket(socket.AF_UNIX)
-                    s.connect(sys.argv[1])
                     s.settimeout(5)
                     answered = 0
                     for _ in range(8):
@@ -270,7 +264,7 @@ import TestSupport
                     closed = s.recv(65536) == b""
                     print(answered, "closed" if closed else "open", round(time.monotonic() - start, 1))
                     """
-                let result = try await runProgram("/usr/bin/env", ["python3", "-c", script, world.socketPath])
+                let result = try await world.socketClient(script)
                 let words = result.outputText.split(separator: " ")
                 #expect(words.first == "8", "\(result.outputText) \(result.errorText.suffix(300))")
                 #expect(words.dropFirst().first == "closed", "\(result.outputText)")

@@ -416,9 +416,6 @@ import TestSupport
                 // A client that asks for the events and reads nothing until told to, then reads to the end.
                 let go = world.folder.path("go")
                 let script = """
-                    import os, socket, sys, time
-                    s = socket.socket(socket.AF_UNIX)
-                    s.connect(sys.argv[1])
                     s.sendall(b"GET /v1/events HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n")
                     print("subscribed", flush=True)
                     while not os.path.exists(sys.argv[2]):
@@ -432,7 +429,7 @@ import TestSupport
                         total += len(chunk)
                     print("closed", total)
                     """
-                async let reader = runProgram("/usr/bin/env", ["python3", "-c", script, world.socketPath, go])
+                async let reader = world.socketClient(script, arguments: [go])
                 try await Task.sleep(for: .milliseconds(500))
                 // Cookie events with long names fill the socket's buffers fast; then the reader's 4 events.
                 let names = (0..<30).map { "c\($0)_" + String(repeating: "n", count: 400) }
@@ -462,16 +459,13 @@ import TestSupport
             try await world.serving(world.socketServer(limits: limits)) {
                 // A client that sends half a request head and then nothing.
                 let script = """
-                    import socket, sys, time
-                    s = socket.socket(socket.AF_UNIX)
-                    s.connect(sys.argv[1])
                     s.sendall(b"GET /v1/health HTTP/1.1\\r\\nHost: localhost\\r\\n")
                     start = time.monotonic()
                     s.settimeout(10)
                     data = s.recv(65536)
                     print("closed" if not data else "answered", round(time.monotonic() - start, 1))
                     """
-                async let slow = runProgram("/usr/bin/env", ["python3", "-c", script, world.socketPath])
+                async let slow = world.socketClient(script)
                 try await Task.sleep(for: .milliseconds(200))
                 // Meanwhile everyone else is answered.
                 let started = ContinuousClock.now

@@ -150,6 +150,13 @@ struct SocketWorld {
         return Answer(status: status, body: String(text[..<newline]))
     }
 
+    /// Runs a Python client on one connection to the socket: `script` runs with `s`, a socket already connected
+    /// to it, and `os`, `socket`, `sys` and `time` imported; `arguments` follow the socket path in `sys.argv`.
+    func socketClient(_ script: String, arguments: [String] = []) async throws -> ProgramResult {
+        let prelude = "import os, socket, sys, time\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n"
+        return try await runProgram("/usr/bin/env", ["python3", "-c", prelude + script, socketPath] + arguments)
+    }
+
     /// Every cookie value the vault holds for `sites`, for "never in a log line" checks (values shorter than
     /// 8 characters would match by chance).
     func storedCookieValues(_ sites: [String]) async throws -> [String] {
