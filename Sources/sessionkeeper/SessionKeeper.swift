@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Platform
 import SiteConfig
 
 /// The `sessionkeeper` command. It only lists the subcommands; each lives in its own file and calls
@@ -31,7 +32,7 @@ extension SessionKeeper {
     /// entry point maps that one code and leaves every other exit (help, version, subcommand codes) as it is.
     static func main() async {
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(Array(ProcessArguments.current.dropFirst()))
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
