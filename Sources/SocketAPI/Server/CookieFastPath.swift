@@ -44,13 +44,18 @@ final class CookieFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private static let suffix = "/cookies"
     private static let parameters: Set<String> = ["format", "url", "min_valid", "wait"]
 
-    /// A request target, parsed, with the answer last made for it.
-    private struct Kept {
+    /// A request target, parsed: what the router would read from it.
+    private struct Request {
         var target: String
         var site: String
         var format: CookieFormat
         var url: URL?
-        var minValid: TimeInterval
+        var minValid: Duration?
+    }
+
+    /// The answer last made on this connection, and for which request.
+    private struct Kept {
+        var request: Request
         /// The board publication the answer was made from.
         var generation: UInt64
         /// The publication's session is fit for a request at `t` exactly when `t + min_valid` is before this
@@ -60,9 +65,8 @@ final class CookieFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         var changesAt: Date?
         var body: ByteBuffer
         var contentType: String
-        /// The answer's head, its `Date` field of `second`.
-        var head: HTTPResponse
-        var second: Int
+        /// The answer's head, its `Date` field of `second` (nil: not made yet).
+        var head: (response: HTTPResponse, second: Int)?
     }
 
     private let parts: CookieFastPathParts
@@ -119,23 +123,24 @@ final class CookieFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         if peer == nil { peer = parts.peer(context.channel) }
         guard let peer else { return false }
         let now = parts.now()
-        if var kept, kept.target == target {
-            if kept.generation == parts.keeper.board.generation(of: kept.site),
-               now.addingTimeInterval(kept.minValid) < kept.fitUntil, kept.changesAt.map({ now < $0 }) ?? true
+        if var kept, kept.request.target == target {
+            let horizon = now.addingTimeInterval(kept.request.minValid.map { $0 / .seconds(1) } ?? 0)
+            if kept.generation == parts.keeper.board.generation(of: kept.request.site), horizon < kept.fitUntil,
+               kept.changesAt.map({ now < $0 }) ?? true
             {
-                send(&kept, context: context, now: now)
+                send(&kept, context: context)
                 self.kept = kept
                 return true
             }
-            return answerAfresh(kept, peer: peer, context: context, now: now)
+            return answerAfresh(kept.request, peer: peer, context: context)
         }
-        guard let parsed = parse(target) else { return false }
-        return answerAfresh(parsed, peer: peer, context: context, now: now)
+        guard let request = parse(target) else { return false }
+        return answerAfresh(request, peer: peer, context: context)
     }
 
     /// `target`'s site and parameters, when the router would answer them with cookies (else nil: its error
     /// is the router's to give).
-    private func parse(_ target: String) -> Kept? {
+    private func parse(_ target: String) -> Request? {
         let uri = URI(target)
         let path = uri.path
         guard path.hasSuffix(Self.suffix), path.utf8.count > Self.prefix.utf8.count + Self.suffix.utf8.count else { return nil }
@@ -144,48 +149,45 @@ final class CookieFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         guard !name.utf8.contains(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "%") }) else { return nil }
         do {
             let query = try Query(uri, allowed: Self.parameters)
-            let format = try query.format("format") ?? .header
-            let url = try query.url("url")
-            let minValid = try query.duration("min_valid").map { $0 / .seconds(1) } ?? 0
+            let request = Request(
+                target: target, site: String(name), format: try query.format("format") ?? .header, url: try query.url("url"),
+                minValid: try query.duration("min_valid"))
             _ = try query.duration("wait")
-            return Kept(
-                target: target, site: String(name), format: format, url: url, minValid: minValid, generation: 0,
-                fitUntil: .distantPast, changesAt: nil, body: ByteBuffer(), contentType: "", head: HTTPResponse(status: .ok), second: -1)
+            return request
         } catch {
             return nil
         }
     }
 
     /// Reads the site's session from the board and, when it is fit and the peer may read it, answers with it.
-    private func answerAfresh(_ request: Kept, peer: PeerCredentials, context: ChannelHandlerContext, now: Date) -> Bool {
-        let minValid = request.minValid > 0 ? Duration.seconds(request.minValid) : nil
-        guard let served = parts.keeper.servedNow(request.site, minValid: minValid), parts.access.allows(peer, site: served.site) else {
+    private func answerAfresh(_ request: Request, peer: PeerCredentials, context: ChannelHandlerContext) -> Bool {
+        guard let served = parts.keeper.servedNow(request.site, minValid: request.minValid), parts.access.allows(peer, site: served.site)
+        else {
             return false
         }
         let answer = CookieAnswer(served, format: request.format, url: request.url, now: parts.now)
-        var kept = request
-        kept.generation = served.generation
-        kept.fitUntil = served.fitUntil
-        kept.changesAt = answer.changesAt
-        kept.body = context.channel.allocator.buffer(string: answer.text)
-        kept.contentType = answer.contentType
-        kept.second = -1
-        send(&kept, context: context, now: now)
+        var kept = Kept(
+            request: request, generation: served.generation, fitUntil: served.fitUntil, changesAt: answer.changesAt,
+            body: context.channel.allocator.buffer(string: answer.text), contentType: answer.contentType, head: nil)
+        send(&kept, context: context)
         self.kept = kept
         return true
     }
 
-    private func send(_ kept: inout Kept, context: ChannelHandlerContext, now: Date) {
+    private func send(_ kept: inout Kept, context: ChannelHandlerContext) {
         // The `Date` field (RFC 9110 section 6.6.1) has whole seconds: the head is made again once a second.
         let second = Int(Date().timeIntervalSince1970)
-        if kept.second != second {
-            kept.head = HTTPResponse(status: .ok, headerFields: [
+        let head: HTTPResponse
+        if let made = kept.head, made.second == second {
+            head = made.response
+        } else {
+            head = HTTPResponse(status: .ok, headerFields: [
                 .contentType: kept.contentType, .contentLength: String(kept.body.readableBytes),
                 .date: CookieTime.httpDate(Date(timeIntervalSince1970: TimeInterval(second))),
             ])
-            kept.second = second
+            kept.head = (head, second)
         }
-        context.write(wrapOutboundOut(.head(kept.head)), promise: nil)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(kept.body)), promise: nil)
         context.write(wrapOutboundOut(.end(nil)), promise: nil)
         unflushed = true
