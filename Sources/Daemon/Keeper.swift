@@ -598,8 +598,7 @@ public actor Keeper {
 
     /// What the scheduler needs of a record: its times, and whether every essential cookie is there.
     static func summary(_ record: SessionRecord, site: SiteDefinition, now: Date) -> SessionSummary {
-        let live = record.liveCookies(at: now)
-        let present = site.cookies.essential.allSatisfy { name in live.contains { $0.name == name } }
+        let present = now < ServedBoard.essentialCookiesLiveUntil(site: site, record: record)
         return SessionSummary(lastLogin: record.lastLogin, expiresAt: record.expiresAt, essentialCookiesPresent: present)
     }
 

@@ -85,7 +85,14 @@ public final class ServedBoard: Sendable {
     /// until its expiry time, exclusive).
     static func fitUntil(site: SiteDefinition, record: SessionRecord, session: SessionSummary) -> Date {
         guard session.essentialCookiesPresent else { return .distantPast }
-        var until = session.expiresAt ?? .distantFuture
+        return min(session.expiresAt ?? .distantFuture, essentialCookiesLiveUntil(site: site, record: record))
+    }
+
+    /// Until when every essential cookie of `site` has a copy in `record` that has not expired (RFC 6265
+    /// section 5.3: a cookie lives until its expiry time, exclusive): `.distantPast` when one has none,
+    /// `.distantFuture` when none of them expires.
+    static func essentialCookiesLiveUntil(site: SiteDefinition, record: SessionRecord) -> Date {
+        var until = Date.distantFuture
         for name in site.cookies.essential {
             var latest = Date.distantPast
             for cookie in record.cookies where cookie.name == name {

@@ -23,9 +23,12 @@ import Testing
         return try loader.loadSite(text: yaml, file: folder + "/board.yaml", config: loader.defaultConfig(directory: folder))
     }
 
-    /// The rule as the Keeper states it, horizon by horizon.
+    /// The rule stated horizon by horizon: every essential cookie among the record's live cookies, and the
+    /// schedule's view of the session valid.
     private static func fitByTheRule(site: SiteDefinition, record: SessionRecord, session: SessionSummary, at horizon: Date) -> Bool {
-        Keeper.summary(record, site: site, now: horizon).essentialCookiesPresent && session.isValid(at: horizon)
+        let live = record.liveCookies(at: horizon)
+        let present = site.cookies.essential.allSatisfy { name in live.contains { $0.name == name } }
+        return present && session.isValid(at: horizon)
     }
 
     @Test func fitUntilIsWhereTheRuleStopsHolding() throws {
