@@ -57,11 +57,14 @@ let package = Package(
         // needs no pkg-config flags: Debian installs curl/curl.h on the default include path.
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+        // Linux system calls the Swift Glibc module does not import (timerfd); libc itself, nothing to link.
+        .systemLibrary(name: "CLinux"),
 
         // MARK: Libraries
         .target(
             name: "Platform",
             dependencies: [
+                "CLinux",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],

@@ -577,10 +577,21 @@ public actor Keeper {
         rearm()
     }
 
+    /// The system reported that the wall clock was set (``Platform/WallClockWatcher``): compare the clocks now
+    /// rather than at the next timer. A set that moved the clock less than ``clockJumpTolerance`` (an NTP step
+    /// of milliseconds) changes nothing.
+    public func wallClockWasSet() {
+        guard !stopped else { return }
+        noticeClockJump(now)
+        admitLogins()
+        rearm()
+    }
+
     /// Expiry is wall time and timers are monotonic, so a wall clock that was set (or a suspend) leaves every
     /// plan on the old clock: a session the new wall time says is over would be refreshed only when its old
-    /// timer fires. Each wake compares both clocks; a difference past the tolerance is logged and every site's
-    /// schedule plans again (``SiteSchedule/Event/clockJumped``).
+    /// timer fires. Each wake, and each report from the kernel that the clock was set, compares both clocks;
+    /// a difference past the tolerance is logged and every site's schedule plans again
+    /// (``SiteSchedule/Event/clockJumped``).
     private func noticeClockJump(_ now: Now) {
         defer { clockReference = now }
         guard let reference = clockReference else { return }

@@ -63,6 +63,7 @@ public final class KeeperService: Service, Sendable {
         await keeper.apply(catalog.sites, settings: config.scheduler)
 
         var watcher = startWatching(config.sitesDirectory, feed: feed)
+        let clockWatcher = startWatchingTheClock()
         let signals = Task {
             for await _ in await UnixSignalsSequence(trapping: .sighup) { self.reload() }
         }
@@ -141,6 +142,7 @@ public final class KeeperService: Service, Sendable {
         }
         await notify { try $0.stopping() }
         watcher?.stop()
+        clockWatcher?.stop()
         await keeper.stopAll()
         logger.info("daemon stopped")
     }
@@ -156,6 +158,24 @@ public final class KeeperService: Service, Sendable {
             return watcher
         } catch {
             logger.error("cannot watch the sites folder; changes apply on SIGHUP only", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Follows the kernel's reports that the wall clock was set, so that a set clock is noticed at once rather
+    /// than at the keeper's next timer, which for a site without a check may be hours away. Without them (a
+    /// kernel or sandbox with no timerfd) a jump is still noticed at the next wake, as the log line says.
+    private func startWatchingTheClock() -> WallClockWatcher? {
+        do {
+            let watcher = try WallClockWatcher()
+            Task { [keeper] in
+                for await _ in watcher.changes { await keeper.wallClockWasSet() }
+            }
+            return watcher
+        } catch {
+            logger.warning(
+                "the kernel does not report changes of the wall clock; a change is noticed at the next login, check or keepalive",
+                metadata: ["error": "\(error)"])
             return nil
         }
     }

@@ -117,6 +117,33 @@ import Vault
         }
     }
 
+    /// The kernel's report that the clock was set (``WallClockWatcher``, wired in `KeeperService`) is acted on at
+    /// once: with only a site without a check, whose next timer is an hour away, nothing else wakes the keeper,
+    /// yet the report makes it log in again under the new wall time.
+    @Test func aReportThatTheClockWasSetIsActedOnWithoutWaitingForATimer() async throws {
+        try await Self.withWorld(sessionMaxAge: 3600) { world in
+            let offset = Mutex<TimeInterval>(0)
+            let keeper = world.keeper(wallClock: { Date().addingTimeInterval(offset.withLock { $0 }) })
+            let loader = ConfigurationLoader(environment: [:])
+            let unchecked = try loader.loadSite(
+                text: KeeperTests.siteYAML(world.server.baseURL).replacingOccurrences(of: "check: {get: /api/me, expect: {status: 200}, every: 1s}\n", with: ""),
+                file: world.folder.appendingPathComponent("unchecked.yaml").path, config: loader.defaultConfig(directory: world.folder.path))
+            await keeper.apply([unchecked])
+            #expect(try await waitUntil(.seconds(5)) { await keeper.status().allSatisfy { $0.phase == .valid } })
+            let lastLogin = try #require(await keeper.record(for: "unchecked")?.lastLogin)
+            // A set that moves the clock by less than the tolerance (an NTP step) plans nothing again.
+            offset.withLock { $0 = 0.5 }
+            await keeper.wallClockWasSet()
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(await keeper.record(for: "unchecked")?.lastLogin == lastLogin)
+            // A day ahead: the session is over by the new wall time, and the site logs in again at once.
+            offset.withLock { $0 = 86_400 }
+            await keeper.wallClockWasSet()
+            #expect(try await waitUntil(.seconds(20)) { await keeper.record(for: "unchecked")?.lastLogin != lastLogin })
+            await keeper.stopAll()
+        }
+    }
+
     /// Issue 11's acceptance: over 30 seconds of 6-second sessions (refreshed 3 s before they end, so a
     /// login every 3 s), every sample of the served session is one the site accepts.
     @Test func theServedSessionIsAlwaysOneTheSiteAccepts() async throws {
