@@ -18,11 +18,14 @@ from datetime import datetime
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PASSWORD = "reliability-Passw0rd"
-BUILD_FLAGS = ["-c", "release", "--static-swift-stdlib"]
+# The release binaries as `scripts/install` builds them; RELIABILITY_BUILD=debug uses the debug ones that
+# `swift build --build-tests` (the test command) has already built, so CI builds nothing more.
+BUILD_FLAGS = [] if os.environ.get("RELIABILITY_BUILD") == "debug" else ["-c", "release", "--static-swift-stdlib"]
 
 
 def binaries():
-    """The folder of this worktree's release binaries, built first unless RELIABILITY_SKIP_BUILD=1."""
+    """The folder of this worktree's binaries (release, or debug with RELIABILITY_BUILD=debug), built first unless
+    RELIABILITY_SKIP_BUILD=1."""
     if os.environ.get("RELIABILITY_SKIP_BUILD") != "1":
         for product in ("sessionkeeper", "demo-site"):
             result = subprocess.run(["swift", "build", *BUILD_FLAGS, "--product", product], cwd=ROOT,
