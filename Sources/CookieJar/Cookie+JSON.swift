@@ -46,7 +46,7 @@ extension Cookie: Codable {
             throw DecodingError.dataCorruptedError(forKey: .path, in: container, debugDescription: "must start with / and hold no control character")
         }
         let domain = try container.nonEmptyString(.domain)
-        guard !domain.hasPrefix("#"), !domain.contains(" "), !Self.hasControl(domain) else {
+        guard CookieRules.isStorableDomain(domain) else {
             throw DecodingError.dataCorruptedError(
                 forKey: .domain, in: container, debugDescription: "must be a host name (no leading #, no space or control character)")
         }

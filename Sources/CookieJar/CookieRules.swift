@@ -32,8 +32,16 @@ public enum CookieRules {
         if host.utf8.contains(0x25), let decoded = url.host(percentEncoded: false) { host = decoded }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let canonical = canonicalDomain(host)
-        guard let first = canonical.utf8.first, first != 0x2E else { return nil }
+        guard let first = canonical.utf8.first, first != 0x2E, isStorableDomain(canonical) else { return nil }
         return canonical
+    }
+
+    /// Whether a cookie's domain can be stored and written to every cookie format: no control character and no
+    /// space (a tab or a line break would end a cookies.txt field or line), and no leading `#` (a cookies.txt
+    /// line starting with it is a comment). A URL's host holds none of these until its percent escapes are
+    /// decoded (`http://a%01b/`), so only that path needs the test; the file readers apply it to what they read.
+    public static func isStorableDomain(_ domain: String) -> Bool {
+        !domain.hasPrefix("#") && !domain.utf8.contains { $0 < 0x21 || $0 == 0x7F }
     }
 
     /// What ``canonicalHost(of:)`` needs to know about a host, read in one pass over its UTF-8 bytes.
