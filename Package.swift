@@ -61,9 +61,12 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
 
         // MARK: Libraries
+        // The one in-process lock (a pthread mutex ThreadSanitizer can see), below every module that needs one.
+        .target(name: "Locking", swiftSettings: strict),
         .target(
             name: "Platform",
             dependencies: [
+                "Locking",
                 "CLinux",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -71,19 +74,20 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "JSON", swiftSettings: strict),
-        .target(name: "CookieJar", dependencies: ["CPSL", "JSON"], swiftSettings: strict),
-        .target(name: "XMLQuery", dependencies: ["CXML2"], swiftSettings: strict),
-        .target(name: "SiteConfig", dependencies: ["CYAML", "XMLQuery", "JSON", "Platform"], swiftSettings: strict),
+        .target(name: "CookieJar", dependencies: ["Locking", "CPSL", "JSON"], swiftSettings: strict),
+        .target(name: "XMLQuery", dependencies: ["Locking", "CXML2"], swiftSettings: strict),
+        .target(name: "SiteConfig", dependencies: ["Locking", "CYAML", "XMLQuery", "JSON", "Platform"], swiftSettings: strict),
         .target(name: "HTTPTransport", swiftSettings: strict),
-        .target(name: "CurlTransport", dependencies: ["CCurl", "HTTPTransport"], swiftSettings: strict),
+        .target(name: "CurlTransport", dependencies: ["Locking", "CCurl", "HTTPTransport"], swiftSettings: strict),
         .target(
             name: "LoginFlow",
-            dependencies: ["HTTPTransport", "CookieJar", "SiteConfig", "XMLQuery", "JSON", "Platform"],
+            dependencies: ["Locking", "HTTPTransport", "CookieJar", "SiteConfig", "XMLQuery", "JSON", "Platform"],
             swiftSettings: strict
         ),
         .target(
             name: "Vault",
             dependencies: [
+                "Locking",
                 "Platform",
                 "JSON",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -93,7 +97,7 @@ let package = Package(
         ),
         .target(
             name: "Credentials",
-            dependencies: ["Vault", "SiteConfig", "Platform", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Locking", "Vault", "SiteConfig", "Platform", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
         .target(
@@ -105,6 +109,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
+                "Locking",
                 "Scheduler", "Sessions", "SiteConfig", "LoginFlow", "HTTPTransport", "CookieJar", "Platform",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -115,6 +120,7 @@ let package = Package(
         .target(
             name: "SocketAPI",
             dependencies: [
+                "Locking",
                 "Daemon", "Scheduler", "Sessions", "SiteConfig", "CookieJar", "JSON", "Platform",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -132,6 +138,7 @@ let package = Package(
         .target(
             name: "DemoSite",
             dependencies: [
+                "Locking",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -144,6 +151,7 @@ let package = Package(
         .executableTarget(
             name: "sessionkeeper",
             dependencies: [
+                "Locking",
                 "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "LoginFlow", "Vault", "Credentials",
                 "Platform", "Sessions", "Daemon", "JSON", "SocketAPI",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -175,7 +183,7 @@ let package = Package(
 
         // MARK: Tests (one target per module; fixtures as files beside them)
         // Shared by the test targets: blocking waits on dedicated threads, child processes run to their end.
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Locking"], path: "Tests/TestSupport", swiftSettings: strict),
         // The crash test's child (VaultTests/CrashTests): writes vault items until killed. Built for the tests
         // only, so the shipped sessionkeeper carries no test subcommand.
         .executableTarget(
@@ -184,21 +192,23 @@ let package = Package(
             path: "Tests/VaultCrashWriter",
             swiftSettings: strict
         ),
+        .testTarget(name: "LockingTests", dependencies: ["Locking"], swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], resources: [.copy("Fixtures")], swiftSettings: strict),
-        .testTarget(name: "CookieJarTests", dependencies: ["CookieJar", "JSON"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "CookieJarTests", dependencies: ["Locking", "CookieJar", "JSON"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "XMLQueryTests", dependencies: ["XMLQuery"], swiftSettings: strict),
         .testTarget(name: "SiteConfigTests", dependencies: ["SiteConfig", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"], swiftSettings: strict),
         .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "HTTPTransport", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(
             name: "LoginFlowTests",
-            dependencies: ["LoginFlow", "HTTPTransport", "CurlTransport", "DemoSite", "CookieJar", "SiteConfig", "JSON", "TestSupport"],
+            dependencies: ["Locking", "LoginFlow", "HTTPTransport", "CurlTransport", "DemoSite", "CookieJar", "SiteConfig", "JSON", "TestSupport"],
             resources: [.copy("Fixtures")],
             swiftSettings: strict
         ),
         .testTarget(
             name: "DemoSiteTests",
             dependencies: [
+                "Locking",
                 "DemoSite",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -206,14 +216,14 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "PlatformTests", dependencies: ["Platform", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "PlatformTests", dependencies: ["Locking", "Platform", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(
-            name: "VaultTests", dependencies: ["Vault", "Credentials", "Platform", "SiteConfig", "TestSupport"],
+            name: "VaultTests", dependencies: ["Locking", "Vault", "Credentials", "Platform", "SiteConfig", "TestSupport"],
             resources: [.copy("Fixtures")], swiftSettings: strict
         ),
         .testTarget(
             name: "SessionsTests",
-            dependencies: ["Sessions", "LoginFlow", "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "Vault", "TestSupport"],
+            dependencies: ["Locking", "Sessions", "LoginFlow", "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "Vault", "TestSupport"],
             resources: [.copy("Fixtures")],
             swiftSettings: strict
         ),
@@ -221,6 +231,7 @@ let package = Package(
         .testTarget(
             name: "DaemonTests",
             dependencies: [
+                "Locking",
                 "Daemon", "Scheduler", "Sessions", "SiteConfig", "CurlTransport", "DemoSite", "Vault", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -229,6 +240,7 @@ let package = Package(
         .testTarget(
             name: "SocketAPITests",
             dependencies: [
+                "Locking",
                 "SocketAPI", "Daemon", "Scheduler", "Sessions", "SiteConfig", "CurlTransport", "DemoSite", "Vault", "Platform",
                 "JSON", "LoginFlow", "TestSupport", "CookieJar",
                 .product(name: "Logging", package: "swift-log"),

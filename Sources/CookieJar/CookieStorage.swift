@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// The change events of one storage call, gathered under the lock and published to subscribers after it
 /// (not gathered at all without subscribers). Not a log: it lives only for the call.
@@ -21,7 +21,7 @@ public final class CookieStorage: Sendable {
     /// The limits this storage enforces.
     public let limits: CookieLimits
     private let clock: @Sendable () -> Date
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     struct Entry {
         var cookie: Cookie
@@ -85,7 +85,7 @@ public final class CookieStorage: Sendable {
                 clock: @escaping @Sendable () -> Date = { Date() }) {
         self.limits = limits
         self.clock = clock
-        self.state = Mutex(State(acceptPolicy: acceptPolicy))
+        self.state = Locked(State(acceptPolicy: acceptPolicy))
     }
 
     deinit {

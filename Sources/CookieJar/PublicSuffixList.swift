@@ -1,5 +1,5 @@
 internal import CPSL
-import Synchronization
+import Locking
 
 /// The Public Suffix List through libpsl. RFC 6265 section 5.3 step 5 asks user agents to refuse cookies
 /// whose Domain attribute is a public suffix ("co.uk"), which would otherwise go to every site under it.
@@ -50,7 +50,7 @@ final class PublicSuffixList: @unchecked Sendable {
     /// libpsl answers in about half a microsecond, a dictionary in a tenth of that, and cookie domains repeat:
     /// recent answers are remembered, up to this many before the memory starts over.
     static let maxCachedAnswers = 4096
-    private let answers = Mutex<[String: Bool]>([:])
+    private let answers = Locked<[String: Bool]>([:])
 
     /// The registrable domain ("eTLD+1") of a host: `www.example.co.uk` → `example.co.uk`. An IP address, or
     /// a host that is itself a public suffix, is its own registrable domain.

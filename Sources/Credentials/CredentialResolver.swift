@@ -1,7 +1,7 @@
 import Foundation
+import Locking
 import Platform
 import SiteConfig
-import Synchronization
 import Vault
 
 /// A credential that could not be resolved: which site, which credential, and why. Never the value.
@@ -127,7 +127,7 @@ public struct CredentialResolver: Sendable {
             executable: program, arguments: Array(argv.dropFirst()), environment: ChildEnvironment.minimal(from: environment),
             timeout: commandTimeout, outputLimit: Self.maximumValueSize, outputOverflow: .terminate)
         // Held back until the value is known, so a command that echoes its value to stderr is masked.
-        let errorLines = Mutex<[String]>([])
+        let errorLines = Locked<[String]>([])
         let result: ChildProcessResult
         do {
             result = try await command.run(standardErrorLine: { line in errorLines.withLock { $0.append(line) } })

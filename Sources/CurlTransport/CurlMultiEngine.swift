@@ -1,6 +1,7 @@
 internal import CCurl
 import Foundation
 import HTTPTransport
+import Locking
 import Synchronization
 
 #if canImport(Glibc)
@@ -39,7 +40,7 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
     }
 
     private let multi: CurlMultiHandle
-    private let state = Mutex(SharedState())
+    private let state = Locked(SharedState())
     /// Wakeups sent to the engine thread by queued jobs and transfers (for tests: work queued from the
     /// thread itself must need none).
     let queueWakeups = Atomic<Int>(0)

@@ -1,10 +1,10 @@
 import Foundation
+import Locking
 import Logging
 import Platform
 import Scheduler
 import ServiceLifecycle
 import SiteConfig
-import Synchronization
 import UnixSignals
 
 /// The daemon's long-lived part (SPEC section 7), a `Service` in the daemon's `ServiceGroup`: it loads the
@@ -226,7 +226,7 @@ public final class KeeperService: Service, Sendable {
 /// one batch per part, each waiting out the settle time behind the one before (a hundred parts made the last
 /// file wait ten seconds and more, where SPEC section 7 promises two).
 final class PendingFileNames: Sendable {
-    private let names = Mutex<[String]>([])
+    private let names = Locked<[String]>([])
 
     /// Adds changed names; true when none were waiting, so this starts a batch and a read must be asked for.
     func add(_ more: [String]) -> Bool {

@@ -1,8 +1,8 @@
 import Foundation
+import Locking
 import Scheduler
 import Sessions
 import SiteConfig
-import Synchronization
 
 /// What the ``Keeper`` serves for each site, readable from any thread without waiting for the Keeper.
 ///
@@ -33,7 +33,7 @@ public final class ServedBoard: Sendable {
         var published: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init() {}
 

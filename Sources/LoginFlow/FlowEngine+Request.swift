@@ -1,8 +1,8 @@
 import CookieJar
 import Foundation
 import HTTPTransport
+import Locking
 import SiteConfig
-import Synchronization
 import XMLQuery
 
 extension FlowEngine {
@@ -274,9 +274,9 @@ final class ResolvedURLCache: Sendable {
         var url: URL
     }
 
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = Locked<[String: Entry]>([:])
     /// `URL.redactedForLog` of final URLs (URLComponents work, ~1% of a login's CPU), same bound.
-    private let redactions = Mutex<[URL: String]>([:])
+    private let redactions = Locked<[URL: String]>([:])
 
     init() {}
 

@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import Locking
 
 extension ChildProcess {
     /// ``run(standardErrorLine:)`` for a synchronous caller (opening the vault with a passphrase command):
@@ -26,7 +26,7 @@ extension ChildProcess {
 /// Hands a detached run's result to the thread waiting for it.
 private final class BlockingOutcome: Sendable {
     private let ready = DispatchSemaphore(value: 0)
-    private let result = Mutex<Result<ChildProcessResult, ChildProcessError>?>(nil)
+    private let result = Locked<Result<ChildProcessResult, ChildProcessError>?>(nil)
 
     func deliver(_ value: Result<ChildProcessResult, ChildProcessError>) {
         result.withLock { $0 = value }

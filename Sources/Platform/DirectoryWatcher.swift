@@ -4,7 +4,7 @@ import Glibc
 import Musl
 #endif
 import Foundation
-import Synchronization
+import Locking
 
 /// Names of entries in one folder that changed (created, written and closed, moved in or out, deleted,
 /// attributes changed), through inotify(7). A dedicated thread blocks in read(2) on the inotify
@@ -25,8 +25,8 @@ public final class DirectoryWatcher: Sendable {
 
     /// Shared by the watcher and its thread.
     private final class WatchHandle: Sendable {
-        let current: Mutex<(fd: Int32, watch: Int32)?>
-        init(fd: Int32, watch: Int32) { current = Mutex((fd, watch)) }
+        let current: Locked<(fd: Int32, watch: Int32)?>
+        init(fd: Int32, watch: Int32) { current = Locked((fd, watch)) }
     }
 
     /// Starts watching `folder`.

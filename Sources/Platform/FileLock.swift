@@ -3,9 +3,9 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import Synchronization
 
 /// Why a ``FileLock`` could not be taken.
+import Locking
 public enum FileLockError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Another process holds the lock; `holderPID` is the pid it wrote into the file (nil when it had
     /// not written it yet, holds the lock shared, or the file holds something else).
@@ -41,12 +41,12 @@ public final class FileLock: Sendable {
     /// The lock file's path.
     public let path: String
     private let mode: Mode
-    private let descriptor: Mutex<Int32?>
+    private let descriptor: Locked<Int32?>
 
     private init(path: String, fd: Int32, mode: Mode) {
         self.path = path
         self.mode = mode
-        self.descriptor = Mutex(fd)
+        self.descriptor = Locked(fd)
     }
 
     /// Takes an exclusive lock without waiting, creating the file with mode 0600 if needed.

@@ -1,3 +1,4 @@
+import Locking
 import Synchronization
 
 /// One Server-Sent Event (WHATWG HTML, "Server-sent events", the event stream format).
@@ -91,13 +92,13 @@ public final class ServerSentEventStream: Sendable {
         var ended = false
     }
 
-    private let reading: Mutex<Reading>
+    private let reading: Locked<Reading>
     private let descriptor: Int32
     private let closed = Atomic<Bool>(false)
 
     init(connection: sending SocketConnection, framing: HTTPResponseHead.Framing) {
         descriptor = connection.descriptor
-        reading = Mutex(Reading(connection: connection, chunked: framing == .chunked ? ChunkedBodyDecoder() : nil))
+        reading = Locked(Reading(connection: connection, chunked: framing == .chunked ? ChunkedBodyDecoder() : nil))
     }
 
     /// The next event, waiting as long as it takes; nil once the server ended the stream or ``close()``

@@ -5,6 +5,7 @@ import Musl
 #endif
 internal import CLinux
 import Foundation
+import Locking
 import Synchronization
 
 /// Tells when the system's wall clock is set: `date -s`, `clock_settime(2)`, an NTP step, a VM restored from a
@@ -27,9 +28,9 @@ public final class WallClockWatcher: Sendable {
     /// The descriptor, shared by the watcher and its thread; nil once the thread closed it, so that a later
     /// ``stop()`` never touches a descriptor number the process has since reused.
     private final class TimerHandle: Sendable {
-        let fd: Mutex<Int32?>
+        let fd: Locked<Int32?>
         let stopping = Atomic<Bool>(false)
-        init(fd: Int32) { self.fd = Mutex(fd) }
+        init(fd: Int32) { self.fd = Locked(fd) }
     }
 
     /// How far ahead the timer is armed. It only has to lie beyond any time the clock is set to; if the clock

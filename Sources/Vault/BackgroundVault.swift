@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// The vault's operations as async calls: each runs the blocking file work (reads, and a write's two
 /// fsyncs) on the vault's own I/O threads, never on one of the few threads of Swift's cooperative pool,
@@ -85,7 +85,7 @@ final class IOThreads: Sendable {
     private let name: String
     private let maximumThreads: Int
     private let idleTimeout: Duration
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Counts the queued jobs: each submission signals once, each job taken waits once.
     private let queued = DispatchSemaphore(value: 0)
 

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
+import Locking
 import Platform
-import Synchronization
 
 /// What ``Vault/list()`` found: every readable item, and an error for each file that could not be read
 /// (which never stops the others from being listed).
@@ -56,7 +56,7 @@ public final class Vault: Sendable {
     private let keyringPath: String
     private let keyringLockPath: String
     let lockTimeout: Duration
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     struct State {
         /// The keyring file's bytes when this process last read or wrote it: when the file holds other
@@ -102,7 +102,7 @@ public final class Vault: Sendable {
         self.keyringPath = stateDirectory + "/vault/" + Vault.keyringName
         self.keyringLockPath = stateDirectory + "/" + Vault.keyringLockName
         self.lockTimeout = lockTimeout
-        self.state = Mutex(state)
+        self.state = Locked(state)
     }
 
     enum Creation { case never, ifMissing, mustCreate }

@@ -1,6 +1,6 @@
 internal import CXML2
 import Foundation
-import Synchronization
+import Locking
 
 /// A parsed HTML or XML document that XPath expressions and form extraction run against.
 ///
@@ -195,7 +195,7 @@ enum HTMLParserPool {
         let uses: Int
     }
 
-    private static let idle = Mutex<[Idle]>([])
+    private static let idle = Locked<[Idle]>([])
 
     /// A context for the next document, or nil when libxml2 cannot allocate one (then parse without).
     static func take() -> HTMLParserLease? {

@@ -1,6 +1,6 @@
 internal import CXML2
 import Foundation
-import Synchronization
+import Locking
 
 /// Process-wide libxml2 setup, done once before the first call (`xmlInitParser` is not reentrant before
 /// initialisation, and everything afterwards is thread-safe for distinct documents).
@@ -126,7 +126,7 @@ enum CompiledXPathPool {
         var copies: [xmlXPathCompExprPtr] = []
     }
 
-    private static let idle = Mutex<[String: Idle]>([:])
+    private static let idle = Locked<[String: Idle]>([:])
 
     /// An idle compiled copy of `expression`, if one is kept.
     static func take(_ expression: String) -> xmlXPathCompExprPtr? {
@@ -160,7 +160,7 @@ enum XPathContextPool {
         let pointer: xmlXPathContextPtr
     }
 
-    private static let idle = Mutex<[Idle]>([])
+    private static let idle = Locked<[Idle]>([])
 
     /// A context for `document`: a reset idle one, or a new one (nil only when libxml2 cannot allocate).
     static func take(document: xmlDocPtr?) -> xmlXPathContextPtr? {

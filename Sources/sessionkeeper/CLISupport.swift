@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
+import Locking
 import Platform
-import Synchronization
 
 /// Exit codes of SPEC section 9.
 enum Exit {
@@ -55,7 +55,7 @@ extension ParsableCommand {
     /// command, blocking the main thread until it is done; it runs on Swift's pool, which it starts.
     func waitingFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
         let done = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<T, any Error>?>(nil)
+        let outcome = Locked<Result<T, any Error>?>(nil)
         Task.detached {
             let result: Result<T, any Error>
             do { result = .success(try await work()) } catch { result = .failure(error) }

@@ -2,9 +2,9 @@ import ArgumentParser
 import CookieJar
 import Foundation
 import JSON
+import Locking
 import Platform
 import SiteConfig
-import Synchronization
 
 /// `sessionkeeper exec SITE [--url U] [--signal SIG] -- CMD...` (SPEC section 9): runs a command with a
 /// site's session in its environment and in a private cookie file.
@@ -109,7 +109,7 @@ struct ExecCommand: AsyncParsableCommand {
         environment["SESSIONKEEPER_COOKIE_FILE"] = file.path
         environment["SESSIONKEEPER_SOCKET"] = path
         environment["SESSIONKEEPER_USER_AGENT"] = session.userAgent
-        let child = Mutex<AttachedChild?>(nil)
+        let child = Locked<AttachedChild?>(nil)
         let follower = events.map { stream in
             EventFollower(stream: stream, site: site, client: DaemonClient(socket: path), url: requestURL, file: file) {
                 if let reloadSignal { _ = child.withLock { $0 }?.send(reloadSignal) }
@@ -188,7 +188,7 @@ struct ExecSession {
 /// folder is about to be removed).
 final class CookieFile: Sendable {
     let path: String
-    private let stopped = Mutex(false)
+    private let stopped = Locked(false)
 
     init(path: String) { self.path = path }
 

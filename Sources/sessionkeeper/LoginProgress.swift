@@ -1,9 +1,9 @@
 import Foundation
 import CookieJar
+import Locking
 import LoginFlow
 import Platform
 import Sessions
-import Synchronization
 
 /// What `sessionkeeper login` shows on standard error while the flow runs: each request as it happens
 /// (method, URL without its query, status, milliseconds), warnings, and with `--verbose` step timings,
@@ -19,7 +19,7 @@ final class LoginProgress: Sendable {
     var verbose: Bool { verbosity >= 1 }
     let terminal: Bool
     /// The progress line currently on screen (terminal only), so a request line can be printed above it.
-    private let statusLine = Mutex<String?>(nil)
+    private let statusLine = Locked<String?>(nil)
 
     init(verbosity: Int, terminal: Bool) {
         self.verbosity = verbosity

@@ -1,12 +1,12 @@
 import Foundation
-import Synchronization
+import Locking
 @testable import CookieJar
 
 /// A clock tests move by hand.
 final class TestClock: Sendable {
-    private let current: Mutex<Date>
+    private let current: Locked<Date>
 
-    init(_ start: Date = Fixtures.suiteNow) { current = Mutex(start) }
+    init(_ start: Date = Fixtures.suiteNow) { current = Locked(start) }
 
     var now: Date { current.withLock { $0 } }
 

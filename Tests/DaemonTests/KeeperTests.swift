@@ -3,10 +3,10 @@ import Daemon
 import DemoSite
 import Foundation
 import HTTPTransport
+import Locking
 import LoginFlow
 import Logging
 import Scheduler
-import Synchronization
 import Sessions
 import SiteConfig
 import TestSupport
@@ -99,7 +99,7 @@ import Vault
     /// clock moves here; the jar still stamps expiries on the real one.)
     @Test func aWallClockSetAheadIsNoticedAndEverySiteIsPlannedAgain() async throws {
         try await Self.withWorld(sessionMaxAge: 3600) { world in
-            let offset = Mutex<TimeInterval>(0)
+            let offset = Locked<TimeInterval>(0)
             let keeper = world.keeper(wallClock: { Date().addingTimeInterval(offset.withLock { $0 }) })
             let loader = ConfigurationLoader(environment: [:])
             let unchecked = try loader.loadSite(
@@ -122,7 +122,7 @@ import Vault
     /// yet the report makes it log in again under the new wall time.
     @Test func aReportThatTheClockWasSetIsActedOnWithoutWaitingForATimer() async throws {
         try await Self.withWorld(sessionMaxAge: 3600) { world in
-            let offset = Mutex<TimeInterval>(0)
+            let offset = Locked<TimeInterval>(0)
             let keeper = world.keeper(wallClock: { Date().addingTimeInterval(offset.withLock { $0 }) })
             let loader = ConfigurationLoader(environment: [:])
             let unchecked = try loader.loadSite(

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import Synchronization
+import Locking
 import Testing
 
 @Suite("The site over real sockets")
@@ -22,7 +22,7 @@ struct LiveServerTests {
 
     @Test("start() binds 127.0.0.1 port 0, serves both host names, logs no secrets, and stop() closes the port")
     func startAndStop() async throws {
-        let log = Mutex<[DemoSite.RequestLogEntry]>([])
+        let log = Locked<[DemoSite.RequestLogEntry]>([])
         let password = "live-Passw0rd-7731"
         let server = try await DemoSite.start(
             configuration: .init(host: "127.0.0.1", port: 0, password: password),

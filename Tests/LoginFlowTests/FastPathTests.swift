@@ -1,6 +1,7 @@
 import CookieJar
 import Foundation
 import HTTPTransport
+import Locking
 import SiteConfig
 import Synchronization
 import Testing
@@ -85,7 +86,7 @@ import Testing
 
 @Suite struct FastPathCacheSecrecyTests {
     final class Counter: Sendable {
-        let value = Mutex(0)
+        let value = Locked(0)
         func next() -> Int { value.withLock { $0 += 1; return $0 } }
     }
 

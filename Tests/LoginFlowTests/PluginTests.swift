@@ -2,8 +2,8 @@ import CookieJar
 import Foundation
 import HTTPTransport
 import JSON
+import Locking
 import SiteConfig
-import Synchronization
 import TestSupport
 import Testing
 
@@ -16,7 +16,7 @@ import Testing
     static func run(
         _ name: String, input: String = "{}", environment: [String: String] = baseEnvironment, timeout: Duration = .seconds(20)
     ) async throws -> (PluginOutput, [String]) {
-        let lines = Mutex<[String]>([])
+        let lines = Locked<[String]>([])
         let output = try await ProcessPluginRunner().run(
             PluginInvocation(executablePath: path(name), environment: environment, input: Data(input.utf8), timeout: timeout),
             standardErrorLine: { line in lines.withLock { $0.append(line) } })
@@ -276,7 +276,7 @@ import Testing
 @Suite struct PluginEnvironmentTests {
     /// The real runner, keeping each answer for the test to look at.
     final class RecordingRunner: PluginRunner {
-        let answers = Mutex<[Data]>([])
+        let answers = Locked<[Data]>([])
 
         func run(
             _ invocation: PluginInvocation, standardErrorLine: @escaping @Sendable (String) -> Void

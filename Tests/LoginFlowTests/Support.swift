@@ -1,17 +1,17 @@
 import CookieJar
 import Foundation
 import HTTPTransport
+import Locking
 import LoginFlow
 import SiteConfig
-import Synchronization
 
 /// An HTTPClient that answers from a script and records every request it was sent.
 final class FakeHTTPClient: HTTPClient {
     typealias Responder = @Sendable (HTTPRequest) throws(TransportError) -> HTTPResponse
 
     private let responder: Responder
-    private let recorded = Mutex<[HTTPRequest]>([])
-    private let recordedOptions = Mutex<[TransportOptions]>([])
+    private let recorded = Locked<[HTTPRequest]>([])
+    private let recordedOptions = Locked<[TransportOptions]>([])
     let preferredTaskExecutor: (any TaskExecutor)?
 
     init(executor: (any TaskExecutor)? = nil, _ responder: @escaping Responder) {
@@ -55,7 +55,7 @@ struct DictionaryCredentials: CredentialProvider {
 
 /// Records the `FlowEvent`s a flow reports through its observer, for the tests to inspect.
 final class EventLog: Sendable {
-    private let events = Mutex<[FlowEvent]>([])
+    private let events = Locked<[FlowEvent]>([])
     var observer: FlowObserver { { [self] event in events.withLock { $0.append(event) } } }
     var all: [FlowEvent] { events.withLock { $0 } }
 

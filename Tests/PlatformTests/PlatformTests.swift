@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 import TestSupport
 import Testing
@@ -7,7 +8,7 @@ import Testing
 
 /// Standard error lines of a run, collected from its `@Sendable` callback.
 final class Lines: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
     func add(_ line: String) { lines.withLock { $0.append(line) } }
     var all: [String] { lines.withLock { $0 } }
 }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 import Platform
 import Testing
 
@@ -32,7 +33,12 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: setTheClockToItself(), "needs the right to set the clock (CAP_SYS_TIME)"))
+    /// Setting the clock, even to itself, is felt by every process on the machine and every test of the parallel
+    /// suite, so this test runs only when asked (`SESSIONKEEPER_TEST_SETS_CLOCK=1`, with CAP_SYS_TIME). The same
+    /// report is checked end to end on every CI run by `Reliability/faults`' clock jump, against the daemon.
+    static let mayRun = ProcessInfo.processInfo.environment["SESSIONKEEPER_TEST_SETS_CLOCK"] == "1"
+
+    @Test(.enabled(if: mayRun && setTheClockToItself(), "sets the system clock: SESSIONKEEPER_TEST_SETS_CLOCK=1 and CAP_SYS_TIME"))
     func aSetOfTheClockIsReported() async throws {
         let watcher = try WallClockWatcher()
         defer { watcher.stop() }
@@ -47,8 +53,13 @@ import Testing
     @Test func stopEndsTheStreamPromptly() async throws {
         let watcher = try WallClockWatcher()
         watcher.stop()
-        // The thread blocked in read(2) is woken by the timer made to fire now, closes it, and finishes the stream.
-        #expect(await Self.next(watcher, within: .seconds(10)) == false)
+        // The thread blocked in read(2) is woken by the timer made to fire now, closes it, and finishes the stream
+        // (after a report, if another process set the clock meanwhile).
+        var finished = false
+        for _ in 0..<3 where !finished {
+            finished = await Self.next(watcher, within: .seconds(10)) == false
+        }
+        #expect(finished)
         watcher.stop()
     }
 }

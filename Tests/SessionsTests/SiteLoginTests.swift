@@ -2,10 +2,10 @@ import CookieJar
 import CurlTransport
 import Foundation
 import HTTPTransport
+import Locking
 import LoginFlow
 import Sessions
 import SiteConfig
-import Synchronization
 import TestSupport
 import Testing
 import Vault
@@ -252,7 +252,7 @@ struct EnvironmentCredentials: CredentialProvider {
 
 /// Collects a login's session events.
 final class EventRecorder: Sendable {
-    private let events = Mutex<[SessionEvent]>([])
+    private let events = Locked<[SessionEvent]>([])
     var sink: SessionEventSink { { [self] event in events.withLock { $0.append(event) } } }
 
     var restoredNames: [String]? {

@@ -3,6 +3,7 @@ import Daemon
 import DemoSite
 import Foundation
 import JSON
+import Locking
 import LoginFlow
 import Logging
 import Platform
@@ -11,7 +12,6 @@ import ServiceLifecycle
 import Sessions
 import SiteConfig
 import SocketAPI
-import Synchronization
 import TestSupport
 import Vault
 
@@ -32,7 +32,7 @@ struct SocketWorld {
 
     /// Every log line of the keeper and the server, rendered with its metadata.
     final class LogLines: Sendable {
-        private let lines = Mutex<[String]>([])
+        private let lines = Locked<[String]>([])
         func append(_ line: String) { lines.withLock { $0.append(line) } }
         var all: [String] { lines.withLock { $0 } }
     }
@@ -75,7 +75,7 @@ struct SocketWorld {
     var listens: Counter
 
     final class Counter: Sendable {
-        private let value = Mutex(0)
+        private let value = Locked(0)
         func increment() { value.withLock { $0 += 1 } }
         var count: Int { value.withLock { $0 } }
     }

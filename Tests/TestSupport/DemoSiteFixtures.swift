@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// A site file for the demo site's form login (the CSRF token from the form, a 303 carrying
 /// `demo_session`), checked every second with `GET /api/me`; `extra` YAML is appended. The daemon's and the
@@ -26,7 +26,7 @@ public func demoSiteLoginYAML(baseURL: URL, extra: String = "") -> String {
 
 /// Counts events by key (a server's requests by `METHOD path`, say), from any thread.
 public final class KeyCounter: Sendable {
-    private let counts = Mutex<[String: Int]>([:])
+    private let counts = Locked<[String: Int]>([:])
 
     public init() {}
 

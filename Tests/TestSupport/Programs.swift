@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// What a finished child process left behind.
 public struct ProgramResult: Sendable {
@@ -171,7 +171,7 @@ public func runProgramOnThisThread(
 /// Reads a file handle to its end on its own thread.
 private final class PipeDrain: Sendable {
     private let done = DispatchSemaphore(value: 0)
-    private let data = Mutex(Data())
+    private let data = Locked(Data())
 
     init(_ handle: FileHandle) {
         Thread.detachNewThread { [self] in

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// A long-lived helper program a test starts (a Python server, a script holding a lock) that prints one
 /// line when it is ready. Stopped by `stop()` (SIGTERM, then SIGKILL); `deinit` stops it too, so a failing
@@ -91,7 +91,7 @@ public final class SpawnedProgram: Sendable {
         stopOnThisThread(signal: SIGKILL)
     }
 
-    private let state = Mutex(false)  // true once reaped
+    private let state = Locked(false)  // true once reaped
 
     private func stopOnThisThread(signal: Int32) {
         state.withLock { reaped in
@@ -166,7 +166,7 @@ public struct PythonServerError: Error, CustomStringConvertible {
 /// Reads up to the first newline of a pipe on a thread of its own, then drains the rest until the writer
 /// closes it, so a program that keeps printing neither blocks on a full pipe nor dies of a broken one.
 final class FirstLineReader: Sendable {
-    private let line = Mutex<String?>(nil)
+    private let line = Locked<String?>(nil)
     private let done = DispatchSemaphore(value: 0)
 
     init(_ handle: FileHandle) {

@@ -1,8 +1,8 @@
 import Credentials
 import Foundation
+import Locking
 import Platform
 import SiteConfig
-import Synchronization
 import TestSupport
 import Testing
 import Vault
@@ -199,7 +199,7 @@ import Vault
 
 /// Collects log lines from a `@Sendable` callback.
 final class LineCollector: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
     func add(_ line: String) { lines.withLock { $0.append(line) } }
     var all: [String] { lines.withLock { $0 } }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import TestSupport
 import Testing
 
@@ -41,7 +41,7 @@ final class CrashWriter: Sendable {
     private let output = makePipe()
     private let errors = makePipe()
     /// What the child printed so far; only one thread at a time uses a writer, the lock makes that checkable.
-    private let buffer = Mutex(Data())
+    private let buffer = Locked(Data())
 
     /// Starts `binary --state ...`; `binary` comes from `crashWriterBinary()`, called on the test's task
     /// (its `#require` records the failure there).

@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import Synchronization
+import Locking
 
 /// Which of the two host names a request was sent to.
 enum HostRole: Sendable {
@@ -21,7 +21,7 @@ final class SiteContext: Sendable {
     /// `--login-page-padding`'s markup, made once.
     let loginPagePadding: String
     /// The port the server listens on, once it does (redirects across hosts need it).
-    let boundPort = Mutex<Int?>(nil)
+    let boundPort = Locked<Int?>(nil)
 
     init(configuration: DemoSite.Configuration, totpSecret: [UInt8]?, now: @escaping DemoSite.WallClock) {
         self.configuration = configuration

@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import Platform
-import Synchronization
 
 /// Loads and validates `config.yaml` and site files; the one entry point the daemon, `check` and
 /// every other command use.
@@ -153,7 +153,7 @@ public struct ConfigurationLoader: Sendable {
             result.failures.append(error)
             return result
         }
-        let outcomes = Mutex([Result<SiteDefinition, ConfigError>?](repeating: nil, count: files.count))
+        let outcomes = Locked([Result<SiteDefinition, ConfigError>?](repeating: nil, count: files.count))
         DispatchQueue.concurrentPerform(iterations: files.count) { index in
             let outcome: Result<SiteDefinition, ConfigError>
             do throws(ConfigError) {

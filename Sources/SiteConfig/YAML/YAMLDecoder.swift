@@ -1,6 +1,6 @@
-import Synchronization
 
 /// Collects the problems found while decoding, so one pass reports all of them.
+import Locking
 final class DecodingContext {
     private(set) var diagnostics: [ConfigDiagnostic] = []
     private var seen = Set<ConfigDiagnostic>()
@@ -125,7 +125,7 @@ struct NodeDecoder: Decoder {
 }
 
 /// Key names per coding-key type, computed once: reflecting `allCases` on every mapping is slow.
-private let knownKeyCache = Mutex<[ObjectIdentifier: [String]?]>([:])
+private let knownKeyCache = Locked<[ObjectIdentifier: [String]?]>([:])
 
 private func knownKeyNames<Key: CodingKey>(_ type: Key.Type) -> [String]? {
     let id = ObjectIdentifier(type)

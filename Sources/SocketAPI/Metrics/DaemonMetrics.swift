@@ -1,9 +1,9 @@
 import CoreMetrics
 import Daemon
 import Foundation
+import Locking
 import Prometheus
 import Scheduler
-import Synchronization
 
 /// `GET /metrics` (SPEC section 8): counters and histograms kept through swift-metrics, written in the
 /// Prometheus text format by swift-prometheus. Each server has its own registry (no process-wide metrics
@@ -19,8 +19,8 @@ import Synchronization
 final class DaemonMetrics: Sendable {
     private let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
-    private let requestCounters = Mutex<[String: CoreMetrics.Counter]>([:])
-    private let expiryGauges = Mutex<[String: CoreMetrics.Gauge]>([:])
+    private let requestCounters = Locked<[String: CoreMetrics.Counter]>([:])
+    private let expiryGauges = Locked<[String: CoreMetrics.Gauge]>([:])
 
     init() {
         let registry = PrometheusCollectorRegistry()

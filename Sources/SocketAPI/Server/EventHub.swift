@@ -1,8 +1,8 @@
 import Daemon
 import Foundation
+import Locking
 import Logging
 import Platform
-import Synchronization
 
 /// Fans the keeper's events out to the socket's event readers (`GET /v1/events`) and to the metrics.
 ///
@@ -23,7 +23,7 @@ final class EventHub: Sendable {
     private let metrics: DaemonMetrics
     private let readerBuffer: Int
     private let logger: Logger
-    private let state = Mutex<(readers: [UInt64: Reader], nextID: UInt64, sequence: UInt64)>(([:], 0, 0))
+    private let state = Locked<(readers: [UInt64: Reader], nextID: UInt64, sequence: UInt64)>(([:], 0, 0))
 
     init(keeper: Keeper, access: AccessControl, metrics: DaemonMetrics, readerBuffer: Int, logger: Logger) {
         self.keeper = keeper

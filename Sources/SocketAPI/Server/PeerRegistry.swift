@@ -1,13 +1,13 @@
 import Hummingbird
+import Locking
 import NIOCore
 import Platform
-import Synchronization
 
 /// The peer credentials of every open connection, read once when the connection is accepted (SO_PEERCRED, on
 /// the connection's event loop) and looked up by each request on it. Requests never make a system call of
 /// their own for it.
 final class PeerRegistry: Sendable {
-    private let peers = Mutex<[ObjectIdentifier: PeerCredentials]>([:])
+    private let peers = Locked<[ObjectIdentifier: PeerCredentials]>([:])
 
     /// The handler that fills the registry for one connection; Hummingbird adds one to every new channel.
     func makeHandler() -> PeerCredentialsHandler { PeerCredentialsHandler(registry: self) }

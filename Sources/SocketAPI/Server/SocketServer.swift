@@ -2,13 +2,13 @@ import Daemon
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import Locking
 import Logging
 import NIOCore
 import NIOPosix
 import Platform
 import ServiceLifecycle
 import SiteConfig
-import Synchronization
 
 /// The daemon's HTTP/1.1 API on its Unix-domain socket (SPEC section 8), a `Service` in the daemon's
 /// `ServiceGroup` beside the ``KeeperService``.
@@ -175,7 +175,7 @@ public final class SocketServer: Service, Sendable {
 
 /// Whether the server bound the socket: only then is the file at the path its own to remove.
 private final class BoundFlag: Sendable {
-    private let value = Mutex(false)
+    private let value = Locked(false)
     func set() { value.withLock { $0 = true } }
     var isSet: Bool { value.withLock { $0 } }
 }

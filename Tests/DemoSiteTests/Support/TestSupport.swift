@@ -3,15 +3,15 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import Synchronization
+import Locking
 import Testing
 
 /// A wall clock the test sets and advances, so expiry and TOTP are checked without sleeping.
 final class TestClock: Sendable {
-    private let current: Mutex<Date>
+    private let current: Locked<Date>
 
     init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
-        current = Mutex(start)
+        current = Locked(start)
     }
 
     var now: Date { current.withLock { $0 } }

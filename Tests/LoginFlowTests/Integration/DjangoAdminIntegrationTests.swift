@@ -2,9 +2,9 @@ import CookieJar
 import CurlTransport
 import Foundation
 import HTTPTransport
+import Locking
 import LoginFlow
 import SiteConfig
-import Synchronization
 import TestSupport
 import Testing
 
@@ -29,7 +29,7 @@ enum DjangoInstall {
     private static let installation = Task { await onDedicatedThread { install() } }
 
     /// The library folder to remove when the process ends.
-    private static let folderToRemove = Mutex<TemporaryFolder?>(nil)
+    private static let folderToRemove = Locked<TemporaryFolder?>(nil)
 
     /// Blocks while pip runs; called only on a dedicated thread.
     private static func install() -> Installed? {
