@@ -28,23 +28,29 @@ struct FuzzRegressionTests {
         }
     }
 
-    /// set-cookie (invariant "a host-only cookie for another host"): a response from a host with an empty first
-    /// label (`h...https://............ttp/`, two or more leading dots) stored a host-only cookie whose domain had
-    /// lost one more dot than the host, so it named another host ("..example.com" would have set a cookie for
-    /// "example.com"). Such a host has no canonical form now: its cookies are refused for having no host.
-    @Test func aHostWithAnEmptyLabelGetsNoCookie() throws {
-        let lines = try Fixtures.data("fuzz-empty-label-host.txt").split(separator: 0x0A, omittingEmptySubsequences: false)
+    /// Replays a set-cookie crash input (line 1 the response's URL, then one Set-Cookie value a line): the
+    /// response's host has no canonical form, so every cookie is refused and none is stored.
+    static func expectNoCookieStored(fromResponseIn fixture: String) throws {
+        let lines = try Fixtures.data(fixture).split(separator: 0x0A, omittingEmptySubsequences: false)
         let source = try #require(URL(string: String(decoding: lines[0], as: UTF8.self)))
         let storage = CookieStorage(clock: { Fixtures.suiteNow })
         let decisions = storage.setCookies(
             fromHeaders: lines.dropFirst().map { String(decoding: $0, as: UTF8.self) }, for: source, mainDocumentURL: nil)
         #expect(!decisions.isEmpty && decisions.allSatisfy { !$0.isStored })
         #expect(storage.allCookies.isEmpty)
-
         #expect(CookieRules.canonicalHost(of: source) == nil)
+    }
+
+    /// set-cookie (invariant "a host-only cookie for another host"): a response from a host with an empty first
+    /// label (`h...https://............ttp/`, two or more leading dots) stored a host-only cookie whose domain had
+    /// lost one more dot than the host, so it named another host ("..example.com" would have set a cookie for
+    /// "example.com"). Such a host has no canonical form now: its cookies are refused for having no host.
+    @Test func aHostWithAnEmptyLabelGetsNoCookie() throws {
+        try Self.expectNoCookieStored(fromResponseIn: "fuzz-empty-label-host.txt")
         #expect(CookieRules.canonicalHost(of: url("http://..example.com/")) == nil)
         #expect(CookieRules.canonicalHost(of: url("http://%2E%2Eexample.com/")) == nil)
         #expect(CookieRules.canonicalHost(of: url("http://.example.com/")) == "example.com")
+        let storage = CookieStorage(clock: { Fixtures.suiteNow })
         #expect(storage.receive("a=1", from: "http://..example.com/").allSatisfy { !$0.isStored })
         #expect(storage.names(for: "http://example.com/").isEmpty)
     }
@@ -55,15 +61,7 @@ struct FuzzRegressionTests {
     /// percent escapes decode to a control character, a space or a leading `#` has no canonical form now, so its
     /// cookies are refused for having no host, as an empty label's are.
     @Test func aHostWithEscapedControlCharactersGetsNoCookie() throws {
-        let lines = try Fixtures.data("fuzz-control-characters-in-host.txt").split(separator: 0x0A, omittingEmptySubsequences: false)
-        let source = try #require(URL(string: String(decoding: lines[0], as: UTF8.self)))
-        let storage = CookieStorage(clock: { Fixtures.suiteNow })
-        let decisions = storage.setCookies(
-            fromHeaders: lines.dropFirst().map { String(decoding: $0, as: UTF8.self) }, for: source, mainDocumentURL: nil)
-        #expect(!decisions.isEmpty && decisions.allSatisfy { !$0.isStored })
-        #expect(storage.allCookies.isEmpty)
-
-        #expect(CookieRules.canonicalHost(of: source) == nil)
+        try Self.expectNoCookieStored(fromResponseIn: "fuzz-control-characters-in-host.txt")
         for host in ["a%00b.example", "a%09b.example", "a%0Ab.example", "a%20b.example", "%23a.example", "a%7Fb.example"] {
             #expect(CookieRules.canonicalHost(of: url("http://\(host)/")) == nil, "\(host)")
         }

@@ -93,6 +93,15 @@ import Vault
         await server.stop()
     }
 
+    /// The demo site's definition without its check: nothing but its login timer (an hour away) wakes the keeper
+    /// for it.
+    static func siteWithoutCheck(_ world: World) throws -> SiteDefinition {
+        let loader = ConfigurationLoader(environment: [:])
+        return try loader.loadSite(
+            text: KeeperTests.siteYAML(world.server.baseURL).replacingOccurrences(of: "check: {get: /api/me, expect: {status: 200}, every: 1s}\n", with: ""),
+            file: world.folder.appendingPathComponent("unchecked.yaml").path, config: loader.defaultConfig(directory: world.folder.path))
+    }
+
     /// A wall clock set a day ahead (NTP after a long suspend) is noticed at the keeper's next wake (here the
     /// other site's check, every second): a site without a check, whose session the new wall time calls over, logs
     /// in again at once instead of when the timer planned on the old clock fires, an hour later. (Only the keeper's
@@ -101,10 +110,7 @@ import Vault
         try await Self.withWorld(sessionMaxAge: 3600) { world in
             let offset = Locked<TimeInterval>(0)
             let keeper = world.keeper(wallClock: { Date().addingTimeInterval(offset.withLock { $0 }) })
-            let loader = ConfigurationLoader(environment: [:])
-            let unchecked = try loader.loadSite(
-                text: KeeperTests.siteYAML(world.server.baseURL).replacingOccurrences(of: "check: {get: /api/me, expect: {status: 200}, every: 1s}\n", with: ""),
-                file: world.folder.appendingPathComponent("unchecked.yaml").path, config: loader.defaultConfig(directory: world.folder.path))
+            let unchecked = try Self.siteWithoutCheck(world)
             #expect(unchecked.check == nil)
             await keeper.apply([try world.site(), unchecked])
             #expect(try await waitUntil(.seconds(5)) { await keeper.status().allSatisfy { $0.phase == .valid } })
@@ -124,10 +130,7 @@ import Vault
         try await Self.withWorld(sessionMaxAge: 3600) { world in
             let offset = Locked<TimeInterval>(0)
             let keeper = world.keeper(wallClock: { Date().addingTimeInterval(offset.withLock { $0 }) })
-            let loader = ConfigurationLoader(environment: [:])
-            let unchecked = try loader.loadSite(
-                text: KeeperTests.siteYAML(world.server.baseURL).replacingOccurrences(of: "check: {get: /api/me, expect: {status: 200}, every: 1s}\n", with: ""),
-                file: world.folder.appendingPathComponent("unchecked.yaml").path, config: loader.defaultConfig(directory: world.folder.path))
+            let unchecked = try Self.siteWithoutCheck(world)
             await keeper.apply([unchecked])
             #expect(try await waitUntil(.seconds(5)) { await keeper.status().allSatisfy { $0.phase == .valid } })
             let lastLogin = try #require(await keeper.record(for: "unchecked")?.lastLogin)
