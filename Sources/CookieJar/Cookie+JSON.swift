@@ -38,18 +38,8 @@ extension Cookie: Codable {
             }
             sameSite = value
         }
-        // What no cookie the jar stores can have, and what other formats cannot carry: a path is absolute
-        // (RFC 6265 section 5.2.4 gives a relative one the default path), and a domain is a host name (a
-        // cookies.txt line that starts with `#` is a comment; a tab or a line break ends a field or a line).
-        let path = try container.decodeIfPresent(String.self, forKey: .path) ?? "/"
-        guard path.hasPrefix("/"), !Self.hasControl(path) else {
-            throw DecodingError.dataCorruptedError(forKey: .path, in: container, debugDescription: "must start with / and hold no control character")
-        }
-        let domain = try container.nonEmptyString(.domain)
-        guard CookieRules.isStorableDomain(domain) else {
-            throw DecodingError.dataCorruptedError(
-                forKey: .domain, in: container, debugDescription: "must be a host name (no leading #, no space or control character)")
-        }
+        let path = try container.cookiePath(.path)
+        let domain = try container.cookieDomain(.domain)
         self.init(
             name: try container.nonEmptyString(.name),
             value: try container.decode(String.self, forKey: .value),
@@ -101,6 +91,29 @@ extension Cookie: Codable {
 
 extension KeyedDecodingContainer {
     /// A required string that must not be empty.
+    /// A cookie's path as a cookie file may hold it (missing: "/"). What no cookie the jar stores can have, and
+    /// what other formats cannot carry, is refused: a path is absolute (RFC 6265 section 5.2.4 gives a relative
+    /// one the default path) and holds no control character (a tab or a line break ends a cookies.txt field or
+    /// line).
+    func cookiePath(_ key: Key) throws -> String {
+        let path = try decodeIfPresent(String.self, forKey: key) ?? "/"
+        guard path.hasPrefix("/"), !Cookie.hasControl(path) else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "must start with / and hold no control character")
+        }
+        return path
+    }
+
+    /// A cookie's domain as a cookie file may hold it: a host name (``CookieRules/isStorableDomain(_:)``; a
+    /// cookies.txt line that starts with `#` is a comment).
+    func cookieDomain(_ key: Key) throws -> String {
+        let domain = try nonEmptyString(key)
+        guard CookieRules.isStorableDomain(domain) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: key, in: self, debugDescription: "must be a host name (no leading #, no space or control character)")
+        }
+        return domain
+    }
+
     func nonEmptyString(_ key: Key) throws -> String {
         let text = try decode(String.self, forKey: key)
         guard !text.isEmpty else { throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "is empty") }

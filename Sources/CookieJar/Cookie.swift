@@ -74,14 +74,17 @@ public struct Cookie: Sendable, Hashable {
 
     /// Why a cookie read from a file could not have come from a Set-Cookie header and would break the line
     /// formats (a line break in a value ends a cookies.txt line): a control character in its name, value,
-    /// domain or path (a tab only in the value, which cookies.txt's reader allows), or an empty name. Nil
-    /// when it is sound. Names the field, never its content.
+    /// domain or path (a tab only in the value, which cookies.txt's reader allows), an empty name, a domain
+    /// that is not a host name (``CookieRules/isStorableDomain(_:)``), or a path that does not start with `/`.
+    /// Nil when it is sound. Names the field, never its content.
     public var fileProblem: String? {
         if name.isEmpty { return "the name is empty" }
         if Self.hasControl(name) { return "the name holds a control character" }
         if Self.hasControl(value, allowingTab: true) { return "the value of cookie \(name) holds a control character" }
         if Self.hasControl(domain) { return "the domain of cookie \(name) holds a control character" }
+        if !CookieRules.isStorableDomain(domain) { return "the domain of cookie \(name) is not a host name (a space, or a leading #)" }
         if Self.hasControl(path) { return "the path of cookie \(name) holds a control character" }
+        if !path.hasPrefix("/") { return "the path of cookie \(name) does not start with /" }
         return nil
     }
 

@@ -301,7 +301,7 @@ enum PlaywrightFormat {
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            let domain = try container.nonEmptyString(.domain)
+            let domain = try container.cookieDomain(.domain)
             var expires: Date?
             if let seconds = try container.decodeIfPresent(Double.self, forKey: .expires), seconds >= 0 {
                 expires = Date(timeIntervalSince1970: seconds)
@@ -318,7 +318,7 @@ enum PlaywrightFormat {
                 value: try container.decode(String.self, forKey: .value),
                 domain: domain,
                 hostOnly: !domain.hasPrefix("."),
-                path: try container.decodeIfPresent(String.self, forKey: .path) ?? "/",
+                path: try container.cookiePath(.path),
                 expires: expires,
                 secure: try container.decodeIfPresent(Bool.self, forKey: .secure) ?? false,
                 httpOnly: try container.decodeIfPresent(Bool.self, forKey: .httpOnly) ?? false,

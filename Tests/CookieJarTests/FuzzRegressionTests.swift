@@ -100,6 +100,30 @@ struct FuzzRegressionTests {
         #expect(try CookieCodec.decode(netscape, as: .netscape, url: nil, now: Fixtures.suiteNow).map(\.path) == ["/a"])
     }
 
+    /// cookie-import (invariant: the json format could not read what it wrote), fourth session: a Playwright
+    /// file whose cookie has `"path": ""` was imported, and the jar then wrote a `json` file its own reader
+    /// refuses. The Playwright reader now applies the json reader's rules to `path` and `domain`, and
+    /// `fileProblem` names the same faults for what the line formats read (a cookies.txt domain with a space).
+    @Test func thePlaywrightReaderRefusesWhatTheJSONReaderRefuses() throws {
+        let text = String(decoding: try Fixtures.data("fuzz-playwright-empty-path.json"), as: UTF8.self)
+        #expect {
+            try CookieCodec.decode(text, as: .playwright, url: nil, now: Fixtures.suiteNow)
+        } throws: { error in
+            "\(error)".contains("\"path\" must start with /") && !"\(error)".contains("abc123")
+        }
+        for domain in ["#example.com", "exa mple.com"] {
+            let file = #"{"cookies": [{"name": "sid", "value": "v-secret-1", "domain": "DOMAIN", "path": "/"}], "origins": []}"#
+            #expect {
+                try CookieCodec.decode(file.replacingOccurrences(of: "DOMAIN", with: domain), as: .playwright, url: nil, now: Fixtures.suiteNow)
+            } throws: { error in
+                "\(error)".contains("\"domain\" must be a host name") && !"\(error)".contains("v-secret-1")
+            }
+        }
+        let spaced = try CookieCodec.decode("exa mple.com\tFALSE\t/\tFALSE\t0\tsid\tv\n", as: .netscape, url: nil, now: Fixtures.suiteNow)
+        #expect(spaced.first?.fileProblem == "the domain of cookie sid is not a host name (a space, or a leading #)")
+        #expect(Cookie(name: "sid", value: "v", domain: "example.com", path: "relative").fileProblem == "the path of cookie sid does not start with /")
+    }
+
     @Test func expiriesBeyondYear9999AreWrittenAsTheLastWritableSecond() throws {
         let text = String(decoding: try Fixtures.data("fuzz-expires-beyond-year-9999.json"), as: UTF8.self)
         let cookies = try CookieCodec.decode(text, as: .playwright, url: nil, now: Fixtures.suiteNow)
