@@ -253,21 +253,25 @@ import TestSupport
                     s.settimeout(5)
                     answered = 0
                     for _ in range(8):
+                        sent = time.monotonic()
                         s.sendall(b"GET /v1/sites/demo/cookies HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n")
                         data = s.recv(65536)
                         if data.startswith(b"HTTP/1.1 200"):
                             answered += 1
+                        # What each answer was and how long it took, for a failure's report.
+                        print(data[:12], len(data), round(time.monotonic() - sent, 3), file=sys.stderr)
                         time.sleep(0.3)
                     start = time.monotonic()
-                    # Generous: on a loaded machine the server's timer may run late; it must run.
-                    s.settimeout(20)
+                    # Generous: the fresh-clone CI run, with the machine shared, once saw no close within 20 s
+                    # (each answer then took seconds); the timer must run, late or not.
+                    s.settimeout(60)
                     closed = s.recv(65536) == b""
                     print(answered, "closed" if closed else "open", round(time.monotonic() - start, 1))
                     """
                 let result = try await world.socketClient(script)
                 let words = result.outputText.split(separator: " ")
                 #expect(words.first == "8", "\(result.outputText) \(result.errorText.suffix(300))")
-                #expect(words.dropFirst().first == "closed", "\(result.outputText)")
+                #expect(words.dropFirst().first == "closed", "\(result.outputText) \(result.errorText.suffix(600))")
                 // Closed for idleness about a second after the last answer, not before.
                 let waited = Double(words.last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
                 #expect(waited >= 0.5, "\(result.outputText)")
