@@ -41,7 +41,7 @@ public enum CookieRules {
     /// line starting with it is a comment). A URL's host holds none of these until its percent escapes are
     /// decoded (`http://a%01b/`), so only that path needs the test; the file readers apply it to what they read.
     public static func isStorableDomain(_ domain: String) -> Bool {
-        !domain.hasPrefix("#") && !domain.utf8.contains { $0 < 0x21 || $0 == 0x7F }
+        !domain.hasPrefix("#") && !domain.utf8.contains(0x20) && !Cookie.hasControl(domain)
     }
 
     /// What ``canonicalHost(of:)`` needs to know about a host, read in one pass over its UTF-8 bytes.
