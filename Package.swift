@@ -10,7 +10,14 @@ import PackageDescription
 //   Programs:   sessionkeeper (CLI)  demo-site
 // Dependencies point one way: LoginFlow never imports CurlTransport; only the CLI wires real parts together.
 
+/// Issue 14: `Fuzz/run` builds the libFuzzer targets with SESSIONKEEPER_FUZZ=1, in the same scratch path as the
+/// tests. Only this package's modules then carry libFuzzer's coverage and AddressSanitizer (the fuzzers look for
+/// bugs in our parsers, not in swift-nio's); the packages' objects the test build made are reused as they are,
+/// so the fuzz build recompiles this package's modules and nothing else. Without the variable none of it exists.
+let fuzzing = Context.environment["SESSIONKEEPER_FUZZ"] == "1"
+
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+    + (fuzzing ? [.unsafeFlags(["-sanitize=fuzzer,address", "-enable-testing"])] : [])
 
 let package = Package(
     name: "SessionKeeper",
@@ -28,8 +35,6 @@ let package = Package(
         .library(name: "Sessions", targets: ["Sessions"]),
         .library(name: "Platform", targets: ["Platform"]),
         .library(name: "DemoSite", targets: ["DemoSite"]),
-        // For Fuzz/Package.swift's socket target (the socket's pure request handling).
-        .library(name: "SocketAPI", targets: ["SocketAPI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -256,3 +261,42 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["CookieJar", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
     ]
 )
+
+// MARK: Fuzz targets (issue 14; only with SESSIONKEEPER_FUZZ=1, see `fuzzing` above). Each file under Fuzz/Sources is
+// one target: its `main` hands libFuzzer's driver (linked from the toolchain's libclang_rt.fuzzer_no_main, whose
+// path Fuzz/run passes in SESSIONKEEPER_LIBFUZZER) the function that drives the project's modules with one input.
+if fuzzing {
+    package.targets.append(.systemLibrary(name: "CLibFuzzer", path: "Fuzz/Sources/CLibFuzzer"))
+    package.targets.append(.target(name: "FuzzDriver", dependencies: ["CLibFuzzer"], path: "Fuzz/Sources/FuzzDriver", swiftSettings: strict))
+    let libFuzzer = Context.environment["SESSIONKEEPER_LIBFUZZER"] ?? "libclang_rt.fuzzer_no_main-x86_64.a"
+    let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+        // Set-Cookie parser and jar: a header line per input line against a URL, the jar's rules checked.
+        ("FuzzSetCookie", ["CookieJar"]),
+        // YAML loader and site validation: config.yaml and site files.
+        ("FuzzSiteConfig", ["SiteConfig"]),
+        // Every cookie import format, guessed or named, as `sessionkeeper import` reads it.
+        ("FuzzCookieImport", ["CookieJar"]),
+        // The plugin's answer on stdout (SPEC section 5).
+        ("FuzzPluginAnswer", ["LoginFlow", "CookieJar", "SiteConfig", "HTTPTransport"]),
+        // The socket's request handling: route matching, query parameters, Set-Cookie bodies.
+        (
+            "FuzzSocketRequest",
+            [
+                "SocketAPI", "CookieJar", "SiteConfig",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+    ]
+    for target in fuzzTargets {
+        package.targets.append(
+            .executableTarget(
+                name: target.name,
+                dependencies: ["FuzzDriver"] + target.dependencies,
+                path: "Fuzz/Sources/\(target.name)",
+                swiftSettings: strict,
+                linkerSettings: [.unsafeFlags(["-sanitize=address", "-use-ld=lld", "-Xlinker", libFuzzer, "-lstdc++"])]
+            )
+        )
+    }
+}

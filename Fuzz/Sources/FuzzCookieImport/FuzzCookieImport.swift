@@ -9,14 +9,20 @@
 // - a format error names a line inside the text;
 // - a cookie admitted to the jar is within the base URL's registrable domain;
 // - the lossless `json` format reads back what it wrote (to the microsecond), for whatever any reader produced.
+import FuzzDriver
 @testable import CookieJar
 import Foundation
 
 private let now = Date(timeIntervalSince1970: 1_700_000_000)
 private let base = URL(string: "https://app.example.com/login")!
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzCookieImport(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+@main
+enum Main {
+    static func main() { runFuzzer(fuzzCookieImport) }
+}
+
+/// One input (libFuzzer's LLVMFuzzerTestOneInput).
+func fuzzCookieImport(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     // Standard input's Set-Cookie lines are split before any UTF-8 check: each line is refused alone.
     for case .success(let value) in JarStoreInput.values(fromInput: bytes).values {

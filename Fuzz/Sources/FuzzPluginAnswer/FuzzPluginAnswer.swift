@@ -5,6 +5,7 @@
 // the answer is applied as the engine applies it: variables and headers as plain text, the secrets masked,
 // `cookies` and `set_cookie` stored in the site's jar. Nothing may crash; a refused answer is a `FlowError`
 // of kind `.plugin` whose detail names the plugin.
+import FuzzDriver
 import CookieJar
 import Foundation
 import HTTPTransport
@@ -13,9 +14,14 @@ import HTTPTransport
 private let now = Date(timeIntervalSince1970: 1_700_000_000)
 private let base = URL(string: "https://app.example.com/")!
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzPluginAnswer(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    guard size >= 1 else { return 0 }
+@main
+enum Main {
+    static func main() { runFuzzer(fuzzPluginAnswer) }
+}
+
+/// One input (libFuzzer's LLVMFuzzerTestOneInput).
+func fuzzPluginAnswer(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    guard let data, size >= 1 else { return 0 }
     let selector = data[0]
     let standardOutput = Data(UnsafeBufferPointer(start: data + 1, count: size - 1))
     let termination: PluginOutput.Termination = switch selector & 0x07 {

@@ -7,6 +7,7 @@
 //   origin, the __Secure- and __Host- prefixes, the 400-day cap, the size limit, control characters);
 // - `cookies(for:)` hands out only cookies that domain- and path-match the URL, Secure ones only to a secure one;
 // - the lossless `json` format reads back exactly what it wrote.
+import FuzzDriver
 @testable import CookieJar
 import Foundation
 
@@ -14,8 +15,13 @@ import Foundation
 private let now = Date(timeIntervalSince1970: 1_420_070_400)
 private let defaultURL = URL(string: "http://home.example.org:8888/cookie-parser?fuzz")!
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzSetCookie(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+@main
+enum Main {
+    static func main() { runFuzzer(fuzzSetCookie) }
+}
+
+/// One input (libFuzzer's LLVMFuzzerTestOneInput).
+func fuzzSetCookie(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
     guard let first = lines.first else { return 0 }

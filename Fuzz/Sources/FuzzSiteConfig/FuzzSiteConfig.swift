@@ -4,6 +4,7 @@
 // daemon load them (text that is not UTF-8 is refused before the loader, as `ConfigurationLoader.read` does).
 // Nothing may crash; a rejected file throws `ConfigError` (typed), and each of its diagnostics must carry a
 // position inside the text and a message. The diagnostics are also rendered as `check` prints them.
+import FuzzDriver
 import Foundation
 import SiteConfig
 
@@ -14,8 +15,13 @@ private let loader = ConfigurationLoader(environment: ["HOME": "/fuzz/home", "FU
 private let defaultConfig = loader.defaultConfig(directory: "/fuzz")
 private let renderer = DiagnosticRenderer(showSource: true)
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzSiteConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+@main
+enum Main {
+    static func main() { runFuzzer(fuzzSiteConfig) }
+}
+
+/// One input (libFuzzer's LLVMFuzzerTestOneInput).
+func fuzzSiteConfig(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let text = String(validating: UnsafeBufferPointer(start: data, count: size), as: UTF8.self) else { return 0 }
     // The lines a position may name, counted as libyaml (YAML 1.1) counts them: LF, CR, CRLF, NEL, LS and PS
     // each end a line; one past the last line is where libyaml reports the end of the text.

@@ -8,6 +8,7 @@
 // error the socket answers. Header limits are Hummingbird's own decoder settings (SocketServer.Limits), not
 // code of this project, so they are not fuzzed here. Nothing may crash; a refusal is a 400 `bad_request`
 // naming the parameter.
+import FuzzDriver
 import CookieJar
 import Foundation
 import HTTPTypes
@@ -21,8 +22,13 @@ private let defaultURL = URL(string: "https://app.example.com/")!
 /// The parameter sets of the routes (SPEC section 8): none, cookies, refresh, report, set-cookie.
 private let routeParameters: [Set<String>] = [[], ["format", "url", "min_valid", "wait"], ["wait"], ["status"], ["url"]]
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzSocketRequest(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+@main
+enum Main {
+    static func main() { runFuzzer(fuzzSocketRequest) }
+}
+
+/// One input (libFuzzer's LLVMFuzzerTestOneInput).
+func fuzzSocketRequest(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     var lines = bytes.split(separator: 0x0A, maxSplits: 2, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
     guard lines.count >= 2 else { return 0 }
