@@ -19,6 +19,10 @@ let fuzzing = Context.environment["SESSIONKEEPER_FUZZ"] == "1"
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
     + (fuzzing ? [.unsafeFlags(["-sanitize=fuzzer,address", "-enable-testing"])] : [])
 
+/// Where Debian's libxml2-dev puts libxml2's headers, for the modules that import CXML2 (XMLQuery, and its tests
+/// through `@testable import`). See CXML2 below for why pkg-config does not give it.
+let libxml2Headers: [SwiftSetting] = [.unsafeFlags(["-Xcc", "-I/usr/include/libxml2"])]
+
 let package = Package(
     name: "SessionKeeper",
     platforms: [.macOS(.v15)],
@@ -61,7 +65,11 @@ let package = Package(
         // libcurl is bound with dlopen on first use (Sources/CCurl/shim.h says why), so CCurl links nothing and
         // needs no pkg-config flags: Debian installs curl/curl.h on the default include path.
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        .systemLibrary(name: "CXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+        // libxml2 is bound with dlopen on first use too (Sources/CXML2/shim.h), so CXML2 links nothing. It takes no
+        // pkg-config flags: SwiftPM would put pkg-config's `-lxml2` first on every link line, where no later
+        // `--as-needed` reaches it, and every start of the program would load libxml2 and ICU again. Its headers'
+        // folder (all that `pkg-config --cflags libxml-2.0` gives on Debian) is `libxml2Headers` below.
+        .systemLibrary(name: "CXML2", providers: [.apt(["libxml2-dev"])]),
         // Linux system calls the Swift Glibc module does not import (timerfd); libc itself, nothing to link.
         .systemLibrary(name: "CLinux"),
 
@@ -80,7 +88,7 @@ let package = Package(
         ),
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "CookieJar", dependencies: ["Locking", "CPSL", "JSON"], swiftSettings: strict),
-        .target(name: "XMLQuery", dependencies: ["Locking", "CXML2"], swiftSettings: strict),
+        .target(name: "XMLQuery", dependencies: ["Locking", "CXML2"], swiftSettings: strict + libxml2Headers),
         .target(name: "SiteConfig", dependencies: ["Locking", "CYAML", "XMLQuery", "JSON", "Platform"], swiftSettings: strict),
         .target(name: "HTTPTransport", swiftSettings: strict),
         .target(name: "CurlTransport", dependencies: ["Locking", "CCurl", "HTTPTransport"], swiftSettings: strict),
@@ -200,7 +208,7 @@ let package = Package(
         .testTarget(name: "LockingTests", dependencies: ["Locking"], swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "CookieJarTests", dependencies: ["Locking", "CookieJar", "JSON"], resources: [.copy("Fixtures")], swiftSettings: strict),
-        .testTarget(name: "XMLQueryTests", dependencies: ["XMLQuery"], swiftSettings: strict),
+        .testTarget(name: "XMLQueryTests", dependencies: ["XMLQuery"], swiftSettings: strict + libxml2Headers),
         .testTarget(name: "SiteConfigTests", dependencies: ["SiteConfig", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"], swiftSettings: strict),
         .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "HTTPTransport", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),

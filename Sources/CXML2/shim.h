@@ -11,6 +11,150 @@
 #include <libxml/xmlerror.h>
 #include <libxml/xpath.h>
 #include <libxml/xpathInternals.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+
+/* libxml2 is bound at run time, on first use, rather than linked (as libcurl is: Sources/CCurl/shim.h).
+ *
+ * Linked, it was loaded at every start of the program with ICU, liblzma and zlib behind it, their
+ * relocations applied and their pages touched, by commands that never read HTML (`cookie`, `status`,
+ * `jar header`): about 1.5 ms and 1 MB of a client command's start (docs/BENCHMARKS.md, "Start-up"). So
+ * nothing here references a libxml2 symbol directly: `cxml2_load_error` opens the library once and fills a
+ * table of entry points, and every wrapper below calls through that table. The headers still come from
+ * pkg-config (they need its include path); the module map links nothing, and the release link drops the
+ * library pkg-config names because no object refers to it (`--as-needed`, Package.swift).
+ *
+ * The table lives in a function-local static (Swift's importer emits a header's inline functions and their
+ * local statics, not its file-scope variables), so each object file that calls a wrapper holds its own copy,
+ * filled on its first call through its own pthread_once; dlopen returns the same library to each. */
+
+/* The run-time name of libxml2's ABI 2 (every libxml2 since 2.0), from Debian's libxml2 package. */
+#define CXML2_LIBRARY_SONAME "libxml2.so.2"
+
+/* Each entry point XMLQuery calls, by its libxml2 name. */
+#define CXML2_ENTRY_POINTS(X) \
+    X(xmlInitParser) \
+    X(htmlReadMemory) \
+    X(htmlCtxtReadMemory) \
+    X(htmlNewParserCtxt) \
+    X(htmlFreeParserCtxt) \
+    X(xmlReadMemory) \
+    X(xmlFreeDoc) \
+    X(xmlGetLastError) \
+    X(xmlResetError) \
+    X(xmlResetLastError) \
+    X(xmlGetProp) \
+    X(xmlHasProp) \
+    X(xmlXPathCastNodeToString) \
+    X(xmlXPathCastToString) \
+    X(xmlXPathCompiledEval) \
+    X(xmlXPathCtxtCompile) \
+    X(xmlXPathFreeCompExpr) \
+    X(xmlXPathFreeContext) \
+    X(xmlXPathFreeObject) \
+    X(xmlXPathNewContext) \
+    X(xmlSetStructuredErrorFunc) \
+    X(xmlSetGenericErrorFunc)
+
+struct cxml2_entry_points {
+#define CXML2_FIELD(name) __typeof__(name) *name;
+    CXML2_ENTRY_POINTS(CXML2_FIELD)
+#undef CXML2_FIELD
+    /* xmlFree is a variable holding libxml2's deallocator (a macro over it in threaded builds). */
+    xmlFreeFunc *free_function;
+};
+
+struct cxml2_state {
+    pthread_once_t once;
+    const char *failure; /* NULL once every entry point is bound */
+    char failure_text[512];
+    struct cxml2_entry_points entry;
+};
+
+static inline struct cxml2_state *cxml2_state(void) {
+    static struct cxml2_state state = {PTHREAD_ONCE_INIT, NULL, {0}, {0}};
+    return &state;
+}
+
+static inline void *cxml2_bind(void *library, const char *name) {
+    struct cxml2_state *state = cxml2_state();
+    void *symbol = dlsym(library, name);
+    if (symbol == NULL && state->failure == NULL) {
+        const char *reason = dlerror();
+        snprintf(state->failure_text, sizeof state->failure_text, "%s has no %s (%s)", CXML2_LIBRARY_SONAME, name,
+                 reason != NULL ? reason : "symbol not found");
+        state->failure = state->failure_text;
+    }
+    return symbol;
+}
+
+static inline void cxml2_open(void) {
+    struct cxml2_state *state = cxml2_state();
+    /* RTLD_LOCAL: libxml2's dependencies (ICU among them) stay out of the global symbol scope, away from the
+     * copy of ICU inside Foundation. Never closed: libxml2 keeps global parser state once initialised. */
+    void *library = dlopen(CXML2_LIBRARY_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (library == NULL) {
+        const char *reason = dlerror();
+        snprintf(state->failure_text, sizeof state->failure_text, "%s", reason != NULL ? reason : CXML2_LIBRARY_SONAME);
+        state->failure = state->failure_text;
+        return;
+    }
+    struct cxml2_entry_points e;
+#define CXML2_BIND(name) *(void **)&e.name = cxml2_bind(library, #name);
+    CXML2_ENTRY_POINTS(CXML2_BIND)
+#undef CXML2_BIND
+    *(void **)&e.free_function = cxml2_bind(library, "xmlFree");
+    if (state->failure == NULL) state->entry = e;
+}
+
+/* NULL once libxml2 is loaded and bound (loading it on the first call), else why it could not be: the
+ * dynamic loader's message, which names the missing file or symbol. XMLQuery checks it before any other
+ * call (LibXML.prepare). */
+static inline const char *cxml2_load_error(void) {
+    struct cxml2_state *state = cxml2_state();
+    pthread_once(&state->once, cxml2_open);
+    return state->failure;
+}
+
+/* Every wrapper below requires a successful cxml2_load_error() first in the process; each makes sure its
+ * own object file's table is bound (a no-op after the first call). */
+static inline const struct cxml2_entry_points *cxml2(void) {
+    struct cxml2_state *state = cxml2_state();
+    pthread_once(&state->once, cxml2_open);
+    return &state->entry;
+}
+
+static inline void cxml2_xmlInitParser(void) { cxml2()->xmlInitParser(); }
+static inline htmlDocPtr cxml2_htmlReadMemory(const char *buffer, int size, const char *url, const char *encoding, int options) {
+    return cxml2()->htmlReadMemory(buffer, size, url, encoding, options);
+}
+static inline htmlDocPtr cxml2_htmlCtxtReadMemory(htmlParserCtxtPtr context, const char *buffer, int size, const char *url,
+                                                  const char *encoding, int options) {
+    return cxml2()->htmlCtxtReadMemory(context, buffer, size, url, encoding, options);
+}
+static inline htmlParserCtxtPtr cxml2_htmlNewParserCtxt(void) { return cxml2()->htmlNewParserCtxt(); }
+static inline void cxml2_htmlFreeParserCtxt(htmlParserCtxtPtr context) { cxml2()->htmlFreeParserCtxt(context); }
+static inline xmlDocPtr cxml2_xmlReadMemory(const char *buffer, int size, const char *url, const char *encoding, int options) {
+    return cxml2()->xmlReadMemory(buffer, size, url, encoding, options);
+}
+static inline void cxml2_xmlFreeDoc(xmlDocPtr document) { cxml2()->xmlFreeDoc(document); }
+static inline const xmlError *cxml2_xmlGetLastError(void) { return cxml2()->xmlGetLastError(); }
+static inline void cxml2_xmlResetError(xmlErrorPtr error) { cxml2()->xmlResetError(error); }
+static inline void cxml2_xmlResetLastError(void) { cxml2()->xmlResetLastError(); }
+static inline xmlChar *cxml2_xmlGetProp(const xmlNode *node, const xmlChar *name) { return cxml2()->xmlGetProp(node, name); }
+static inline xmlAttrPtr cxml2_xmlHasProp(const xmlNode *node, const xmlChar *name) { return cxml2()->xmlHasProp(node, name); }
+static inline xmlChar *cxml2_xmlXPathCastNodeToString(xmlNodePtr node) { return cxml2()->xmlXPathCastNodeToString(node); }
+static inline xmlChar *cxml2_xmlXPathCastToString(xmlXPathObjectPtr object) { return cxml2()->xmlXPathCastToString(object); }
+static inline xmlXPathObjectPtr cxml2_xmlXPathCompiledEval(xmlXPathCompExprPtr compiled, xmlXPathContextPtr context) {
+    return cxml2()->xmlXPathCompiledEval(compiled, context);
+}
+static inline xmlXPathCompExprPtr cxml2_xmlXPathCtxtCompile(xmlXPathContextPtr context, const xmlChar *expression) {
+    return cxml2()->xmlXPathCtxtCompile(context, expression);
+}
+static inline void cxml2_xmlXPathFreeCompExpr(xmlXPathCompExprPtr compiled) { cxml2()->xmlXPathFreeCompExpr(compiled); }
+static inline void cxml2_xmlXPathFreeContext(xmlXPathContextPtr context) { cxml2()->xmlXPathFreeContext(context); }
+static inline void cxml2_xmlXPathFreeObject(xmlXPathObjectPtr object) { cxml2()->xmlXPathFreeObject(object); }
 
 /* libxml2 prints parser and XPath errors to stderr through per-thread handlers. XMLQuery reads errors from
  * the returned structures instead, so these handlers swallow them. */
@@ -27,13 +171,13 @@ static void cxml2_ignore_generic_error(void *user_data, const char *message, ...
 /* The handlers are thread-local in libxml2: called at the start of every XMLQuery entry point, on the
  * thread that then does the work. */
 static inline void cxml2_silence_errors(void) {
-    xmlSetStructuredErrorFunc(NULL, cxml2_ignore_structured_error);
-    xmlSetGenericErrorFunc(NULL, cxml2_ignore_generic_error);
+    cxml2()->xmlSetStructuredErrorFunc(NULL, cxml2_ignore_structured_error);
+    cxml2()->xmlSetGenericErrorFunc(NULL, cxml2_ignore_generic_error);
 }
 
 /* An XPath context that reports its errors into ctx->lastError without printing them. */
 static inline xmlXPathContextPtr cxml2_new_xpath_context(xmlDocPtr doc) {
-    xmlXPathContextPtr ctx = xmlXPathNewContext(doc);
+    xmlXPathContextPtr ctx = cxml2()->xmlXPathNewContext(doc);
     if (ctx != NULL) {
         ctx->error = cxml2_ignore_structured_error;
         ctx->userData = NULL;
@@ -41,12 +185,8 @@ static inline xmlXPathContextPtr cxml2_new_xpath_context(xmlDocPtr doc) {
     return ctx;
 }
 
-/* xmlFree is a macro over a function-pointer global that Swift cannot call directly. */
-static inline void cxml2_free(void *pointer) {
-    xmlFree(pointer);
-}
-
+/* Frees a string libxml2 allocated, through its own deallocator. */
 static inline void cxml2_free_string(xmlChar *string) {
-    if (string != NULL) xmlFree(string);
+    if (string != NULL) (*cxml2()->free_function)(string);
 }
 #endif

@@ -27,7 +27,7 @@ public final class Document {
     }
 
     // Stored properties are released after this body: the document is freed before its parser is reused.
-    deinit { xmlFreeDoc(pointer) }
+    deinit { cxml2_xmlFreeDoc(pointer) }
 
     /// Parses HTML the way a tolerant browser-like reader would: errors are recovered from, never printed,
     /// and the network is never touched.
@@ -62,7 +62,7 @@ public final class Document {
     static func html(
         _ bytes: UnsafeBufferPointer<UInt8>, url: URL?, encoding: String?, pooled: Bool = true
     ) throws(XMLQueryError) -> Document {
-        LibXML.prepare()
+        try LibXML.prepare()
         let options = Int32(HTML_PARSE_RECOVER.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue
             | HTML_PARSE_NONET.rawValue | HTML_PARSE_COMPACT.rawValue)
         let charset = encoding ?? (declaresCharset(bytes) ? nil : "UTF-8")
@@ -75,8 +75,8 @@ public final class Document {
             withOptionalCString(charset) { charsetText in
                 // A reused context reads exactly as a new one (htmlReadMemory builds and frees one per call,
                 // whose dictionary allocation alone costs more than the reset).
-                if let lease { return htmlCtxtReadMemory(lease.context, buffer, length, nil, charsetText, options) }
-                return htmlReadMemory(buffer, length, nil, charsetText, options)
+                if let lease { return cxml2_htmlCtxtReadMemory(lease.context, buffer, length, nil, charsetText, options) }
+                return cxml2_htmlReadMemory(buffer, length, nil, charsetText, options)
             }
         }
         return document
@@ -88,13 +88,13 @@ public final class Document {
     }
 
     static func xml(_ bytes: [UInt8], url: URL? = nil) throws(XMLQueryError) -> Document {
-        LibXML.prepare()
+        try LibXML.prepare()
         let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue
             | XML_PARSE_COMPACT.rawValue)
-        xmlResetLastError()
+        cxml2_xmlResetLastError()
         return try bytes.withUnsafeBufferPointer { bytes throws(XMLQueryError) -> Document in
             try parse(bytes, url: url, kind: .xml) { buffer, length in
-                xmlReadMemory(buffer, length, nil, nil, options)
+                cxml2_xmlReadMemory(buffer, length, nil, nil, options)
             }
         }
     }
@@ -112,7 +112,7 @@ public final class Document {
             read(chars.baseAddress!, Int32(chars.count))
         }
         guard let result else {
-            let message = xmlGetLastError().map { LibXML.describe($0.pointee) } ?? "libxml2 returned no document"
+            let message = cxml2_xmlGetLastError().map { LibXML.describe($0.pointee) } ?? "libxml2 returned no document"
             throw XMLQueryError(kind: .parse, message: message)
         }
         return Document(pointer: result, kind: kind, url: url, parser: parser)
@@ -127,7 +127,7 @@ public final class Document {
 
     /// Evaluates an XPath expression against the whole document.
     public func evaluate(_ expression: String) throws(XMLQueryError) -> XPathValue {
-        LibXML.prepare()
+        try LibXML.prepare()
         let context = try XPathContext(document: pointer)
         let object = try context.evaluate(expression)
         return Self.value(of: object)
@@ -150,13 +150,13 @@ public final class Document {
         case XPATH_BOOLEAN: return .boolean(raw.boolval != 0)
         case XPATH_NUMBER: return .number(raw.floatval)
         case XPATH_STRING: return .string(LibXML.borrowString(raw.stringval) ?? "")
-        default: return .string(LibXML.takeString(xmlXPathCastToString(object.pointer)) ?? "")
+        default: return .string(LibXML.takeString(cxml2_xmlXPathCastToString(object.pointer)) ?? "")
         }
     }
 
     /// A node's XPath string value: an attribute's value, an element's text content.
     static func stringValue(of node: xmlNodePtr) -> String {
-        LibXML.takeString(xmlXPathCastNodeToString(node)) ?? ""
+        LibXML.takeString(cxml2_xmlXPathCastNodeToString(node)) ?? ""
     }
 }
 
@@ -200,7 +200,7 @@ enum HTMLParserPool {
     /// A context for the next document, or nil when libxml2 cannot allocate one (then parse without).
     static func take() -> HTMLParserLease? {
         if let reused = idle.withLock({ $0.popLast() }) { return HTMLParserLease(context: reused.context, uses: reused.uses + 1) }
-        guard let context = htmlNewParserCtxt() else { return nil }
+        guard let context = cxml2_htmlNewParserCtxt() else { return nil }
         return HTMLParserLease(context: context, uses: 1)
     }
 
@@ -210,6 +210,6 @@ enum HTMLParserPool {
             idle.append(Idle(context: context, uses: uses))
             return true
         }
-        if !kept { htmlFreeParserCtxt(context) }
+        if !kept { cxml2_htmlFreeParserCtxt(context) }
     }
 }

@@ -55,7 +55,7 @@ extension Document {
     /// Disabled controls, controls without a name, file inputs and buttons (submit, image, reset, button)
     /// are left out.
     public func form(_ expression: String, pageURL: URL? = nil) throws(XMLQueryError) -> HTMLForm {
-        LibXML.prepare()
+        try LibXML.prepare()
         guard let page = pageURL ?? url else {
             throw XMLQueryError(kind: .formNotFound, message: "no page URL to resolve the form's action against")
         }
@@ -200,13 +200,13 @@ enum Node {
 
     static func attribute(_ node: xmlNodePtr, _ name: String) -> String? {
         name.withCString { text in
-            text.withMemoryRebound(to: xmlChar.self, capacity: 1) { LibXML.takeString(xmlGetProp(node, $0)) }
+            text.withMemoryRebound(to: xmlChar.self, capacity: 1) { LibXML.takeString(cxml2_xmlGetProp(node, $0)) }
         }
     }
 
     static func hasAttribute(_ node: xmlNodePtr, _ name: String) -> Bool {
         name.withCString { text in
-            text.withMemoryRebound(to: xmlChar.self, capacity: 1) { xmlHasProp(node, $0) != nil }
+            text.withMemoryRebound(to: xmlChar.self, capacity: 1) { cxml2_xmlHasProp(node, $0) != nil }
         }
     }
 

@@ -2,17 +2,24 @@ internal import CXML2
 import Foundation
 import Locking
 
-/// Process-wide libxml2 setup, done once before the first call (`xmlInitParser` is not reentrant before
-/// initialisation, and everything afterwards is thread-safe for distinct documents).
+/// Process-wide libxml2 setup, done once before the first call: the library is loaded (it is bound at run
+/// time, so that commands which never read HTML do not load it; Sources/CXML2/shim.h says why) and initialised
+/// (`xmlInitParser` is not reentrant before initialisation; everything afterwards is thread-safe for distinct
+/// documents).
 enum LibXML {
-    private static let initialised: Bool = {
-        xmlInitParser()
-        return true
+    /// Nil once libxml2 is loaded and initialised, else the dynamic loader's reason.
+    private static let unavailable: String? = {
+        if let failure = cxml2_load_error() { return String(cString: failure) }
+        cxml2_xmlInitParser()
+        return nil
     }()
 
-    /// Initialises libxml2 once and silences its stderr error printing on the calling thread.
-    static func prepare() {
-        _ = initialised
+    /// Loads and initialises libxml2 once, and silences its stderr error printing on the calling thread.
+    /// Every entry point of XMLQuery calls it before any other libxml2 call.
+    static func prepare() throws(XMLQueryError) {
+        if let unavailable {
+            throw XMLQueryError(kind: .unavailable, message: "cannot load libxml2 (install Debian's libxml2 package): \(unavailable)")
+        }
         cxml2_silence_errors()
     }
 
@@ -53,20 +60,20 @@ final class XPathContext {
 
     /// Compiles and evaluates, reporting libxml2's message for either failure.
     func evaluate(_ expression: String, relativeTo node: xmlNodePtr? = nil) throws(XMLQueryError) -> XPathObject {
-        xmlResetError(&pointer.pointee.lastError)
+        cxml2_xmlResetError(&pointer.pointee.lastError)
         if let node { pointer.pointee.node = node }
         let compiled: xmlXPathCompExprPtr
         if let known = CompiledXPathPool.take(expression) {
             compiled = known
         } else {
             let fresh: xmlXPathCompExprPtr? = expression.withCString { text in
-                text.withMemoryRebound(to: xmlChar.self, capacity: 1) { xmlXPathCtxtCompile(pointer, $0) }
+                text.withMemoryRebound(to: xmlChar.self, capacity: 1) { cxml2_xmlXPathCtxtCompile(pointer, $0) }
             }
             guard let fresh else { throw XMLQueryError(kind: .xpath, message: lastMessage(expression, "does not compile")) }
             compiled = fresh
         }
         defer { CompiledXPathPool.give(compiled, for: expression) }
-        guard let result = xmlXPathCompiledEval(compiled, pointer), pointer.pointee.lastError.code == 0 else {
+        guard let result = cxml2_xmlXPathCompiledEval(compiled, pointer), pointer.pointee.lastError.code == 0 else {
             throw XMLQueryError(kind: .xpath, message: lastMessage(expression, "cannot be evaluated"))
         }
         return XPathObject(result)
@@ -99,7 +106,7 @@ final class XPathObject {
 
     init(_ pointer: xmlXPathObjectPtr) { self.pointer = pointer }
 
-    deinit { xmlXPathFreeObject(pointer) }
+    deinit { cxml2_xmlXPathFreeObject(pointer) }
 
     /// The selected nodes in document order; empty for non-node-set results.
     var nodes: [xmlNodePtr] {
@@ -144,7 +151,7 @@ enum CompiledXPathPool {
             idle[expression]!.copies.append(compiled)
             return true
         }
-        if !kept { xmlXPathFreeCompExpr(compiled) }
+        if !kept { cxml2_xmlXPathFreeCompExpr(compiled) }
     }
 }
 
@@ -176,7 +183,7 @@ enum XPathContextPool {
             idle.append(Idle(pointer: context))
             return true
         }
-        if !kept { xmlXPathFreeContext(context) }
+        if !kept { cxml2_xmlXPathFreeContext(context) }
     }
 
     /// The per-evaluation state back to `xmlXPathNewContext`'s values. Nothing else changes between uses:
@@ -197,6 +204,6 @@ enum XPathContextPool {
         context.pointee.debugNode = nil
         context.pointee.opCount = 0
         context.pointee.depth = 0
-        xmlResetError(&context.pointee.lastError)
+        cxml2_xmlResetError(&context.pointee.lastError)
     }
 }

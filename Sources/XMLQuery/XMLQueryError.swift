@@ -10,6 +10,8 @@ public struct XMLQueryError: Error, Sendable, Hashable, CustomStringConvertible 
         case formNotFound
         /// The document is larger than libxml2 accepts in one call.
         case tooLarge
+        /// libxml2 itself could not be loaded (it is bound on first use; the message is the loader's).
+        case unavailable
     }
 
     public var kind: Kind
@@ -26,6 +28,7 @@ public struct XMLQueryError: Error, Sendable, Hashable, CustomStringConvertible 
         case .xpath: "XPath error: \(message)"
         case .formNotFound: "form not found: \(message)"
         case .tooLarge: "document too large: \(message)"
+        case .unavailable: message
         }
     }
 }

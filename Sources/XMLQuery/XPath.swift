@@ -5,7 +5,6 @@ public enum XPath {
     /// Checks an expression without a document: nil when it compiles and evaluates against an empty document
     /// (which also catches unknown functions and unbound variables), else libxml2's message.
     public static func validate(_ expression: String) -> String? {
-        LibXML.prepare()
         if expression.trimmingCharacters(in: .whitespaces).isEmpty { return "empty XPath expression" }
         do {
             let probe = try Document.xml(Array("<probe/>".utf8))
