@@ -75,7 +75,10 @@ let package = Package(
 
         // MARK: Libraries
         // The one in-process lock (a pthread mutex ThreadSanitizer can see), below every module that needs one.
-        .target(name: "Locking", swiftSettings: strict),
+        .target(name: "Locking", dependencies: ["SanitizerSettings"], swiftSettings: strict),
+        // ThreadSanitizer's suppressions for swift-subprocess, compiled only into `--sanitize=thread` builds and
+        // linked into every program through Locking (its file says why they are needed).
+        .target(name: "SanitizerSettings"),
         .target(
             name: "Platform",
             dependencies: [
