@@ -43,6 +43,15 @@ public final class SpawnedProgram: Sendable {
         posix_spawn_file_actions_adddup2(&actions, output.fileHandleForWriting.fileDescriptor, 1)
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // Nothing else of the test process reaches the server: a socket another test's server accepted
+        // (SwiftNIO accepts without SOCK_CLOEXEC) would stay open in this child after that server closed it, and
+        // its client would wait for an end of stream that comes only when this child exits.
+        // (glibc 2.34's posix_spawn_file_actions_addclosefrom_np, which the Glibc module does not import.)
+        guard let addCloseFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
+            throw .cannotStart(executable, "this C library cannot close a child's inherited descriptors")
+        }
+        typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        _ = unsafeBitCast(addCloseFrom, to: AddCloseFrom.self)(&actions, 3)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
