@@ -26,7 +26,7 @@ public enum Terminal {
         // A signal that ends the process while echo is off (Ctrl-C at the prompt) must not leave the
         // user's terminal silent: the handlers restore the settings, then die of the same signal.
         EchoRestorer.fd = fd
-        EchoRestorer.settings = saved
+        EchoRestorer.settings.pointee = saved
         let previous = EchoRestorer.fatalSignals.map { ($0, signal($0, restoreTerminalAndDie)) }
         defer {
             for (number, handler) in previous { signal(number, handler) }
@@ -58,14 +58,22 @@ public enum Terminal {
 /// one prompt at a time per process (a CLI reading its standard input).
 enum EchoRestorer {
     nonisolated(unsafe) static var fd: Int32 = 0
-    nonisolated(unsafe) static var settings = termios()
+    /// On the heap, not a global `termios`: Swift 6.3 emits a global of an imported C struct with internal
+    /// padding at the size of its fields without the padding (57 bytes for glibc's 60-byte `termios`), so
+    /// storing the whole struct wrote 3 bytes past the global (AddressSanitizer's global-buffer-overflow in
+    /// `secret set` on a terminal). Allocated once, never freed, like the global it replaces.
+    nonisolated(unsafe) static let settings: UnsafeMutablePointer<termios> = {
+        let storage = UnsafeMutablePointer<termios>.allocate(capacity: 1)
+        storage.initialize(to: termios())
+        return storage
+    }()
     static let fatalSignals = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
 }
 
 /// Restores the terminal, puts the default action back and raises the signal again (tcsetattr,
 /// signal and raise are async-signal-safe).
 private func restoreTerminalAndDie(_ number: Int32) {
-    _ = tcsetattr(EchoRestorer.fd, TCSANOW, &EchoRestorer.settings)
+    _ = tcsetattr(EchoRestorer.fd, TCSANOW, EchoRestorer.settings)
     signal(number, SIG_DFL)
     raise(number)
 }

@@ -37,7 +37,9 @@ import Testing
                 seen.append(chunk)
             }
             let beforeTyping = String(decoding: seen, as: UTF8.self)
-            input.fileHandleForWriting.write(Data(typing.utf8))
+            // A child that ended without asking has closed its input: the write then fails (EPIPE) and the
+            // transcript says what happened instead (Foundation's non-throwing `write(_:)` would trap).
+            try? input.fileHandleForWriting.write(contentsOf: Data(typing.utf8))
             seen.append(output.fileHandleForReading.readDataToEndOfFile())
             process.waitUntilExit()
             try input.fileHandleForWriting.close()
