@@ -105,7 +105,9 @@ import Testing
                     cookies: {essential: [app_session]}
                     """)
                 await world.keeper.apply([site])
-                let checked = try await waitUntil(.seconds(10)) {
+                // Generous for a loaded or sanitized run (a login through the plugin, then a check every second);
+                // it returns at the first check that reached the site.
+                let checked = try await waitUntil(.seconds(30)) {
                     let stats = try await runProgram("/usr/bin/curl", ["-s", server.url("/stats")])
                     return (try? JSONValue.parse(stats.outputText))?["ok"]?.plainText.first.map { $0 != "0" } ?? false
                 }
