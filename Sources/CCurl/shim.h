@@ -1,10 +1,8 @@
 #ifndef CCURL_SHIM_H
 #define CCURL_SHIM_H
 #include <curl/curl.h>
-#include <dlfcn.h>
-#include <stdio.h>
-#include <pthread.h>
 #include <stddef.h>
+#include "../CLazyLibrary/lazy_library.h"
 
 /* libcurl is bound at run time, on first use, rather than linked.
  *
@@ -46,43 +44,27 @@ struct ccurl_entry_points {
     curl_version_info_data *(*version_info)(CURLversion age);
 };
 
-/* The binding's state. It lives in a function-local static because Swift's importer emits a header's
- * inline functions (and their local statics) but not its file-scope variables. */
+/* The binding's state (lazy_library.h says why it is a function-local static). */
 struct ccurl_state {
-    pthread_once_t once;
-    const char *failure; /* NULL once every entry point is bound */
-    char failure_text[512];
+    struct lazy_library library;
     struct ccurl_entry_points entry;
 };
 
 static inline struct ccurl_state *ccurl_state(void) {
-    static struct ccurl_state state = {PTHREAD_ONCE_INIT, NULL, {0}, {0}};
+    static struct ccurl_state state = {LAZY_LIBRARY_INIT, {0}};
     return &state;
 }
 
 static inline void *ccurl_bind(void *library, const char *name) {
-    struct ccurl_state *state = ccurl_state();
-    void *symbol = dlsym(library, name);
-    if (symbol == NULL && state->failure == NULL) {
-        const char *reason = dlerror();
-        snprintf(state->failure_text, sizeof state->failure_text, "%s has no %s (%s)", CCURL_LIBRARY_SONAME, name,
-                 reason != NULL ? reason : "symbol not found");
-        state->failure = state->failure_text;
-    }
-    return symbol;
+    return lazy_library_bind(&ccurl_state()->library, library, CCURL_LIBRARY_SONAME, name);
 }
 
 static inline void ccurl_open(void) {
     struct ccurl_state *state = ccurl_state();
-    /* RTLD_LOCAL: libcurl's dependencies stay out of the global symbol scope. Never closed: libcurl keeps
-     * global state (its SSL backend, the DNS resolver threads) for the life of the process. */
-    void *library = dlopen(CCURL_LIBRARY_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (library == NULL) {
-        const char *reason = dlerror();
-        snprintf(state->failure_text, sizeof state->failure_text, "%s", reason != NULL ? reason : CCURL_LIBRARY_SONAME);
-        state->failure = state->failure_text;
-        return;
-    }
+    /* Never closed: libcurl keeps global state (its SSL backend, the DNS resolver threads) for the life of
+     * the process. */
+    void *library = lazy_library_open(&state->library, CCURL_LIBRARY_SONAME);
+    if (library == NULL) return;
     struct ccurl_entry_points e;
     *(void **)&e.global_init = ccurl_bind(library, "curl_global_init");
     *(void **)&e.easy_init = ccurl_bind(library, "curl_easy_init");
@@ -104,22 +86,22 @@ static inline void ccurl_open(void) {
     *(void **)&e.slist_append = ccurl_bind(library, "curl_slist_append");
     *(void **)&e.slist_free_all = ccurl_bind(library, "curl_slist_free_all");
     *(void **)&e.version_info = ccurl_bind(library, "curl_version_info");
-    if (state->failure == NULL) state->entry = e;
+    if (state->library.failure == NULL) state->entry = e;
 }
 
 /* NULL once libcurl is loaded and bound (loading it on the first call), else why it could not be: the
  * dynamic loader's message, which names the missing file or symbol. */
 static inline const char *ccurl_load_error(void) {
     struct ccurl_state *state = ccurl_state();
-    pthread_once(&state->once, ccurl_open);
-    return state->failure;
+    pthread_once(&state->library.once, ccurl_open);
+    return state->library.failure;
 }
 
 /* Every wrapper below requires a successful ccurl_load_error() first in the process; each makes sure its
  * own object file's table is bound (a no-op after the first call). */
 static inline const struct ccurl_entry_points *ccurl(void) {
     struct ccurl_state *state = ccurl_state();
-    pthread_once(&state->once, ccurl_open);
+    pthread_once(&state->library.once, ccurl_open);
     return &state->entry;
 }
 

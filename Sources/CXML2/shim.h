@@ -11,9 +11,7 @@
 #include <libxml/xmlerror.h>
 #include <libxml/xpath.h>
 #include <libxml/xpathInternals.h>
-#include <dlfcn.h>
-#include <pthread.h>
-#include <stdio.h>
+#include "../CLazyLibrary/lazy_library.h"
 
 /* libxml2 is bound at run time, on first use, rather than linked (as libcurl is: Sources/CCurl/shim.h).
  *
@@ -24,10 +22,7 @@
  * table of entry points, and every wrapper below calls through that table. The headers still come from
  * pkg-config (they need its include path); the module map links nothing, and the release link drops the
  * library pkg-config names because no object refers to it (`--as-needed`, Package.swift).
- *
- * The table lives in a function-local static (Swift's importer emits a header's inline functions and their
- * local statics, not its file-scope variables), so each object file that calls a wrapper holds its own copy,
- * filled on its first call through its own pthread_once; dlopen returns the same library to each. */
+ * (lazy_library.h holds the loading, shared with CCurl.) */
 
 /* The run-time name of libxml2's ABI 2 (every libxml2 since 2.0), from Debian's libxml2 package. */
 #define CXML2_LIBRARY_SONAME "libxml2.so.2"
@@ -66,46 +61,27 @@ struct cxml2_entry_points {
 };
 
 struct cxml2_state {
-    pthread_once_t once;
-    const char *failure; /* NULL once every entry point is bound */
-    char failure_text[512];
+    struct lazy_library library;
     struct cxml2_entry_points entry;
 };
 
 static inline struct cxml2_state *cxml2_state(void) {
-    static struct cxml2_state state = {PTHREAD_ONCE_INIT, NULL, {0}, {0}};
+    static struct cxml2_state state = {LAZY_LIBRARY_INIT, {0}};
     return &state;
-}
-
-static inline void *cxml2_bind(void *library, const char *name) {
-    struct cxml2_state *state = cxml2_state();
-    void *symbol = dlsym(library, name);
-    if (symbol == NULL && state->failure == NULL) {
-        const char *reason = dlerror();
-        snprintf(state->failure_text, sizeof state->failure_text, "%s has no %s (%s)", CXML2_LIBRARY_SONAME, name,
-                 reason != NULL ? reason : "symbol not found");
-        state->failure = state->failure_text;
-    }
-    return symbol;
 }
 
 static inline void cxml2_open(void) {
     struct cxml2_state *state = cxml2_state();
-    /* RTLD_LOCAL: libxml2's dependencies (ICU among them) stay out of the global symbol scope, away from the
-     * copy of ICU inside Foundation. Never closed: libxml2 keeps global parser state once initialised. */
-    void *library = dlopen(CXML2_LIBRARY_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (library == NULL) {
-        const char *reason = dlerror();
-        snprintf(state->failure_text, sizeof state->failure_text, "%s", reason != NULL ? reason : CXML2_LIBRARY_SONAME);
-        state->failure = state->failure_text;
-        return;
-    }
+    /* Its dependencies (ICU among them) stay away from the copy of ICU inside Foundation (RTLD_LOCAL). Never
+     * closed: libxml2 keeps global parser state once initialised. */
+    void *library = lazy_library_open(&state->library, CXML2_LIBRARY_SONAME);
+    if (library == NULL) return;
     struct cxml2_entry_points e;
-#define CXML2_BIND(name) *(void **)&e.name = cxml2_bind(library, #name);
+#define CXML2_BIND(name) *(void **)&e.name = lazy_library_bind(&state->library, library, CXML2_LIBRARY_SONAME, #name);
     CXML2_ENTRY_POINTS(CXML2_BIND)
 #undef CXML2_BIND
-    *(void **)&e.free_function = cxml2_bind(library, "xmlFree");
-    if (state->failure == NULL) state->entry = e;
+    *(void **)&e.free_function = lazy_library_bind(&state->library, library, CXML2_LIBRARY_SONAME, "xmlFree");
+    if (state->library.failure == NULL) state->entry = e;
 }
 
 /* NULL once libxml2 is loaded and bound (loading it on the first call), else why it could not be: the
@@ -113,15 +89,15 @@ static inline void cxml2_open(void) {
  * call (LibXML.prepare). */
 static inline const char *cxml2_load_error(void) {
     struct cxml2_state *state = cxml2_state();
-    pthread_once(&state->once, cxml2_open);
-    return state->failure;
+    pthread_once(&state->library.once, cxml2_open);
+    return state->library.failure;
 }
 
 /* Every wrapper below requires a successful cxml2_load_error() first in the process; each makes sure its
  * own object file's table is bound (a no-op after the first call). */
 static inline const struct cxml2_entry_points *cxml2(void) {
     struct cxml2_state *state = cxml2_state();
-    pthread_once(&state->once, cxml2_open);
+    pthread_once(&state->library.once, cxml2_open);
     return &state->entry;
 }
 
