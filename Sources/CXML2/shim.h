@@ -19,10 +19,9 @@
  * relocations applied and their pages touched, by commands that never read HTML (`cookie`, `status`,
  * `jar header`): about 1.5 ms and 1 MB of a client command's start (docs/BENCHMARKS.md, "Start-up"). So
  * nothing here references a libxml2 symbol directly: `cxml2_load_error` opens the library once and fills a
- * table of entry points, and every wrapper below calls through that table. The headers still come from
- * pkg-config (they need its include path); the module map links nothing, and the release link drops the
- * library pkg-config names because no object refers to it (`--as-needed`, Package.swift).
- * (lazy_library.h holds the loading, shared with CCurl.) */
+ * table of entry points, and every wrapper below calls through that table. The module map links nothing,
+ * and the headers' folder comes from Package.swift (`libxml2Headers`), not pkg-config, whose `-lxml2` would
+ * link the library again. (lazy_library.h holds the loading, shared with CCurl.) */
 
 /* The run-time name of libxml2's ABI 2 (every libxml2 since 2.0), from Debian's libxml2 package. */
 #define CXML2_LIBRARY_SONAME "libxml2.so.2"

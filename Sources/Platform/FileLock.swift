@@ -3,9 +3,9 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import Locking
 
 /// Why a ``FileLock`` could not be taken.
-import Locking
 public enum FileLockError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Another process holds the lock; `holderPID` is the pid it wrote into the file (nil when it had
     /// not written it yet, holds the lock shared, or the file holds something else).

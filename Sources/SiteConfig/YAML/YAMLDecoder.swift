@@ -1,6 +1,6 @@
+import Locking
 
 /// Collects the problems found while decoding, so one pass reports all of them.
-import Locking
 final class DecodingContext {
     private(set) var diagnostics: [ConfigDiagnostic] = []
     private var seen = Set<ConfigDiagnostic>()
