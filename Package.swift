@@ -178,14 +178,20 @@ let package = Package(
             // Issue 15: client commands start in about a curl's time. A release binary links with lld so that
             // its ~120,000 relative relocations are packed (DT_RELR: 24 KB instead of 2.8 MB read and kept at
             // every start), and exports no symbols (nothing loads against the executable; an exported table of
-            // 32,000 Swift symbols was read at every start). Release builds also take --static-swift-stdlib
-            // (scripts/install and every Benchmarks/run-* script pass it; it changes how every module is
-            // compiled, so it cannot be set here). docs/BENCHMARKS.md ("Start-up") has the figures.
+            // 32,000 Swift symbols was read at every start). The functions client commands run come first, in
+            // the order a trace saw them (scripts/sessionkeeper.order, made by Benchmarks/tools/make-order; a
+            // function no longer there is skipped): the kernel maps code in 64 KiB windows around each page
+            // touched, and packed together they take a third of the pages. Release builds are made by
+            // scripts/build-release, which adds what cannot be set here because it changes how every module,
+            // the dependencies' too, is compiled: --static-swift-stdlib, and a section per function so that the
+            // order reaches inside each module. docs/BENCHMARKS.md ("Start-up") has the figures.
             linkerSettings: [
                 .unsafeFlags(
                     [
                         "-use-ld=lld",
                         "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic",
+                        "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/scripts/sessionkeeper.order",
+                        "-Xlinker", "--no-warn-symbol-ordering",
                     ],
                     .when(platforms: [.linux], configuration: .release)
                 ),

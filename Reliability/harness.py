@@ -18,9 +18,10 @@ from datetime import datetime
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PASSWORD = "reliability-Passw0rd"
-# The release binaries as `scripts/install` builds them; RELIABILITY_BUILD=debug uses the debug ones that
-# `swift build --build-tests` (the test command) has already built, so CI builds nothing more.
-BUILD_FLAGS = [] if os.environ.get("RELIABILITY_BUILD") == "debug" else ["-c", "release", "--static-swift-stdlib"]
+# The release binaries as `scripts/install` builds them (scripts/build-release); RELIABILITY_BUILD=debug uses the
+# debug ones that `swift build --build-tests` (the test command) has already built, so CI builds nothing more.
+DEBUG = os.environ.get("RELIABILITY_BUILD") == "debug"
+BUILD = ["swift", "build"] if DEBUG else [os.path.join(ROOT, "scripts", "build-release")]
 
 
 def binaries():
@@ -28,15 +29,15 @@ def binaries():
     RELIABILITY_SKIP_BUILD=1."""
     if os.environ.get("RELIABILITY_SKIP_BUILD") != "1":
         for product in ("sessionkeeper", "demo-site"):
-            result = subprocess.run(["swift", "build", *BUILD_FLAGS, "--product", product], cwd=ROOT,
+            result = subprocess.run([*BUILD, "--product", product] if DEBUG else [*BUILD, product], cwd=ROOT,
                                     capture_output=True, text=True)
             if result.returncode != 0:
-                raise SystemExit(f"swift build --product {product} failed:\n{(result.stdout + result.stderr)[-4000:]}")
-    path = subprocess.run(["swift", "build", *BUILD_FLAGS, "--show-bin-path"], cwd=ROOT, check=True,
+                raise SystemExit(f"building {product} failed:\n{(result.stdout + result.stderr)[-4000:]}")
+    path = subprocess.run([*BUILD, "--show-bin-path"], cwd=ROOT, check=True,
                           capture_output=True, text=True).stdout.strip().splitlines()[-1]
     for product in ("sessionkeeper", "demo-site"):
         if not os.access(os.path.join(path, product), os.X_OK):
-            raise SystemExit(f"{path}/{product} is missing: run swift build {' '.join(BUILD_FLAGS)}")
+            raise SystemExit(f"{path}/{product} is missing: run {' '.join(BUILD)} {product}")
     return path
 
 

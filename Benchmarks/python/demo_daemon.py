@@ -1,0 +1,88 @@
+"""The release demo site and a release daemon logged into it, in a private temporary folder: what the start-up
+benchmark (Benchmarks/run-startup) and the link-order trace (Benchmarks/tools/make-order) run client commands
+against."""
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PASSWORD = "startup-Passw0rd"
+
+
+def build_release(*products):
+    """Builds `products` with scripts/build-release (the way scripts/install does) and returns their folder."""
+    return subprocess.run([os.path.join(ROOT, "scripts", "build-release"), *products], check=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
+
+
+class DemoDaemon:
+    """`with DemoDaemon(bin_path) as world:` starts the demo site on a free port and `sessionkeeper run` on a
+    config.yaml of its own, waits until `sessionkeeper cookie demo` answers, and stops both (and removes the
+    folder) on exit. `daemon_env` is added to the daemon's environment only (a tracer's LD_PRELOAD)."""
+
+    def __init__(self, bin_path, daemon_env=None):
+        self.sk = os.path.join(bin_path, "sessionkeeper")
+        self.demo_site = os.path.join(bin_path, "demo-site")
+        self.daemon_env = daemon_env or {}
+        self.work = tempfile.mkdtemp(prefix="sessionkeeper-demo-")
+        self.env = {"PATH": "/usr/bin:/bin", "HOME": self.work, "DEMO_PASSWORD": PASSWORD}
+        self.sock = f"{self.work}/state/sk.sock"
+        self.port = None
+        self.demo = None
+        self.daemon = None
+
+    def __enter__(self):
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _start(self):
+        work = self.work
+        self.demo = subprocess.Popen([self.demo_site, "--port", "0", "--port-file", f"{work}/port"], env=self.env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            if os.path.exists(f"{work}/port") and os.path.getsize(f"{work}/port") > 0:
+                break
+            time.sleep(0.1)
+        self.port = int(open(f"{work}/port").read().strip())
+        os.makedirs(f"{work}/sites")
+        with open(f"{work}/config.yaml", "w") as config:
+            config.write(f"sites_dir: sites\nstate_dir: state\nsocket: {{path: {self.sock}}}\n"
+                         "vault: {key: {file: state/master.key}}\n")
+        site = open(os.path.join(ROOT, "sites", "demo.yaml")).read()
+        with open(f"{work}/sites/demo.yaml", "w") as out:
+            out.write(site.replace("http://127.0.0.1:8480", f"http://127.0.0.1:{self.port}"))
+        log = open(f"{work}/daemon.log", "wb")
+        self.daemon = subprocess.Popen([self.sk, "run", "--config", "config.yaml"], cwd=work,
+                                       env=dict(self.env, **self.daemon_env), stdout=log, stderr=log)
+        deadline = time.monotonic() + 60
+        while self.run(["cookie", "demo", "--min-valid", "1s"]).returncode != 0:
+            if time.monotonic() > deadline or self.daemon.poll() is not None:
+                raise SystemExit(f"the daemon did not serve the demo session; see {work}/daemon.log")
+            time.sleep(0.1)
+
+    def run(self, arguments, env=None, stdout=subprocess.PIPE):
+        """`sessionkeeper ARGUMENTS` in the folder, with `env` added."""
+        return subprocess.run([self.sk, *arguments], cwd=self.work, env=dict(self.env, **(env or {})), stdout=stdout,
+                              stderr=subprocess.PIPE)
+
+    def write_jar(self):
+        """The demo session as a Netscape cookie file in the folder; returns its path."""
+        jar = f"{self.work}/jar.txt"
+        with open(jar, "wb") as out:
+            subprocess.run([self.sk, "cookie", "demo", "--format", "netscape"], cwd=self.work, env=self.env, stdout=out,
+                           check=True)
+        return jar
+
+    def __exit__(self, *_):
+        for process in (self.daemon, self.demo):
+            if process is not None and process.poll() is None:
+                process.terminate()
+                process.wait()
+        shutil.rmtree(self.work, ignore_errors=True)
