@@ -22,7 +22,8 @@ import TestSupport
         try await waitUntil(.seconds(8)) { await keeper.snapshot(of: "demo")?.status.phase == .valid }
     }
 
-    /// A connection whose pipeline holds only the fast path, with `peer` at the other end.
+    /// A connection whose pipeline holds the fast path and, after it, the handler that counts the router's
+    /// requests, with `peer` at the other end.
     private static func connection(_ world: SocketWorld, peer: PeerCredentials? = root, metrics: DaemonMetrics = DaemonMetrics())
         throws -> EmbeddedChannel
     {
@@ -30,7 +31,9 @@ import TestSupport
             keeper: world.keeper, access: AccessControl(daemonUID: 0, allowUIDs: []), peer: { _ in peer },
             answered: metrics.requestCounter(route: cookiesRoute, status: 200), now: { Date() })
         let channel = EmbeddedChannel()
-        try channel.pipeline.syncOperations.addHandler(CookieFastPath(parts: parts))
+        let ledger = ConnectionLedger()
+        try channel.pipeline.syncOperations.addHandler(CookieFastPath(parts: parts, ledger: ledger))
+        try channel.pipeline.syncOperations.addHandler(ConnectionLifetime(ledger: ledger, idleTimeout: .seconds(60)))
         return channel
     }
 
@@ -154,7 +157,7 @@ import TestSupport
         }
     }
 
-    @Test func aKeptAnswerIsSentAgainOnlyWhileItsSessionAndCookiesStand() async throws {
+    @Test func eachAnswerFollowsTheSessionAndItsCookies() async throws {
         try await SocketWorld.withWorld { world in
             await world.keeper.apply([try world.site()])
             #expect(try await Self.valid(world.keeper))

@@ -7,7 +7,8 @@
 // into values and stored in a jar for the `url=` (or a default) URL, and each refusal is rendered as the JSON
 // error the socket answers. Header limits are Hummingbird's own decoder settings (SocketServer.Limits), not
 // code of this project, so they are not fuzzed here. Nothing may crash; a refusal is a 400 `bad_request`
-// naming the parameter.
+// naming the parameter. The same bytes, read as a connection's, check how the socket finds where a request head
+// ends (HeadScanner).
 import FuzzDriver
 import CookieJar
 import Foundation
@@ -30,6 +31,7 @@ enum Main {
 /// One input (libFuzzer's LLVMFuzzerTestOneInput).
 func fuzzSocketRequest(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    checkHeadScanner(bytes)
     var lines = bytes.split(separator: 0x0A, maxSplits: 2, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
     guard lines.count >= 2 else { return 0 }
     let rest = lines.count > 2 ? lines.removeLast() : ""
@@ -92,6 +94,37 @@ private func headersAndBody(_ text: String) -> (HTTPFields, String) {
         fields.append(HTTPField(name: name, value: value))
     }
     return (fields, String(remaining))
+}
+
+/// The input as the bytes of a connection: ``HeadScanner`` (how ``WireReplay`` finds request heads) gives the
+/// same result whether the bytes come at once, in pieces or a byte at a time, and the result is the one a plain
+/// reading of RFC 9112's CRLF-ended lines gives: the end of the first empty line, or the first CR without LF,
+/// LF without CR or empty first line.
+private func checkHeadScanner(_ bytes: [UInt8]) {
+    let expected = plainHeadScan(bytes)
+    for piece in [bytes.count, 7, 1] where piece > 0 {
+        var scanner = HeadScanner()
+        var result = HeadScanner.Result.incomplete
+        var end = 0
+        while result == .incomplete, end < bytes.count {
+            end = min(bytes.count, end + piece)
+            result = bytes[..<end].withUnsafeBytes { scanner.scan($0) }
+        }
+        check(result == expected, "the head scanner disagrees with a plain reading of the lines")
+    }
+}
+
+private func plainHeadScan(_ bytes: [UInt8]) -> HeadScanner.Result {
+    let cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n")
+    var lineStart = 0
+    for (index, byte) in bytes.enumerated() {
+        if byte == cr, index + 1 < bytes.count, bytes[index + 1] != lf { return .malformed }
+        guard byte == lf else { continue }
+        guard index > 0, bytes[index - 1] == cr else { return .malformed }
+        if index - 1 == lineStart { return lineStart == 0 ? .malformed : .end(index + 1) }
+        lineStart = index + 1
+    }
+    return .incomplete
 }
 
 /// A broken invariant: a crash libFuzzer records with its input.

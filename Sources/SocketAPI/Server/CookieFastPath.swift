@@ -27,17 +27,15 @@ struct CookieFastPathParts: Sendable {
 /// ``CookieAnswer``).
 ///
 /// Hummingbird hands each request to a task through an async sequence and back, which costs more than the
-/// answer itself; this handler skips that for the one request clients make in loops. It sits after
-/// Hummingbird's connection-state handler, so the idle timeout and graceful shutdown count its answers as
-/// they count the router's.
+/// answer itself; this handler skips that for the one request clients make in loops. ``WireReplay``, at the
+/// front of the pipeline, skips the HTTP decoder and encoder too when the same request comes again: this
+/// handler tells it, through the ``ConnectionLedger``, what became of each head and how long an answer holds.
 ///
-/// Answers stay in request order: while the router has a request of this connection in hand, every request
-/// goes to it. The last answer is kept per connection and sent again as long as the board's entry is the
-/// same publication and none of its cookies has expired since.
-final class CookieFastPath: ChannelDuplexHandler, RemovableChannelHandler {
+/// Answers stay in request order: while the router has a request of this connection in hand (counted by
+/// ``ConnectionLifetime``, after this handler), every request goes to it.
+final class CookieFastPath: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
     private static let prefix = "/v1/sites/"
@@ -46,50 +44,34 @@ final class CookieFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// A request target, parsed: what the router would read from it.
     private struct Request {
-        var target: String
         var site: String
         var format: CookieFormat
         var url: URL?
         var minValid: Duration?
     }
 
-    /// The answer last made on this connection, and for which request.
-    private struct Kept {
-        var request: Request
-        /// The board publication the answer was made from.
-        var generation: UInt64
-        /// The publication's session is fit for a request at `t` exactly when `t + min_valid` is before this
-        /// (``ServedSession/fitUntil``).
-        var fitUntil: Date
-        /// When the answer may next change (a cookie in it expires).
-        var changesAt: Date?
-        var body: ByteBuffer
-        var contentType: String
-        /// The answer's head, its `Date` field of `second` (nil: not made yet).
-        var head: (response: HTTPResponse, second: Int)?
-    }
-
     private let parts: CookieFastPathParts
+    private let ledger: ConnectionLedger
     private var peer: PeerCredentials?
-    /// Requests handed to the router whose answer has not been written yet.
-    private var routedInFlight = 0
     /// The rest of a request this handler answered (its body, its end) is dropped.
     private var discardingRequest = false
     private var unflushed = false
-    private var kept: Kept?
 
-    init(parts: CookieFastPathParts) {
+    init(parts: CookieFastPathParts, ledger: ConnectionLedger) {
         self.parts = parts
+        self.ledger = ledger
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            if routedInFlight == 0, answer(head, context: context) {
+            ledger.headsSeen += 1
+            let answer = ledger.routedInFlight == 0 ? self.answer(head, context: context) : nil
+            ledger.lastHead = ConnectionLedger.HeadOutcome(bodiless: Self.isBodiless(head), answer: answer)
+            if answer != nil {
                 discardingRequest = true
                 return
             }
-            routedInFlight += 1
         case .body:
             if discardingRequest { return }
         case .end:
@@ -109,33 +91,44 @@ final class CookieFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelReadComplete()
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { routedInFlight -= 1 }
-        context.write(data, promise: promise)
+    /// Whether the next request starts right after this head (RFC 9112 section 6.3): no body announced, and
+    /// no switch to another protocol.
+    private static func isBodiless(_ head: HTTPRequest) -> Bool {
+        head.method != .connect && head.headerFields[.transferEncoding] == nil && head.headerFields[.upgrade] == nil
+            && (head.headerFields[.contentLength].map { $0 == "0" } ?? true)
     }
 
-    /// Writes the answer to `head` when this handler can give it; false leaves the request to the router.
-    private func answer(_ head: HTTPRequest, context: ChannelHandlerContext) -> Bool {
+    /// Writes the answer to `head` when this handler can give it, and says how long it holds; nil leaves the
+    /// request to the router.
+    private func answer(_ head: HTTPRequest, context: ChannelHandlerContext) -> AnswerValidity? {
         // `Connection` (close, or HTTP/1.0's keep-alive) changes how the connection ends: the router's.
-        guard head.method == .get, let target = head.path, target.hasPrefix(Self.prefix), head.headerFields[.connection] == nil else {
-            return false
+        guard head.method == .get, let target = head.path, target.hasPrefix(Self.prefix), head.headerFields[.connection] == nil,
+              let request = parse(target)
+        else {
+            return nil
         }
         if peer == nil { peer = parts.peer(context.channel) }
-        guard let peer else { return false }
-        let now = parts.now()
-        if var kept, kept.request.target == target {
-            let horizon = now.addingTimeInterval(kept.request.minValid.map { $0 / .seconds(1) } ?? 0)
-            if kept.generation == parts.keeper.board.generation(of: kept.request.site), horizon < kept.fitUntil,
-               kept.changesAt.map({ now < $0 }) ?? true
-            {
-                send(&kept, context: context)
-                self.kept = kept
-                return true
-            }
-            return answerAfresh(kept.request, peer: peer, context: context)
+        guard let peer, let served = parts.keeper.servedNow(request.site, minValid: request.minValid),
+              parts.access.allows(peer, site: served.site)
+        else {
+            return nil
         }
-        guard let request = parse(target) else { return false }
-        return answerAfresh(request, peer: peer, context: context)
+        let answer = CookieAnswer(served, format: request.format, url: request.url, now: parts.now)
+        let body = context.channel.allocator.buffer(string: answer.text)
+        let second = Int(Date().timeIntervalSince1970)
+        let response = HTTPResponse(status: .ok, headerFields: [
+            .contentType: answer.contentType, .contentLength: String(body.readableBytes),
+            .date: CookieTime.httpDate(Date(timeIntervalSince1970: TimeInterval(second))),
+        ])
+        context.write(wrapOutboundOut(.head(response)), promise: nil)
+        context.write(wrapOutboundOut(.body(body)), promise: nil)
+        context.write(wrapOutboundOut(.end(nil)), promise: nil)
+        unflushed = true
+        parts.answered.increment()
+        ledger.lastActivity = .now()
+        return AnswerValidity(
+            site: request.site, generation: served.generation, minValid: request.minValid.map { $0 / .seconds(1) } ?? 0,
+            fitUntil: served.fitUntil, changesAt: answer.changesAt, dateSecond: second)
     }
 
     /// `target`'s site and parameters, when the router would answer them with cookies (else nil: its error
@@ -150,47 +143,12 @@ final class CookieFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         do {
             let query = try Query(uri, allowed: Self.parameters)
             let request = Request(
-                target: target, site: String(name), format: try query.format("format") ?? .header, url: try query.url("url"),
+                site: String(name), format: try query.format("format") ?? .header, url: try query.url("url"),
                 minValid: try query.duration("min_valid"))
             _ = try query.duration("wait")
             return request
         } catch {
             return nil
         }
-    }
-
-    /// Reads the site's session from the board and, when it is fit and the peer may read it, answers with it.
-    private func answerAfresh(_ request: Request, peer: PeerCredentials, context: ChannelHandlerContext) -> Bool {
-        guard let served = parts.keeper.servedNow(request.site, minValid: request.minValid), parts.access.allows(peer, site: served.site)
-        else {
-            return false
-        }
-        let answer = CookieAnswer(served, format: request.format, url: request.url, now: parts.now)
-        var kept = Kept(
-            request: request, generation: served.generation, fitUntil: served.fitUntil, changesAt: answer.changesAt,
-            body: context.channel.allocator.buffer(string: answer.text), contentType: answer.contentType, head: nil)
-        send(&kept, context: context)
-        self.kept = kept
-        return true
-    }
-
-    private func send(_ kept: inout Kept, context: ChannelHandlerContext) {
-        // The `Date` field (RFC 9110 section 6.6.1) has whole seconds: the head is made again once a second.
-        let second = Int(Date().timeIntervalSince1970)
-        let head: HTTPResponse
-        if let made = kept.head, made.second == second {
-            head = made.response
-        } else {
-            head = HTTPResponse(status: .ok, headerFields: [
-                .contentType: kept.contentType, .contentLength: String(kept.body.readableBytes),
-                .date: CookieTime.httpDate(Date(timeIntervalSince1970: TimeInterval(second))),
-            ])
-            kept.head = (head, second)
-        }
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
-        context.write(wrapOutboundOut(.body(kept.body)), promise: nil)
-        context.write(wrapOutboundOut(.end(nil)), promise: nil)
-        unflushed = true
-        parts.answered.increment()
     }
 }

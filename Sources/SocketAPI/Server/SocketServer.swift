@@ -96,7 +96,7 @@ public final class SocketServer: Service, Sendable {
         defer { loop.shutdownGracefully { _ in } }
         let application = Application(
             router: buildRouter(),
-            server: .http1OnEventLoops(configuration: http1Configuration(), fastPath: fastPathParts()),
+            server: .socketHTTP1(limits: limits, fastPath: fastPathParts()) { [peers] in [peers.makeHandler()] },
             configuration: ApplicationConfiguration(address: .unixDomainSocket(path: settings.path), serverName: nil),
             onServerRunning: { [settings] _ in
                 bound.set()
@@ -159,17 +159,6 @@ public final class SocketServer: Service, Sendable {
         CookieFastPathParts(
             keeper: keeper, access: access, peer: { [peers] in peers.known($0) },
             answered: metrics.requestCounter(route: "/v1/sites/{name}/cookies", status: 200), now: now)
-    }
-
-    private func http1Configuration() -> HTTP1Channel.Configuration {
-        let peers = peers
-        return HTTP1Channel.Configuration(
-            additionalChannelHandlers: [peers.makeHandler()],
-            idleTimeout: TimeAmount.nanoseconds(
-                limits.idleTimeout.components.seconds * 1_000_000_000 + limits.idleTimeout.components.attoseconds / 1_000_000_000),
-            httpDecoderConfiguration: .init(
-                maxHeaderFieldSize: limits.maxHeaderFieldBytes, maxHeaderListSize: limits.maxHeaderListBytes,
-                maxHeaderFieldCount: limits.maxHeaderFieldCount))
     }
 }
 

@@ -1,0 +1,227 @@
+import CookieJar
+import Daemon
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import Platform
+@testable import SocketAPI
+import Testing
+import TestSupport
+
+/// ``WireReplay``: a repeated cookies request answered from the bytes of its last answer, in an embedded
+/// pipeline built as the server builds it (bytes in at the front, HTTP parts out at the back for the router),
+/// and the ``HeadScanner`` it finds request heads with.
+@Suite struct WireReplayTests {
+    private static let request = "GET /v1/sites/demo/cookies HTTP/1.1\r\nHost: localhost\r\nUser-Agent: test\r\n\r\n"
+
+    private static func valid(_ keeper: Keeper) async throws -> Bool {
+        try await waitUntil(.seconds(8)) { await keeper.snapshot(of: "demo")?.status.phase == .valid }
+    }
+
+    /// A connection as ``SocketHTTPChannel`` sets it up, short of the router.
+    private struct Connection {
+        let channel = EmbeddedChannel()
+        let replay: WireReplay
+        let metrics = DaemonMetrics()
+
+        init(_ world: SocketWorld, maxHeadBytes: Int = 16 * 1024, maxHeaderFieldBytes: Int = 8 * 1024) throws {
+            let parts = CookieFastPathParts(
+                keeper: world.keeper, access: AccessControl(daemonUID: 0, allowUIDs: []),
+                peer: { _ in PeerCredentials(pid: 1, uid: 0, gid: 0) },
+                answered: metrics.requestCounter(route: "/v1/sites/{name}/cookies", status: 200), now: { Date() })
+            let ledger = ConnectionLedger()
+            replay = WireReplay(parts: parts, ledger: ledger, maxHeadBytes: maxHeadBytes)
+            let operations = channel.pipeline.syncOperations
+            var limits = NIOHTTPDecoderLimitConfiguration()
+            limits.maxHeaderFieldSize = maxHeaderFieldBytes
+            try operations.configureHTTPServerPipeline(
+                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
+                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
+            try operations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            try operations.addHandler(CookieFastPath(parts: parts, ledger: ledger))
+            try operations.addHandler(ConnectionLifetime(ledger: ledger, idleTimeout: .seconds(60)))
+            try operations.addHandler(replay, position: .first)
+        }
+
+        /// Sends `bytes` in the pieces given; returns what was written back and what reached the router.
+        func send(_ pieces: [String]) throws -> (written: String, routed: [HTTPRequestPart]) {
+            for piece in pieces { try channel.writeInbound(ByteBuffer(string: piece)) }
+            var written = ""
+            while let data = try channel.readOutbound(as: IOData.self) {
+                guard case .byteBuffer(let buffer) = data else { continue }
+                written += String(buffer: buffer)
+            }
+            var routed: [HTTPRequestPart] = []
+            while let part = try channel.readInbound(as: HTTPRequestPart.self) { routed.append(part) }
+            return (written, routed)
+        }
+
+        func send(_ bytes: String) throws -> (written: String, routed: [HTTPRequestPart]) { try send([bytes]) }
+
+        /// The router's answer to the request it holds, as it goes out through the pipeline.
+        func routerAnswers() throws -> String {
+            try channel.writeOutbound(HTTPResponsePart.head(HTTPResponse(status: .noContent)))
+            try channel.writeOutbound(HTTPResponsePart.end(nil))
+            var written = ""
+            while let data = try channel.readOutbound(as: IOData.self) {
+                if case .byteBuffer(let buffer) = data { written += String(buffer: buffer) }
+            }
+            return written
+        }
+    }
+
+    /// Waits for the start of a wall-clock second, so that a test's answers share their `Date` field.
+    private static func startOfASecond() async throws {
+        let now = Date().timeIntervalSince1970
+        try await Task.sleep(for: .seconds(now.rounded(.up) - now + 0.01))
+    }
+
+    @Test func aRepeatedRequestGetsTheSameBytesWithoutTheDecoder() async throws {
+        try await SocketWorld.withWorld { world in
+            await world.keeper.apply([try world.site()])
+            #expect(try await Self.valid(world.keeper))
+            let connection = try Connection(world)
+            try await Self.startOfASecond()
+            let first = try connection.send(Self.request)
+            #expect(first.routed.isEmpty)
+            #expect(first.written.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            let served = try #require(world.keeper.servedNow("demo", minValid: nil))
+            #expect(first.written.hasSuffix("\r\n\r\n" + CookieAnswer(served, format: .header, url: nil, now: { Date() }).text))
+            #expect(connection.replay.replayed == 0)
+            for _ in 0..<3 {
+                let again = try connection.send(Self.request)
+                #expect(again.written == first.written && again.routed.isEmpty)
+            }
+            #expect(connection.replay.replayed == 3)
+            // Pipelined: two in one read, two answers.
+            let two = try connection.send(Self.request + Self.request)
+            #expect(two.written == first.written + first.written)
+            // A head arriving in pieces, a byte at a time at the end: answered once whole.
+            let bytes = Array(Self.request.utf8)
+            let cuts = [0, 10, bytes.count - 3, bytes.count - 2, bytes.count - 1, bytes.count]
+            let pieces = zip(cuts, cuts.dropFirst()).map { String(decoding: bytes[$0..<$1], as: UTF8.self) }
+            #expect(try connection.send(pieces).written == first.written)
+            #expect(connection.replay.replayed == 6)
+            // Every answer counted as the router counts its own.
+            let text = connection.metrics.render([], now: Date())
+            #expect(text.contains("sessionkeeper_socket_requests_total{route=\"/v1/sites/{name}/cookies\",status=\"200\"} 7"))
+            _ = try connection.channel.finish()
+        }
+    }
+
+    @Test func anAnswerIsReplayedOnlyWhileItStillHolds() async throws {
+        try await SocketWorld.withWorld { world in
+            await world.keeper.apply([try world.site()])
+            #expect(try await Self.valid(world.keeper))
+            let connection = try Connection(world)
+            try await Self.startOfASecond()
+            let first = try connection.send(Self.request)
+            // Another request (another target): the fast path's own answer, which becomes the kept one.
+            let json = try connection.send("GET /v1/sites/demo/cookies?format=json HTTP/1.1\r\n\r\n")
+            #expect(json.written.contains("application/json") && json.routed.isEmpty)
+            #expect(connection.replay.replayed == 0)
+            // A cookie set later: a new publication of the session, so a fresh answer carrying it.
+            let base = try #require(URL(string: world.server.baseURL.absoluteString + "/"))
+            _ = try await world.keeper.setCookies("demo", url: base, values: ["brief=1; Path=/; Max-Age=1"])
+            let withBrief = try connection.send(Self.request)
+            #expect(withBrief.written.contains("brief=1") && withBrief.written != first.written)
+            #expect(connection.replay.replayed == 0)
+            // Once that cookie has expired, the answer changes again (the same publication).
+            try await Task.sleep(for: .milliseconds(1100))
+            try await Self.startOfASecond()
+            let afterExpiry = try connection.send(Self.request)
+            #expect(!afterExpiry.written.contains("brief="))
+            #expect(connection.replay.replayed == 0)
+            // The next second: a fresh `Date` field, not the kept one.
+            #expect(try connection.send(Self.request).written == afterExpiry.written)
+            #expect(connection.replay.replayed == 1)
+            try await Self.startOfASecond()
+            let later = try connection.send(Self.request)
+            #expect(later.written != afterExpiry.written && later.written.hasPrefix("HTTP/1.1 200 OK"))
+            #expect(connection.replay.replayed == 1)
+            _ = try connection.channel.finish()
+        }
+    }
+
+    @Test func answersWaitBehindARequestTheRouterHolds() async throws {
+        try await SocketWorld.withWorld { world in
+            await world.keeper.apply([try world.site()])
+            #expect(try await Self.valid(world.keeper))
+            let connection = try Connection(world)
+            try await Self.startOfASecond()
+            let first = try connection.send(Self.request)
+            // /metrics goes to the router; the cookies request behind it goes there too, in order.
+            let held = try connection.send("GET /metrics HTTP/1.1\r\n\r\n" + Self.request)
+            #expect(held.written.isEmpty && held.routed.count == 4)
+            #expect(try connection.routerAnswers().hasPrefix("HTTP/1.1 204"))
+            #expect(try connection.routerAnswers().hasPrefix("HTTP/1.1 204"))
+            #expect(connection.replay.replayed == 0)
+            // Both answered: replayed again.
+            #expect(try connection.send(Self.request).written == first.written)
+            #expect(connection.replay.replayed == 1)
+            _ = try connection.channel.finish()
+        }
+    }
+
+    @Test func whereTheNextRequestStartsIsUnknownEverythingGoesToTheDecoder() async throws {
+        try await SocketWorld.withWorld { world in
+            await world.keeper.apply([try world.site()])
+            #expect(try await Self.valid(world.keeper))
+            // A body: the connection is the HTTP handlers' from then on, and they still answer.
+            let withBody = try Connection(world)
+            #expect(try withBody.send(Self.request).routed.isEmpty)
+            let post = try withBody.send("POST /v1/sites/demo/set-cookie HTTP/1.1\r\nContent-Length: 3\r\n\r\na=b")
+            #expect(post.routed.count == 3, "head, body, end")
+            _ = try withBody.routerAnswers()
+            let after = try withBody.send(Self.request)
+            #expect(after.written.hasPrefix("HTTP/1.1 200 OK") && after.routed.isEmpty)
+            #expect(withBody.replay.replayed == 0)
+            _ = try withBody.channel.finish()
+
+            // Lines ended by a bare LF: the decoder's to judge (it refuses them), not held back.
+            let bareLF = try Connection(world)
+            #expect(throws: (any Error).self) { _ = try bareLF.send("GET /v1/sites/demo/cookies HTTP/1.1\nHost: localhost\n\n") }
+            _ = try? bareLF.channel.finish()
+
+            // A head longer than the decoder allows reaches the decoder, which refuses it.
+            let long = try Connection(world, maxHeadBytes: 1024, maxHeaderFieldBytes: 1024)
+            let field = "X-Filler: " + String(repeating: "a", count: 2000) + "\r\n"
+            #expect(throws: (any Error).self) { _ = try long.send("GET /v1/sites/demo/cookies HTTP/1.1\r\n" + field) }
+            _ = try? long.channel.finish()
+
+            // Not HTTP at all: the decoder's error, at once, not held back for a head to complete.
+            for bytes in ["\u{1}\u{2}\u{3} hello", "HELLO"] {
+                let garbage = try Connection(world)
+                #expect(throws: (any Error).self) { _ = try garbage.send(bytes) }
+                _ = try? garbage.channel.finish()
+            }
+        }
+    }
+
+    @Test func theScannerFindsTheEndOfAHeadAcrossReads() {
+        func scan(_ text: String, pieces: Int) -> HeadScanner.Result {
+            var scanner = HeadScanner()
+            let bytes = Array(text.utf8)
+            var result = HeadScanner.Result.incomplete
+            for end in stride(from: 0, through: bytes.count, by: max(1, bytes.count / pieces)) + [bytes.count] {
+                result = bytes[..<end].withUnsafeBytes { scanner.scan($0) }
+                if result != .incomplete { break }
+            }
+            return result
+        }
+        let head = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+        for pieces in [1, 3, head.utf8.count] {
+            #expect(scan(head, pieces: pieces) == .end(head.utf8.count))
+            #expect(scan(head + "GET /next", pieces: pieces) == .end(head.utf8.count))
+            #expect(scan("GET / HTTP/1.1\r\nHost: x\r\n", pieces: pieces) == .incomplete)
+            #expect(scan("GET / HTTP/1.1\r\nHost: x\r", pieces: pieces) == .incomplete)
+            #expect(scan("GET / HTTP/1.1\nHost: x\r\n\r\n", pieces: pieces) == .malformed)
+            #expect(scan("GET / HTTP/1.1\r\nHost: x\rY\r\n\r\n", pieces: pieces) == .malformed)
+            #expect(scan("\r\nGET / HTTP/1.1\r\n\r\n", pieces: pieces) == .malformed)
+        }
+    }
+}
