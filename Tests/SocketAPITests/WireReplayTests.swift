@@ -202,6 +202,26 @@ import TestSupport
         }
     }
 
+    @Test func aHeadTrickledInIsNoActivity() async throws {
+        try await SocketWorld.withWorld { world in
+            await world.keeper.apply([try world.site()])
+            #expect(try await Self.valid(world.keeper))
+            let connection = try Connection(world)
+            try await connection.channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1))
+            let loop = try #require(connection.channel.eventLoop as? EmbeddedEventLoop)
+            #expect(try connection.send(Self.request).written.hasPrefix("HTTP/1.1 200 OK"))
+            // The start of a head, held back for its end, then a byte now and then: the idle timeout still
+            // counts from the last answer.
+            _ = try connection.send("GET /v1/si")
+            for _ in 0..<6 {
+                loop.advanceTime(by: .seconds(10))
+                _ = try connection.send("t")
+            }
+            loop.advanceTime(by: .seconds(1))
+            #expect(!connection.channel.isActive)
+        }
+    }
+
     @Test func theScannerFindsTheEndOfAHeadAcrossReads() {
         func scan(_ text: String, pieces: Int) -> HeadScanner.Result {
             var scanner = HeadScanner()

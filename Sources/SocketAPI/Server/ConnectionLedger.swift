@@ -7,8 +7,9 @@ final class ConnectionLedger {
     /// Requests handed to the router whose answer has not ended yet (counted by ``ConnectionLifetime``).
     /// While there is one, every later request goes to the router too, so answers leave in request order.
     var routedInFlight = 0
-    /// When a request part was last read or an answer last ended. The idle timeout counts from here.
-    var lastActivity: NIODeadline = .now()
+    /// When a request part was last read or an answer last ended, by the event loop's clock. The idle timeout
+    /// counts from here (``ConnectionLifetime`` sets it when the connection becomes active).
+    var lastActivity: NIODeadline = .uptimeNanoseconds(0)
     /// Request heads ``CookieFastPath`` has seen on this connection.
     var headsSeen = 0
     /// What became of the last of them.

@@ -46,7 +46,7 @@ final class ConnectionLifetime: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        ledger.lastActivity = .now()
+        ledger.lastActivity = context.eventLoop.now
         switch unwrapInboundIn(data) {
         case .head:
             readingRequest = true
@@ -66,7 +66,7 @@ final class ConnectionLifetime: ChannelDuplexHandler, RemovableChannelHandler {
         }
         // (An answer to a request the decoder could not read has no head read before it.)
         ledger.routedInFlight = max(0, ledger.routedInFlight - 1)
-        ledger.lastActivity = .now()
+        ledger.lastActivity = context.eventLoop.now
         if closeWhenAnswered, ledger.routedInFlight == 0 {
             context.writeAndFlush(data, promise: promise)
             context.close(promise: nil)
@@ -90,7 +90,7 @@ final class ConnectionLifetime: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func startTimer(context: ChannelHandlerContext) {
         guard timer == nil else { return }
-        ledger.lastActivity = .now()
+        ledger.lastActivity = context.eventLoop.now
         schedule(at: ledger.lastActivity + idleTimeout, context: context)
     }
 
@@ -99,11 +99,11 @@ final class ConnectionLifetime: ChannelDuplexHandler, RemovableChannelHandler {
             timer = nil
             // The router is answering a request read whole: that takes as long as it takes.
             if ledger.routedInFlight > 0, !readingRequest {
-                schedule(at: .now() + idleTimeout, context: context)
+                schedule(at: context.eventLoop.now + idleTimeout, context: context)
                 return
             }
             let due = ledger.lastActivity + idleTimeout
-            if due <= .now() {
+            if due <= context.eventLoop.now {
                 context.close(promise: nil)
             } else {
                 schedule(at: due, context: context)

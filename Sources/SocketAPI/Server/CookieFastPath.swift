@@ -125,7 +125,7 @@ final class CookieFastPath: ChannelInboundHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.end(nil)), promise: nil)
         unflushed = true
         parts.answered.increment()
-        ledger.lastActivity = .now()
+        ledger.lastActivity = context.eventLoop.now
         return AnswerValidity(
             site: request.site, generation: served.generation, minValid: request.minValid.map { $0 / .seconds(1) } ?? 0,
             fitUntil: served.fitUntil, changesAt: answer.changesAt, dateSecond: second)

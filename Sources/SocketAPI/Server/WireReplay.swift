@@ -125,7 +125,7 @@ final class WireReplay: ChannelDuplexHandler, RemovableChannelHandler {
         unflushed = true
         replayed += 1
         parts.answered.increment()
-        ledger.lastActivity = .now()
+        ledger.lastActivity = context.eventLoop.now
         return true
     }
 
