@@ -18,8 +18,13 @@ import TestSupport
 @Suite struct WireReplayTests {
     private static let request = "GET /v1/sites/demo/cookies HTTP/1.1\r\nHost: localhost\r\nUser-Agent: test\r\n\r\n"
 
-    private static func valid(_ keeper: Keeper) async throws -> Bool {
-        try await waitUntil(.seconds(8)) { await keeper.snapshot(of: "demo")?.status.phase == .valid }
+    /// A world whose keeper holds a valid demo session.
+    private static func withServedDemo(_ body: (SocketWorld) async throws -> Void) async throws {
+        try await SocketWorld.withWorld { world in
+            await world.keeper.apply([try world.site()])
+            #expect(try await waitUntil(.seconds(8)) { await world.keeper.snapshot(of: "demo")?.status.phase == .valid })
+            try await body(world)
+        }
     }
 
     /// A connection as ``SocketHTTPChannel`` sets it up, short of the router.
@@ -81,9 +86,7 @@ import TestSupport
     }
 
     @Test func aRepeatedRequestGetsTheSameBytesWithoutTheDecoder() async throws {
-        try await SocketWorld.withWorld { world in
-            await world.keeper.apply([try world.site()])
-            #expect(try await Self.valid(world.keeper))
+        try await Self.withServedDemo { world in
             let connection = try Connection(world)
             try await Self.startOfASecond()
             let first = try connection.send(Self.request)
@@ -114,9 +117,7 @@ import TestSupport
     }
 
     @Test func anAnswerIsReplayedOnlyWhileItStillHolds() async throws {
-        try await SocketWorld.withWorld { world in
-            await world.keeper.apply([try world.site()])
-            #expect(try await Self.valid(world.keeper))
+        try await Self.withServedDemo { world in
             let connection = try Connection(world)
             try await Self.startOfASecond()
             let first = try connection.send(Self.request)
@@ -148,9 +149,7 @@ import TestSupport
     }
 
     @Test func answersWaitBehindARequestTheRouterHolds() async throws {
-        try await SocketWorld.withWorld { world in
-            await world.keeper.apply([try world.site()])
-            #expect(try await Self.valid(world.keeper))
+        try await Self.withServedDemo { world in
             let connection = try Connection(world)
             try await Self.startOfASecond()
             let first = try connection.send(Self.request)
@@ -168,9 +167,7 @@ import TestSupport
     }
 
     @Test func whereTheNextRequestStartsIsUnknownEverythingGoesToTheDecoder() async throws {
-        try await SocketWorld.withWorld { world in
-            await world.keeper.apply([try world.site()])
-            #expect(try await Self.valid(world.keeper))
+        try await Self.withServedDemo { world in
             // A body: the connection is the HTTP handlers' from then on, and they still answer.
             let withBody = try Connection(world)
             #expect(try withBody.send(Self.request).routed.isEmpty)
@@ -203,9 +200,7 @@ import TestSupport
     }
 
     @Test func aHeadTrickledInIsNoActivity() async throws {
-        try await SocketWorld.withWorld { world in
-            await world.keeper.apply([try world.site()])
-            #expect(try await Self.valid(world.keeper))
+        try await Self.withServedDemo { world in
             let connection = try Connection(world)
             try await connection.channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1))
             let loop = try #require(connection.channel.eventLoop as? EmbeddedEventLoop)
