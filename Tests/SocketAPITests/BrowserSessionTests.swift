@@ -35,7 +35,8 @@ import Testing
                 cookies: {essential: [app_session]}
                 """)
             await world.keeper.apply([site])
-            let valid = try await waitUntil(.seconds(8)) { await world.keeper.snapshot(of: "app")?.status.phase == .valid }
+            // A plugin's login: a Python process; generous for the suite in parallel under a sanitizer.
+            let valid = try await waitUntil(.seconds(30)) { await world.keeper.snapshot(of: "app")?.status.phase == .valid }
             #expect(valid)
             try await world.serving(world.socketServer()) {
                 let one = try await world.curl("/v1/sites/app")
