@@ -105,8 +105,9 @@ struct SocketWorld {
         let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
         let running = Task { try await group.run() }
         defer { running.cancel() }
-        // The server says when it listens with its mode set; a socket that never comes up fails the test.
-        let deadline = ContinuousClock.now + .seconds(10)
+        // The server says when it listens with its mode set; a socket that never comes up fails the test
+        // (generous: under ThreadSanitizer with the suite in parallel, 10 s once did not suffice).
+        let deadline = ContinuousClock.now + .seconds(30)
         while listens.count == listensBefore {
             guard ContinuousClock.now < deadline else { throw WorldError("the socket server did not start") }
             try await Task.sleep(for: .milliseconds(20))
