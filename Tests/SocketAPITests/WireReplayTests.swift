@@ -8,6 +8,7 @@ import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import Platform
+import Scheduler
 @testable import SocketAPI
 import Testing
 import TestSupport
@@ -33,7 +34,9 @@ import TestSupport
         let replay: WireReplay
         let metrics = DaemonMetrics()
 
-        init(_ world: SocketWorld, maxHeadBytes: Int = 16 * 1024, maxHeaderFieldBytes: Int = 8 * 1024) throws {
+        /// - Parameter replaying: false leaves ``WireReplay`` out of the pipeline, as it was before it (the
+        ///   handler is made all the same, and sees nothing).
+        init(_ world: SocketWorld, maxHeadBytes: Int = 16 * 1024, maxHeaderFieldBytes: Int = 8 * 1024, replaying: Bool = true) throws {
             let parts = CookieFastPathParts(
                 keeper: world.keeper, access: AccessControl(daemonUID: 0, allowUIDs: []),
                 peer: { _ in PeerCredentials(pid: 1, uid: 0, gid: 0) },
@@ -49,11 +52,11 @@ import TestSupport
             try operations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             try operations.addHandler(CookieFastPath(parts: parts, ledger: ledger))
             try operations.addHandler(ConnectionLifetime(ledger: ledger, idleTimeout: .seconds(60)))
-            try operations.addHandler(replay, position: .first)
+            if replaying { try operations.addHandler(replay, position: .first) }
         }
 
         /// Sends `bytes` in the pieces given; returns what was written back and what reached the router.
-        func send(_ pieces: [String]) throws -> (written: String, routed: [HTTPRequestPart]) {
+        func send(_ pieces: [String]) throws -> (written: Sealed, routed: [HTTPRequestPart]) {
             for piece in pieces { try channel.writeInbound(ByteBuffer(string: piece)) }
             var written = ""
             while let data = try channel.readOutbound(as: IOData.self) {
@@ -62,20 +65,20 @@ import TestSupport
             }
             var routed: [HTTPRequestPart] = []
             while let part = try channel.readInbound(as: HTTPRequestPart.self) { routed.append(part) }
-            return (written, routed)
+            return (Sealed(written), routed)
         }
 
-        func send(_ bytes: String) throws -> (written: String, routed: [HTTPRequestPart]) { try send([bytes]) }
+        func send(_ bytes: String) throws -> (written: Sealed, routed: [HTTPRequestPart]) { try send([bytes]) }
 
         /// The router's answer to the request it holds, as it goes out through the pipeline.
-        func routerAnswers() throws -> String {
+        func routerAnswers() throws -> Sealed {
             try channel.writeOutbound(HTTPResponsePart.head(HTTPResponse(status: .noContent)))
             try channel.writeOutbound(HTTPResponsePart.end(nil))
             var written = ""
             while let data = try channel.readOutbound(as: IOData.self) {
                 if case .byteBuffer(let buffer) = data { written += String(buffer: buffer) }
             }
-            return written
+            return Sealed(written)
         }
     }
 
@@ -109,9 +112,12 @@ import TestSupport
             let pieces = zip(cuts, cuts.dropFirst()).map { String(decoding: bytes[$0..<$1], as: UTF8.self) }
             #expect(try connection.send(pieces).written == first.written)
             #expect(connection.replay.replayed == 6)
+            // After a head that came in pieces, the next one is found from its own start.
+            let json = try connection.send("GET /v1/sites/demo/cookies?format=json HTTP/1.1\r\n\r\n")
+            #expect(json.written.hasPrefix("HTTP/1.1 200 OK") && json.written.contains("application/json"))
             // Every answer counted as the router counts its own.
             let text = connection.metrics.render([], now: Date())
-            #expect(text.contains("sessionkeeper_socket_requests_total{route=\"/v1/sites/{name}/cookies\",status=\"200\"} 7"))
+            #expect(text.contains("sessionkeeper_socket_requests_total{route=\"/v1/sites/{name}/cookies\",status=\"200\"} 8"))
             _ = try connection.channel.finish()
         }
     }
@@ -215,6 +221,59 @@ import TestSupport
             loop.advanceTime(by: .seconds(1))
             #expect(!connection.channel.isActive)
         }
+    }
+
+    /// Random streams of requests, cut at random places, give the same bytes back, and the same requests to
+    /// the router, with ``WireReplay`` in front of the decoder as without it.
+    @Test func withOrWithoutReplayTheSameStreamGetsTheSameAnswers() async throws {
+        try await Self.withServedDemo { world in
+            let requests = [
+                "GET /v1/sites/demo/cookies HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                "GET /v1/sites/demo/cookies HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                "GET /v1/sites/demo/cookies?format=json HTTP/1.1\r\n\r\n",
+                "GET /metrics HTTP/1.1\r\n\r\n",
+                "POST /v1/sites/demo/refresh HTTP/1.1\r\n\r\n",
+                "POST /v1/sites/demo/set-cookie HTTP/1.1\r\nContent-Length: 3\r\n\r\na=b",
+                "GET /v1/sites/demo/cookies HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+            ]
+            var random = SplitMix64(seed: 20261124)
+            var compared = 0
+            for _ in 0..<150 {
+                let stream = Array((0..<Int.random(in: 1...8, using: &random)).map { _ in requests.randomElement(using: &random)! }.joined().utf8)
+                var cuts = Set((0..<Int.random(in: 0...6, using: &random)).map { _ in Int.random(in: 1..<stream.count, using: &random) })
+                if Bool.random(using: &random), stream.count < 200 { cuts = Set(1..<stream.count) }
+                let edges = [0] + cuts.sorted() + [stream.count]
+                let pieces = zip(edges, edges.dropFirst()).map { String(decoding: stream[$0..<$1], as: UTF8.self) }
+                let second = Int(Date().timeIntervalSince1970)
+                let replayed = try Self.transcript(of: pieces, on: Connection(world))
+                let plain = try Self.transcript(of: pieces, on: Connection(world, replaying: false))
+                // Answers made in different seconds differ in their Date field: such a pair says nothing.
+                guard Int(Date().timeIntervalSince1970) == second else { continue }
+                let same = replayed == plain
+                #expect(same, "\(pieces.map { $0.debugDescription })")
+                compared += 1
+            }
+            #expect(compared > 100)
+        }
+    }
+
+    /// What goes out of `connection` for `pieces`: each answer's bytes and, for each request the router gets,
+    /// its method and path, the router answering each at once (sealed: a difference prints no cookie value).
+    private static func transcript(of pieces: [String], on connection: Connection) throws -> [Sealed] {
+        var transcript: [Sealed] = []
+        for piece in pieces {
+            let (written, routed) = try connection.send(piece)
+            if !written.isEmpty { transcript.append(written) }
+            for part in routed {
+                switch part {
+                case .head(let head): transcript.append(Sealed("router: \(head.method) \(head.path ?? "")"))
+                case .body(let body): transcript.append(Sealed("router body: \(String(buffer: body))"))
+                case .end: transcript.append(try connection.routerAnswers())
+                }
+            }
+        }
+        _ = try connection.channel.finish()
+        return transcript
     }
 
     @Test func theScannerFindsTheEndOfAHeadAcrossReads() {

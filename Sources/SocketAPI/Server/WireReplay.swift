@@ -73,6 +73,8 @@ final class WireReplay: ChannelDuplexHandler, RemovableChannelHandler {
         while input.readableBytes > 0 {
             let length: Int
             if let kept, Self.bytes(of: input, startWith: kept.head) {
+                // Whatever the scanner read of this head (it came in pieces) is read again from the next one.
+                scanner = HeadScanner()
                 if replay(kept, context: context) {
                     input.moveReaderIndex(forwardBy: kept.head.readableBytes)
                     continue
