@@ -205,6 +205,27 @@ import TestSupport
         }
     }
 
+    @Test func whileTheConnectionTakesNoMoreOutputRequestsWait() async throws {
+        try await Self.withServedDemo { world in
+            let connection = try Connection(world)
+            try await Self.startOfASecond()
+            let first = try connection.send(Self.request)
+            // The client reads nothing: its requests (a replayed one, a routed one, a new one) wait, unanswered.
+            connection.channel.isWritable = false
+            let stream = Self.request + "GET /metrics HTTP/1.1\r\n\r\n" + Self.request
+            let waiting = try connection.send(Array(stream.utf8).chunks(of: 7))
+            #expect(waiting.written.isEmpty && waiting.routed.isEmpty)
+            // It reads again: everything is handled, in order (the router holds /metrics, so the request after it
+            // goes to the router too).
+            connection.channel.isWritable = true
+            connection.channel.pipeline.fireChannelWritabilityChanged()
+            let resumed = try connection.send([String]())
+            #expect(resumed.written == first.written && resumed.routed.count == 4)
+            #expect(connection.replay.replayed == 1)
+            _ = try connection.channel.finish()
+        }
+    }
+
     @Test func aHeadTrickledInIsNoActivity() async throws {
         try await Self.withServedDemo { world in
             let connection = try Connection(world)
@@ -297,5 +318,12 @@ import TestSupport
             #expect(scan("GET / HTTP/1.1\r\nHost: x\rY\r\n\r\n", pieces: pieces) == .malformed)
             #expect(scan("\r\nGET / HTTP/1.1\r\n\r\n", pieces: pieces) == .malformed)
         }
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// The bytes as text pieces of at most `size` bytes (a request as a client's writes may cut it).
+    func chunks(of size: Int) -> [String] {
+        stride(from: 0, to: count, by: size).map { String(decoding: self[$0..<Swift.min($0 + size, count)], as: UTF8.self) }
     }
 }

@@ -50,6 +50,10 @@ final class WireReplay: ChannelDuplexHandler, RemovableChannelHandler {
     private var capture: ByteBuffer?
     private var captureFailed = false
     private var unflushed = false
+    /// Bytes read while the connection could take no more output, not looked at yet.
+    private var waiting: ByteBuffer?
+    /// A read was asked for while bytes were waiting: it is passed on once they are handled.
+    private var readDeferred = false
     /// Answers sent from kept bytes on this connection.
     private(set) var replayed = 0
 
@@ -60,17 +64,65 @@ final class WireReplay: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if passingThrough {
-            context.fireChannelRead(data)
+        var input = unwrapInboundIn(data)
+        // A client that sends requests and does not read the answers would have them pile up in memory: while
+        // the connection takes no more output, what it sends waits here and nothing more is read (below).
+        if var earlier = waiting {
+            earlier.writeBuffer(&input)
+            waiting = earlier
             return
         }
-        var input = unwrapInboundIn(data)
+        handle(input, context: context)
+    }
+
+    /// Stops reading while bytes wait for the connection to take output again (NIO reads only when a read is
+    /// asked for, and the async channel behind asks for each).
+    func read(context: ChannelHandlerContext) {
+        if waiting != nil {
+            readDeferred = true
+        } else {
+            context.read()
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, let rest = waiting {
+            waiting = nil
+            handle(rest, context: context)
+            if unflushed {
+                unflushed = false
+                context.flush()
+            }
+            if waiting == nil, readDeferred {
+                readDeferred = false
+                context.read()
+            }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    private func handle(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
+        guard context.channel.isWritable else {
+            waiting = bytes
+            return
+        }
+        if passingThrough {
+            context.fireChannelRead(wrapInboundOut(bytes))
+            return
+        }
+        var input = bytes
         if var earlier = held {
             held = nil
             earlier.writeBuffer(&input)
             input = earlier
         }
         while input.readableBytes > 0 {
+            guard context.channel.isWritable else {
+                // The rest waits whole; the scanner reads a partly read head again from its start.
+                scanner = HeadScanner()
+                waiting = input
+                return
+            }
             let length: Int
             if let kept, Self.bytes(of: input, startWith: kept.head) {
                 // Whatever the scanner read of this head (it came in pieces) is read again from the next one.
