@@ -124,11 +124,16 @@ import TestSupport
                 #expect(exchange.passed.count == 2, "\(target) was not passed on whole")
                 try Self.routerAnswers(channel)
             }
-            // Another method, a Connection header, a peer not allowed to read the site, a peer not known yet.
+            // Another method, `Connection: close`, a peer not allowed to read the site, a peer not known yet.
             #expect(try Self.send(channel, "/v1/sites/demo/cookies", method: .post).passed.count == 2)
             try Self.routerAnswers(channel)
             #expect(try Self.send(channel, "/v1/sites/demo/cookies", headers: [.connection: "close"]).passed.count == 2)
             try Self.routerAnswers(channel)
+            #expect(try Self.send(channel, "/v1/sites/demo/cookies", headers: [.connection: "close, keep-alive"]).passed.count == 2)
+            try Self.routerAnswers(channel)
+            // `keep-alive` changes nothing the router would do: answered here.
+            let keepAlive = try Self.send(channel, "/v1/sites/demo/cookies", headers: [.connection: "Keep-Alive"])
+            #expect(keepAlive.passed.isEmpty && keepAlive.status == .ok)
             for peer in [Self.nobody, nil] {
                 let other = try Self.connection(world, peer: peer)
                 let exchange = try Self.send(other, "/v1/sites/demo/cookies")

@@ -101,9 +101,11 @@ final class CookieFastPath: ChannelInboundHandler, RemovableChannelHandler {
     /// Writes the answer to `head` when this handler can give it, and says how long it holds; nil leaves the
     /// request to the router.
     private func answer(_ head: HTTPRequest, context: ChannelHandlerContext) -> AnswerValidity? {
-        // `Connection` (close, or HTTP/1.0's keep-alive) changes how the connection ends: the router's.
-        guard head.method == .get, let target = head.path, target.hasPrefix(Self.prefix), head.headerFields[.connection] == nil,
-              let request = parse(target)
+        // `Connection: close` ends the connection after the answer: the router's to do. `keep-alive` (Python's
+        // requests sends it) changes nothing the router would do either, so it is answered here.
+        let connection = head.headerFields[.connection]
+        guard head.method == .get, let target = head.path, target.hasPrefix(Self.prefix),
+              connection == nil || connection?.lowercased() == "keep-alive", let request = parse(target)
         else {
             return nil
         }
