@@ -676,8 +676,15 @@ public struct ServedSession: Sendable {
     /// of the same unchanged entry.
     public var generation: UInt64 = 0
     /// The session is fit to serve for a request made at `t` with `min_valid` `m` exactly when `t + m` is before
-    /// this (as long as its publication is the same).
+    /// this (as long as its publication is the same): ``isFit(until:at:minValid:)``.
     public var fitUntil: Date = .distantPast
+
+    /// Whether a session fit until `until` serves a request made at `now` that asks for `minValid` more: when
+    /// `now + minValid` is before `until`. The one fitness rule: the Keeper's board, the socket's kept answers
+    /// and the CLI's stored session all apply it.
+    public static func isFit(until: Date, at now: Date, minValid: Duration?) -> Bool {
+        now.addingTimeInterval(minValid.map { $0 / .seconds(1) } ?? 0) < until
+    }
 }
 
 /// Why a client's request about a site cannot be answered as asked. Names the site, never a value.

@@ -73,8 +73,7 @@ public final class ServedBoard: Sendable {
     ) -> ServedSession? {
         guard let record, let session else { return nil }
         let until = fitUntil(site: site, record: record, session: session)
-        let horizon = now.addingTimeInterval(minValid.map { $0 / .seconds(1) } ?? 0)
-        guard horizon < until else { return nil }
+        guard ServedSession.isFit(until: until, at: now, minValid: minValid) else { return nil }
         return ServedSession(site: site, record: record, generation: generation, fitUntil: until)
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CookieJar
+import Daemon
 import Foundation
 import SiteConfig
 
@@ -64,8 +65,7 @@ struct CookieCommand: ParsableCommand {
         let record = try waitingFor { try await StoredSession.load(site: definition, config: config) }
         Console.err(StoredSession.staleNote(socket: path))
         let now = Date()
-        let needed = now.addingTimeInterval(minimum.map { $0 / .seconds(1) } ?? 0)
-        if let expiry = record.expiresAt, expiry <= needed {
+        if let expiry = record.expiresAt, !ServedSession.isFit(until: expiry, at: now, minValid: minimum) {
             let problem = expiry <= now
                 ? "the stored session of site '\(site)' expired at \(CookieTime.rfc3339(expiry))"
                 : "the stored session of site '\(site)' expires at \(CookieTime.rfc3339(expiry)), sooner than --min-valid asks"

@@ -61,9 +61,10 @@ import Testing
         }.value
         #expect(output.termination == .timedOut)
         #expect(lines == ["started grandchild"])
-        // SIGTERM is ignored by the script, so SIGKILL after the grace period ends it.
+        // SIGTERM is ignored by the script, so SIGKILL after the grace period ends it. The upper bound only has
+        // to tell that from the script's own 300 s sleep: a parallel suite on two cores has delayed it past 10 s.
         #expect(elapsed >= .milliseconds(500))
-        #expect(elapsed < .seconds(10))
+        #expect(elapsed < .seconds(60))
         let grandchild = try #require(Int32(try String(contentsOf: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
         #expect(await Self.isGoneOrZombie(grandchild))
     }

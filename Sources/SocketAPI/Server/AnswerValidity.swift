@@ -7,8 +7,8 @@ struct AnswerValidity {
     var site: String
     /// The board publication the answer was made from (``ServedSession/generation``).
     var generation: UInt64
-    /// The request's `min_valid`, in seconds (0 without one).
-    var minValid: TimeInterval
+    /// The request's `min_valid`.
+    var minValid: Duration?
     /// The publication's session is fit for a request at `t` exactly when `t + min_valid` is before this
     /// (``ServedSession/fitUntil``).
     var fitUntil: Date
@@ -21,7 +21,7 @@ struct AnswerValidity {
     /// the session is still fit for the request's `min_valid`, none of the answer's cookies has expired, and
     /// its `Date` field still names the current second.
     func holds(on board: ServedBoard, now: Date, second: Int) -> Bool {
-        second == dateSecond && now.addingTimeInterval(minValid) < fitUntil && changesAt.map { now < $0 } ?? true
+        second == dateSecond && ServedSession.isFit(until: fitUntil, at: now, minValid: minValid) && changesAt.map { now < $0 } ?? true
             && board.generation(of: site) == generation
     }
 }

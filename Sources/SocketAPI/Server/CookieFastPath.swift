@@ -129,7 +129,7 @@ final class CookieFastPath: ChannelInboundHandler, RemovableChannelHandler {
         parts.answered.increment()
         ledger.lastActivity = context.eventLoop.now
         return AnswerValidity(
-            site: request.site, generation: served.generation, minValid: request.minValid.map { $0 / .seconds(1) } ?? 0,
+            site: request.site, generation: served.generation, minValid: request.minValid,
             fitUntil: served.fitUntil, changesAt: answer.changesAt, dateSecond: second)
     }
 

@@ -89,10 +89,7 @@ final class WireReplay: ChannelDuplexHandler, RemovableChannelHandler {
         if context.channel.isWritable, let rest = waiting {
             waiting = nil
             handle(rest, context: context)
-            if unflushed {
-                unflushed = false
-                context.flush()
-            }
+            flushAnswers(context: context)
             if waiting == nil, readDeferred {
                 readDeferred = false
                 context.read()
@@ -102,14 +99,6 @@ final class WireReplay: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func handle(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
-        guard context.channel.isWritable else {
-            waiting = bytes
-            return
-        }
-        if passingThrough {
-            context.fireChannelRead(wrapInboundOut(bytes))
-            return
-        }
         var input = bytes
         if var earlier = held {
             held = nil
@@ -121,6 +110,10 @@ final class WireReplay: ChannelDuplexHandler, RemovableChannelHandler {
                 // The rest waits whole; the scanner reads a partly read head again from its start.
                 scanner = HeadScanner()
                 waiting = input
+                return
+            }
+            if passingThrough {
+                context.fireChannelRead(wrapInboundOut(input))
                 return
             }
             let length: Int
@@ -153,11 +146,16 @@ final class WireReplay: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        flushAnswers(context: context)
+        context.fireChannelReadComplete()
+    }
+
+    /// Sends what the replayed answers wrote, once per batch of reads.
+    private func flushAnswers(context: ChannelHandlerContext) {
         if unflushed {
             unflushed = false
             context.flush()
         }
-        context.fireChannelReadComplete()
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
