@@ -51,7 +51,8 @@ struct RunCommand: AsyncParsableCommand {
             })
             defer { wiring.close() }
             let login = wiring.login
-            let keeper = Keeper(login: login, settings: daemonConfig.scheduler, logger: logger)
+            let idleWatch = IdleWatch(after: Self.releaseAfter) { Self.releaseResidentCode(logger) }
+            let keeper = Keeper(login: login, settings: daemonConfig.scheduler, logger: logger, idleWatch: idleWatch)
             let service = KeeperService(
                 configPath: path, config: daemonConfig, loader: loader, keeper: keeper, notifier: ServiceNotifier(),
                 logger: logger)
@@ -59,7 +60,7 @@ struct RunCommand: AsyncParsableCommand {
             // that has stopped.
             let socket = SocketServer(
                 settings: daemonConfig.socket, metricsEnabled: daemonConfig.metrics, keeper: keeper,
-                reload: { service.reload() }, logger: logger)
+                reload: { service.reload() }, logger: logger, connectionEnded: { idleWatch.activity() })
             do throws(SocketFileError) {
                 try socket.prepareSocketFile()
             } catch {
@@ -72,6 +73,25 @@ struct RunCommand: AsyncParsableCommand {
             } catch {
                 throw CLIFailure.failed("the daemon stopped: \(error)")
             }
+        }
+    }
+
+    /// How long the daemon must have been quiet (no run in flight, no client's connection ended) before it gives back
+    /// the memory its code occupies: longer than the gaps inside one burst of work (logins to one host one
+    /// `per_host_interval` apart, a check followed by the login it asks for, a script's requests), short next to
+    /// the minutes between a site's checks and keepalives.
+    static let releaseAfter: Duration = .seconds(10)
+
+    /// Between runs and requests the daemon only waits; the code it ran (logins, libcurl, OpenSSL, YAML, the socket's
+    /// server) would otherwise stay resident for good (`ResidentCode`).
+    static func releaseResidentCode(_ logger: Logger) {
+        do {
+            let released = try ResidentCode.release()
+            logger.debug("idle: released resident code", metadata: [
+                "mappings": "\(released.mappings)", "kib": "\(released.bytes / 1024)", "refused": "\(released.refused)",
+            ])
+        } catch {
+            logger.debug("idle: cannot release resident code", metadata: ["error": "\(error)"])
         }
     }
 }

@@ -3,6 +3,7 @@ import CoreMetrics
 import Daemon
 import Foundation
 import HTTPTypes
+import Locking
 import NIOCore
 import NIOEmbedded
 import NIOHTTPTypes
@@ -206,7 +207,8 @@ import TestSupport
                 let api = SocketAPITests.encoded(world.server.baseURL.absoluteString + "/api/me")
                 for query in ["", "?format=json", "?format=netscape", "?format=playwright", "?url=" + api, "?min_valid=1s"] {
                     let fast = try await world.curl("/v1/sites/demo/cookies" + query)
-                    let routed = try router.send("GET", "/v1/sites/demo/cookies" + query)
+                    // A blocking client: on its own thread, never on one of the two the concurrency pool has here.
+                    let routed = try await onDedicatedThread { try router.send("GET", "/v1/sites/demo/cookies" + query) }
                     #expect(fast.status == 200 && routed.status == 200)
                     // curl's -w adds a newline of its own after the body. Compared, never printed.
                     let routedBody = String(decoding: routed.body, as: UTF8.self)
@@ -215,6 +217,49 @@ import TestSupport
                 }
             }
         }
+    }
+
+    /// Each client connection that ends is news for the daemon's idle watch, however it was answered (the fast path,
+    /// the router) and whoever closed it; one still open is not.
+    @Test func everyEndedConnectionIsReported() async throws {
+        try await SocketWorld.withWorld { world in
+            await world.keeper.apply([try world.site()])
+            #expect(try await Self.valid(world.keeper))
+            let ended = Locked(0)
+            try await world.serving(world.socketServer(connectionEnded: { ended.withLock { $0 += 1 } })) {
+                _ = try await world.curl("/v1/sites/demo/cookies")
+                #expect(try await waitUntil(.seconds(10)) { ended.withLock { $0 } == 1 })
+                let router = UnixSocketHTTPClient(socketPath: world.socketPath, timeout: .seconds(10))
+                #expect(try await onDedicatedThread { try router.send("GET", "/v1/health") }.status == 200)
+                #expect(try await waitUntil(.seconds(10)) { ended.withLock { $0 } == 2 })
+                let open = try #require(Self.connect(world.socketPath))
+                #expect(try await world.curl("/v1/health").status == 200)  // served while `open` stays open
+                #expect(try await waitUntil(.seconds(10)) { ended.withLock { $0 } == 3 })
+                try await Task.sleep(for: .milliseconds(200))
+                #expect(ended.withLock { $0 } == 3)
+                close(open)
+                #expect(try await waitUntil(.seconds(10)) { ended.withLock { $0 } == 4 })
+            }
+        }
+    }
+
+    /// A plain connection to the socket, made by the test itself (nil when it cannot connect).
+    static func connect(_ path: String) -> Int32? {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in path.utf8.prefix(buffer.count - 1).enumerated() { buffer[index] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            return nil
+        }
+        return fd
     }
 
     @Test func pipelinedRequestsAreAnsweredInTheOrderTheyCame() async throws {

@@ -24,11 +24,14 @@ struct SocketHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     let responder: HTTPChannelHandler.Responder
     let limits: SocketServer.Limits
     let fastPath: CookieFastPathParts
+    /// Called once the connection has closed (on its event loop).
+    let connectionEnded: @Sendable () -> Void
     /// Handlers placed between the conversion to HTTP types and the fast path (the peer registry's).
     let additionalHandlers: @Sendable () -> [any ChannelHandler]
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        channel.eventLoop.makeCompletedFuture {
+        channel.closeFuture.whenComplete { [connectionEnded] _ in connectionEnded() }
+        return channel.eventLoop.makeCompletedFuture {
             var decoderLimits = NIOHTTPDecoderLimitConfiguration()
             decoderLimits.maxHeaderFieldSize = limits.maxHeaderFieldBytes
             decoderLimits.maxHeaderListSize = limits.maxHeaderListBytes
@@ -59,10 +62,13 @@ struct SocketHTTPChannel: ServerChildChannel, HTTPChannelHandler {
 extension HTTPServerBuilder {
     /// HTTP/1.1 on the socket, each connection a ``SocketHTTPChannel``.
     static func socketHTTP1(
-        limits: SocketServer.Limits, fastPath: CookieFastPathParts, additionalHandlers: @escaping @Sendable () -> [any ChannelHandler]
+        limits: SocketServer.Limits, fastPath: CookieFastPathParts, connectionEnded: @escaping @Sendable () -> Void,
+        additionalHandlers: @escaping @Sendable () -> [any ChannelHandler]
     ) -> HTTPServerBuilder {
         .init { responder in
-            SocketHTTPChannel(responder: responder, limits: limits, fastPath: fastPath, additionalHandlers: additionalHandlers)
+            SocketHTTPChannel(
+                responder: responder, limits: limits, fastPath: fastPath, connectionEnded: connectionEnded,
+                additionalHandlers: additionalHandlers)
         }
     }
 }

@@ -49,16 +49,18 @@ public final class SocketServer: Service, Sendable {
     private let peers = PeerRegistry()
     private let hub: EventHub
     private let onListening: @Sendable () -> Void
+    private let connectionEnded: @Sendable () -> Void
 
     /// - Parameters:
     ///   - settings: `socket:` of config.yaml (read once: a changed socket needs a restart).
     ///   - metricsEnabled: `metrics:` of config.yaml (serve `GET /metrics`).
     ///   - reload: what `POST /v1/reload` does (``KeeperService/reload()``, as SIGHUP).
     ///   - onListening: called once the socket listens with its mode and group set.
+    ///   - connectionEnded: called when a client's connection has closed (``IdleWatch/activity()``).
     public init(
         settings: SocketSettings, metricsEnabled: Bool, keeper: Keeper, reload: @escaping @Sendable () -> Void,
         logger: Logger, limits: Limits = Limits(), now: @escaping @Sendable () -> Date = { Date() },
-        onListening: @escaping @Sendable () -> Void = {}
+        onListening: @escaping @Sendable () -> Void = {}, connectionEnded: @escaping @Sendable () -> Void = {}
     ) {
         self.settings = settings
         self.limits = limits
@@ -71,6 +73,7 @@ public final class SocketServer: Service, Sendable {
         self.now = now
         self.hub = EventHub(keeper: keeper, access: access, metrics: metrics, readerBuffer: limits.eventBuffer, logger: logger)
         self.onListening = onListening
+        self.connectionEnded = connectionEnded
     }
 
     /// Checks the socket path before anything else starts, so a daemon that cannot serve there stops before
@@ -96,7 +99,9 @@ public final class SocketServer: Service, Sendable {
         defer { loop.shutdownGracefully { _ in } }
         let application = Application(
             router: buildRouter(),
-            server: .socketHTTP1(limits: limits, fastPath: fastPathParts()) { [peers] in [peers.makeHandler()] },
+            server: .socketHTTP1(limits: limits, fastPath: fastPathParts(), connectionEnded: connectionEnded) { [peers] in
+                [peers.makeHandler()]
+            },
             configuration: ApplicationConfiguration(address: .unixDomainSocket(path: settings.path), serverName: nil),
             onServerRunning: { [settings] _ in
                 bound.set()
