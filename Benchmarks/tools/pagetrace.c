@@ -8,7 +8,9 @@
 //   SWIFT_BACKTRACE=enable=no PAGETRACE_OUT=/tmp/trace PAGETRACE_STEP=50 LD_PRELOAD=./pagetrace.so sessionkeeper --version
 //
 // writes /tmp/trace.PID: a "base" line, then one offset from the executable's load address per entry (map them
-// to functions with `nm -n`). SIGUSR2 writes the file and exits (for a daemon). SWIFT_BACKTRACE=enable=no keeps
+// to functions with `nm -n`). SIGUSR1 starts a new phase: a "mark" line, and every page is taken away again with
+// its entries forgotten, so what runs from then on is recorded afresh (a daemon's steady state after its start).
+// SIGUSR2 writes the file and exits (for a daemon). SWIFT_BACKTRACE=enable=no keeps
 // Swift's crash handler from taking SIGSEGV over.
 #define _GNU_SOURCE
 #include <signal.h>
@@ -48,10 +50,17 @@ static void dump(void) {
   long m = atomic_load(&n); if (m > cap) m = cap;
   dprintf(fd, "base %lx\n", gbase);
   FILE *out = fdopen(fd, "w");
-  for (long i = 0; i < m; i++) fprintf(out, "%lx\n", buf[i] - gbase);
+  for (long i = 0; i < m; i++) {
+    if (buf[i]) fprintf(out, "%lx\n", buf[i] - gbase); else fprintf(out, "mark\n");
+  }
   fclose(out);
 }
 static void term(int sig) { dump(); _exit(0); }
+static void phase(int sig) {
+  long i = atomic_fetch_add(&n, 1); if (i < cap) buf[i] = 0;
+  memset(entries, 0, (hi - lo) >> 12);
+  mprotect((void*)lo, hi - lo, PROT_NONE);
+}
 __attribute__((constructor)) static void init(void) {
   if (!getenv("PAGETRACE_OUT")) return;
   step = getenv("PAGETRACE_STEP") ? atoi(getenv("PAGETRACE_STEP")) : 0;
@@ -71,6 +80,7 @@ __attribute__((constructor)) static void init(void) {
   struct sigaction sa = {0}; sa.sa_sigaction = segv; sa.sa_flags = SA_SIGINFO|SA_NODEFER; sigaction(SIGSEGV, &sa, 0);
   struct sigaction st = {0}; st.sa_sigaction = trap; st.sa_flags = SA_SIGINFO; sigaction(SIGTRAP, &st, 0);
   signal(SIGUSR2, term);
+  signal(SIGUSR1, phase);
   atexit(dump);
   mprotect((void*)lo, hi - lo, PROT_NONE);
   (void)base;
