@@ -20,6 +20,7 @@ import Testing
     @Test("a device as config.yaml is refused at once, naming what it is", arguments: ["/dev/null", "/dev/zero", "/dev/full", "/dev/urandom"])
     func deviceAsConfig(_ device: String) async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         let before = try world.snapshot()
         let started = Date()
         let run = try await world.run(["login", "demo", "--config", device])
@@ -34,6 +35,7 @@ import Testing
 
     @Test func namedPipeAsConfigDoesNotHang() async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         #expect(mkfifo(world.folder.path("fifo.yaml"), 0o600) == 0)
         let run = try await world.run(["login", "demo", "--config", "fifo.yaml"])
         #expect(run.status == 2)
@@ -42,6 +44,7 @@ import Testing
 
     @Test func symlinkLoopAsConfig() async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         try world.link("a.yaml", to: "b.yaml")
         try world.link("b.yaml", to: "a.yaml")
         let before = try world.snapshot()
@@ -54,6 +57,7 @@ import Testing
 
     @Test func danglingLinkFolderAndMissingFileAsConfig() async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         try world.link("dangling.yaml", to: "nowhere.yaml")
         let dangling = try await world.run(["login", "demo", "--config", "dangling.yaml"])
         #expect(dangling.status == 2)
@@ -71,6 +75,7 @@ import Testing
 
     @Test func oversizedLatinOneAndNULConfigs() async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         try world.write("big.yaml", "# " + String(repeating: "x", count: 2 << 20) + "\n")
         let big = try await world.run(["login", "demo", "--config", "big.yaml"])
         #expect(big.status == 2)
@@ -91,6 +96,7 @@ import Testing
 
     @Test func checkPrintsDiagnosticsOnStderrAndCountsFiles() async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         try world.write("sites/one.yaml", "base_url: https://one.example\nlogin: {steps: [{get: /}]}\n")
         try world.write("sites/two.yaml", "base_url: https://two.example\nlogin: {steps: [{get: /}]}\n")
         try world.write("sites/bad.yaml", "base_url: https://bad.example\nlogin: {steps: [{get: /}]}\nenabeld: true\n")
@@ -105,6 +111,7 @@ import Testing
 
     @Test func checkSiteFilesThatAreDevicesLoopsOrHuge() async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         try world.link("sites/zero.yaml", to: "/dev/zero")
         try world.link("sites/loop.yaml", to: "loop.yaml")
         try world.write("sites/huge.yaml", "base_url: https://x.example\n" + String(repeating: "# filler line\n", count: 100_000))
@@ -121,6 +128,7 @@ import Testing
 
     @Test func checkMissingFileArgumentIsAUsageError() async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         let run = try await world.run(["check", "nope.yaml"])
         #expect(run.status == 2)
         #expect(run.stderr == "sessionkeeper: nope.yaml: no such file\n")
@@ -128,6 +136,7 @@ import Testing
 
     @Test func brokenConfigBringsNoBogusSitesError() async throws {
         let world = try HostileWorld(config: "state_dir: state\nsites_dir: elsewhere\nunknown_key: 1\n")
+        defer { world.cleanUp() }
         let run = try await world.run(["check", "--config", "config.yaml"])
         #expect(run.status == 1)
         #expect(run.stderr.contains("config.yaml:3:1: error: unknown key 'unknown_key'"), "\(run.stderr)")
@@ -138,6 +147,7 @@ import Testing
 
     @Test func checkHonoursSitesDir() async throws {
         let world = try HostileWorld(config: "state_dir: state\nsites_dir: elsewhere\n")
+        defer { world.cleanUp() }
         try world.write("elsewhere/only.yaml", "base_url: https://only.example\nlogin: {steps: [{get: /}]}\nenabeld: 1\n")
         try world.write("sites/ignored.yaml", "this is: [not, checked")
         let run = try await world.run(["check", "--config", "config.yaml"])
@@ -152,6 +162,7 @@ import Testing
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) for a pseudo-terminal"))
     func literalCredentialIsMaskedInTheExcerpt() async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         let secret = "Lit3ral-Passw0rd-Never-Shown"
         try world.write("sites/leak.yaml", """
             base_url: https://leak.example
@@ -170,6 +181,7 @@ import Testing
 
     @Test func fullStandardOutputIsAnErrorNotACrash() async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         try await world.storeSecret("site/password", "value-1")
         let before = world.vaultItems()
         let run = try await world.shell(#""$SK" secret list --config config.yaml > /dev/full"#)
@@ -182,6 +194,7 @@ import Testing
     @Test(arguments: ["--help", "--version", "help login"])
     func helpToAFullStandardOutput(_ arguments: String) async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         let run = try await world.shell("\"$SK\" \(arguments) > /dev/full")
         #expect(run.status == 1)
         #expect(run.stderr == "sessionkeeper: cannot write to standard output: no space left on device\n", "\(run.stderr)")
@@ -189,6 +202,7 @@ import Testing
 
     @Test func closedPipeIsAQuietExit() async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         try await world.storeSecret("site/password", "value-1")
         let run = try await world.shell(#"( sleep 0.5; "$SK" secret list --config config.yaml; echo "status=$?" >&2 ) | true"#)
         let statusLine = run.stderr.split(separator: "\n").last.map(String.init) ?? ""
@@ -200,6 +214,7 @@ import Testing
 
     @Test func wrongKeyDeletedKeyringAndDamagedVersionByte() async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         try await world.storeSecret("site/password", "value-1")
         let keyPath = world.folder.path("state/master.key")
         let key = try Data(contentsOf: URL(fileURLWithPath: keyPath))
@@ -235,6 +250,7 @@ import Testing
 
     @Test func deviceAsKeyFile() async throws {
         let world = try HostileWorld(config: "state_dir: state\nvault: {key: {file: /dev/zero}}\n")
+        defer { world.cleanUp() }
         let run = try await world.run(["secret", "set", "x", "--config", "config.yaml"], stdin: Data("v".utf8))
         #expect(run.status != 0)
         Self.expectNoInternalWords(run)
@@ -246,6 +262,7 @@ import Testing
     @Test(.enabled(if: TmpfsMount.available, "needs root and a kernel that lets this container mount a tmpfs"))
     func fullDiskFailsWritesClearlyAndKeepsReadsWorking() async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         let mount = try TmpfsMount(at: world.folder.path("state"), size: "256k")
         try await world.storeSecret("site/password", "value-1")
         mount.fill()
@@ -269,6 +286,7 @@ import Testing
     @Test(.enabled(if: TmpfsMount.available, "needs root and a kernel that lets this container mount a tmpfs"))
     func readOnlyStateFolder() async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         let mount = try TmpfsMount(at: world.folder.path("state"), size: "256k")
         try await world.storeSecret("site/password", "value-1")
         try mount.makeReadOnly()

@@ -19,6 +19,9 @@ final class HostileWorld {
         try config.write(toFile: configPath, atomically: false, encoding: .utf8)
     }
 
+    /// Removes the folder; called in a `defer` right after creation (see `TemporaryFolder`).
+    func cleanUp() { folder.cleanUp() }
+
     func write(_ relative: String, _ text: String) throws {
         let path = folder.path(relative)
         try FileManager.default.createDirectory(

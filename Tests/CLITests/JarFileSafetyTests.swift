@@ -55,6 +55,7 @@ struct JarFileSafetyTests {
     @Test("a directory, a FIFO and a symbolic link to a device are refused without waiting or changing them")
     func otherTargets() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let directory = folder.path("dir")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
         Self.expectOneMessage(try await Self.store(directory, ["a=1"]), status: 2, contains: ["\(directory) is a directory, not a regular file"])
@@ -84,6 +85,7 @@ struct JarFileSafetyTests {
     @Test("symbolic link loops are refused with the reason", arguments: ["self", "pair"])
     func symlinkLoops(_ shape: String) async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let a = folder.path("a"), b = folder.path("b")
         if shape == "self" {
             try FileManager.default.createSymbolicLink(atPath: a, withDestinationPath: a)
@@ -98,6 +100,7 @@ struct JarFileSafetyTests {
     @Test("writes go through a symbolic link (the link stays), also a dangling one and a relative one")
     func throughSymlinks() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let real = folder.path("real.txt"), link = folder.path("link.txt")
         #expect(try await Self.store(real, ["old=1"]).status == 0)
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "real.txt")
@@ -117,6 +120,7 @@ struct JarFileSafetyTests {
     @Test("a missing folder is bad input; nothing is created")
     func missingFolder() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("nope/jar.txt")
         Self.expectOneMessage(try await Self.store(jar, ["a=1"]), status: 2, contains: ["cannot write \(jar): the folder \(folder.path("nope")) does not exist"])
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path).isEmpty)
@@ -130,6 +134,7 @@ struct JarFileSafetyTests {
           .enabled(if: getuid() != 0, "root may write anywhere"))
     func readOnlyFolder() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let locked = folder.path("ro")
         try FileManager.default.createDirectory(atPath: locked, withIntermediateDirectories: false)
         #expect(chmod(locked, 0o500) == 0)
@@ -149,6 +154,7 @@ struct JarFileSafetyTests {
     ])
     func notAJar(_ content: String) async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let file = folder.path("site.yaml")
         try content.write(toFile: file, atomically: false, encoding: .utf8)
         Self.expectOneMessage(try await Self.store(file, ["a=\(Self.secret)"]), status: 2, contains: [file, "not overwritten"])
@@ -159,6 +165,7 @@ struct JarFileSafetyTests {
     @Test("jar convert refuses to overwrite a file that is not a cookie file")
     func convertNotAJar() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let source = folder.path("in.txt"), script = folder.path("run.sh")
         #expect(try await Self.store(source, ["a=1"]).status == 0)
         try "#!/bin/sh\nexit 0\n".write(toFile: script, atomically: false, encoding: .utf8)
@@ -180,6 +187,7 @@ struct JarFileSafetyTests {
         #expect(try CookieCodec.decode(empty.stdout, as: .netscape, url: nil, now: Date()).isEmpty)
         Self.expectOneMessage(try await Self.run(["jar", "list", "/dev/zero"]), status: 2, contains: ["cannot read /dev/zero: it holds more than 64 MiB"])
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let huge = folder.path("huge.txt")
         #expect(FileManager.default.createFile(atPath: huge, contents: nil))
         let handle = try #require(FileHandle(forWritingAtPath: huge))
@@ -195,6 +203,7 @@ struct JarFileSafetyTests {
     @Test("a json jar with a line break in a value is refused, not turned into a broken cookies.txt")
     func controlCharacterInFile() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let json = folder.path("jar.json"), out = folder.path("out.txt")
         try """
         [{"name": "a", "value": "x\\n\(Self.secret)", "domain": "example.com", "host_only": true, "path": "/", "expires": null, \
@@ -209,6 +218,7 @@ struct JarFileSafetyTests {
     @Test("UTF-8 values round-trip byte for byte; other bytes are refused with the line, never rewritten")
     func encodings() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("jar.txt")
         let stored = try await Self.store(jar, ["caf\u{E9}=cr\u{E8}me-\u{1F36A}"])
         #expect(stored.status == 0)
@@ -240,6 +250,7 @@ struct JarFileSafetyTests {
     @Test("a value argument that is not UTF-8 is refused before the jar is touched")
     func nonUTF8Argument() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("jar.txt")
         // Foundation's Process passes arguments as UTF-8, so the raw byte goes through a shell's printf.
         let binary = try #require(CLIRunner.executable).path
@@ -254,6 +265,7 @@ struct JarFileSafetyTests {
     @Test("a curl -D - header dump: only its Set-Cookie lines, any case, CRLF, folded, several responses")
     func headerDump() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("jar.txt")
         let dump = """
         HTTP/1.1 302 Found\r
@@ -280,6 +292,7 @@ struct JarFileSafetyTests {
     @Test("one value a line, with or without Set-Cookie:; an empty input leaves an empty jar")
     func valuesPerLine() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("jar.json")
         let result = try await Self.store(jar, [], input: Data("a=1\r\n\nSet-Cookie: b=2; Max-Age=60\n  \nc=3".utf8))
         #expect(result.status == 0 && result.stderr.isEmpty, "\(result.stderr)")
@@ -293,6 +306,7 @@ struct JarFileSafetyTests {
     @Test("a 'Set-Cookie:' prefix in an argument is the field name, not part of the cookie name")
     func prefixArgument() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("jar.txt")
         #expect(try await Self.store(jar, ["Set-Cookie: a=1", "set-cookie:b=2"]).status == 0)
         #expect(try Self.netscape(jar).map(\.name) == ["a", "b"])
@@ -312,6 +326,7 @@ struct JarFileSafetyTests {
     @Test("storing one cookie into a 60-cookie cookies.txt keeps all 60")
     func sixtyCookies() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("cookies.txt")
         let lines = (0..<60).map { "example.com\tFALSE\t/\tFALSE\t0\tc\($0)\tv\n" }.joined()
         try ("# Netscape HTTP Cookie File\n" + lines).write(toFile: jar, atomically: false, encoding: .utf8)
@@ -323,6 +338,7 @@ struct JarFileSafetyTests {
     @Test("a domain full of file cookies refuses a new one: said without --verbose, explained with it")
     func fullDomain() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("cookies.txt")
         let lines = (0..<200).map { "example.com\tFALSE\t/\tFALSE\t0\tc\($0)\tv\n" }.joined()
         try lines.write(toFile: jar, atomically: false, encoding: .utf8)
@@ -336,6 +352,7 @@ struct JarFileSafetyTests {
     @Test("181 cookies in one run: the eviction is reported with its reason, by name only")
     func evictionReported() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("cookies.txt")
         let values = (0..<181).map { "c\($0)=\(Self.secret)" }
         let quiet = try await Self.store(jar, values)
@@ -352,6 +369,7 @@ struct JarFileSafetyTests {
     @Test("the Playwright file jar list writes reads back with list and convert, and store keeps its format")
     func playwrightRoundTrip() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("jar.txt"), state = folder.path("state.json")
         #expect(try await Self.store(jar, ["a=1; Secure", "b=2; Max-Age=600"]).status == 0)
         let written = try await Self.run(["jar", "list", jar, "--format", "playwright", "--now", Self.now])
@@ -372,6 +390,7 @@ struct JarFileSafetyTests {
     @Test("20 concurrent jar store runs of different cookies into one file: all 20 survive")
     func concurrentStores() async throws {
         let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let jar = folder.path("cookies.txt")
         let binary = try #require(CLIRunner.executable).path
         let results = try await withThrowingTaskGroup(of: ProgramResult.self) { group in

@@ -13,8 +13,10 @@ import Testing
     static func withServer(_ body: (HostileWorld, Int) async throws -> Void) async throws {
         let script = try #require(Bundle.module.url(forResource: "hostile_server", withExtension: "py", subdirectory: "Fixtures")).path
         let server = try await PythonServer.start(script: script)
+        let world = try HostileWorld()
+        defer { world.cleanUp() }
         do {
-            try await body(try HostileWorld(), server.port)
+            try await body(world, server.port)
         } catch {
             await server.stop()
             throw error
@@ -131,6 +133,7 @@ import Testing
     /// login says so in one line; nothing is stored.
     @Test func aRunawayPluginIsKilledAtTheOutputCap() async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         try world.write("plugins/flood.sh", "#!/bin/sh\nexec cat /dev/zero\n")
         chmod(world.folder.path("plugins/flood.sh"), 0o755)
         try world.write("sites/flood.yaml", """
@@ -155,6 +158,7 @@ import Testing
 
     @Test func aClosedPortSaysItCannotConnect() async throws {
         let world = try HostileWorld()
+        defer { world.cleanUp() }
         // Port 9 (discard) on loopback: nothing listens there in a test container.
         try world.write("sites/closed.yaml", "base_url: http://127.0.0.1:9\nlogin: {steps: [{name: first, get: /}]}\n")
         let run = try await Self.login(world, "closed")
