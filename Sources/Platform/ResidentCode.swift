@@ -55,8 +55,10 @@ public enum ResidentCode {
     static let untouchableFlags: Set<String> = ["lo", "io", "pf", "ht"]
 
     /// Drops this process's resident copies of its program's and libraries' code and read-only data, and trims the
-    /// heap. Safe to call at any time from any thread: a page another thread needs meanwhile is mapped again on
-    /// its next access.
+    /// heap. Safe from any thread while others run: a page another thread needs meanwhile is mapped again on its
+    /// next access. Not while a library is being loaded, whose loader could write to a mapping between the look at
+    /// smaps and the drop (a text relocation): the daemon calls it only with no run in flight, and only runs load
+    /// libraries (libcurl, libxml2).
     public static func release() throws(SystemError) -> Release {
         let path = "/proc/self/smaps"
         let fd = try Syscall.open(path, O_RDONLY)

@@ -86,9 +86,11 @@ struct RunCommand: AsyncParsableCommand {
     /// server) would otherwise stay resident for good (`ResidentCode`).
     static func releaseResidentCode(_ logger: Logger) {
         do {
+            let started = ContinuousClock.now
             let released = try ResidentCode.release()
             logger.debug("idle: released resident code", metadata: [
                 "mappings": "\(released.mappings)", "kib": "\(released.bytes / 1024)", "refused": "\(released.refused)",
+                "duration_ms": "\((ContinuousClock.now - started).wholeMilliseconds)",
             ])
         } catch {
             logger.debug("idle: cannot release resident code", metadata: ["error": "\(error)"])
