@@ -1,16 +1,23 @@
 import Locking
+import Synchronization
 
-/// Runs an action once the daemon has been quiet for a while: no login, check or keepalive in flight, and none
-/// begun or ended, no sites applied and no client connection ended, for ``delay``. The daemon gives back the
-/// memory its code occupies then (``Platform/ResidentCode``): most of its code runs only during runs, and a
-/// client's request touches a part of the rest.
+/// Runs an action once the daemon has been quiet for a while: for ``delay``, no login, check or keepalive in
+/// flight, begun or ended, no sites applied, no client's request answered and no client's connection ended.
+/// The daemon gives back the memory its code occupies then (``Platform/ResidentCode``): most of its code runs only
+/// during runs, and a client's request touches a part of the rest.
 ///
-/// Nothing polls: each piece of news re-arms one timer, and the action runs once per quiet stretch.
+/// Nothing polls: news arms one timer, and the action runs once per quiet stretch. A request only counts (an
+/// atomic increment on the socket's event loop), and the timer, when it ends, waits again if any came meanwhile;
+/// so a client that keeps asking keeps the daemon from releasing, at the cost of one wake per ``delay``.
 public final class IdleWatch: Sendable {
     public let delay: Duration
     private let action: @Sendable () -> Void
     private let sleep: @Sendable (Duration) async throws -> Void
     private let state = Locked(State())
+    /// Requests answered since start; read by the timer.
+    private let pulses = Atomic<UInt64>(0)
+    /// Mirrors `State.timer != nil`, so that ``pulse()`` takes no lock while a timer runs.
+    private let armed = Atomic<Bool>(false)
 
     private struct State {
         var runsInFlight = 0
@@ -36,13 +43,14 @@ public final class IdleWatch: Sendable {
     /// Whether a quiet stretch is being waited out.
     var isArmed: Bool { state.withLock { $0.timer != nil } }
 
+    /// Requests counted so far.
+    var pulseCount: UInt64 { pulses.load(ordering: .relaxed) }
+
     /// A run began: no action until it has ended and the quiet has lasted.
     public func runBegan() {
         state.withLock { state in
             state.runsInFlight += 1
-            state.generation &+= 1
-            state.timer?.cancel()
-            state.timer = nil
+            disarm(&state)
         }
     }
 
@@ -54,39 +62,63 @@ public final class IdleWatch: Sendable {
         }
     }
 
-    /// Something other than a run happened (sites applied, a client's connection ended): the quiet starts again.
+    /// Something other than a run or a request happened (sites applied, a client's connection ended): the quiet
+    /// starts again.
     public func activity() {
         state.withLock { arm(&$0) }
+    }
+
+    /// A client's request was answered. Cheap enough for every request: while a timer runs, one atomic increment
+    /// and one atomic load.
+    public func pulse() {
+        pulses.add(1, ordering: .relaxed)
+        if !armed.load(ordering: .relaxed) { activity() }
     }
 
     /// No action from now on (shutdown).
     public func stop() {
         state.withLock { state in
             state.stopped = true
-            state.timer?.cancel()
-            state.timer = nil
+            disarm(&state)
         }
+    }
+
+    private func disarm(_ state: inout State) {
+        state.generation &+= 1
+        state.timer?.cancel()
+        state.timer = nil
+        armed.store(false, ordering: .relaxed)
     }
 
     private func arm(_ state: inout State) {
         guard !state.stopped, state.runsInFlight == 0 else { return }
-        state.timer?.cancel()
-        state.generation &+= 1
+        disarm(&state)
         let generation = state.generation
+        // Counted now, not when the task starts: a request after this postpones the action.
+        let pulsesAtArming = pulses.load(ordering: .relaxed)
         state.timer = Task.detached(priority: .background) { [delay, sleep] in
-            do {
-                try await sleep(delay)
-            } catch {
-                return
+            var seen = pulsesAtArming
+            while true {
+                do {
+                    try await sleep(delay)
+                } catch {
+                    return
+                }
+                // Requests came during the wait: wait again from now.
+                let now = self.pulses.load(ordering: .relaxed)
+                if now == seen { break }
+                seen = now
             }
             self.fire(generation)
         }
+        armed.store(true, ordering: .relaxed)
     }
 
     private func fire(_ generation: UInt64) {
         let due = state.withLock { state in
             guard !state.stopped, state.generation == generation, state.runsInFlight == 0 else { return false }
             state.timer = nil
+            armed.store(false, ordering: .relaxed)
             return true
         }
         if due { action() }

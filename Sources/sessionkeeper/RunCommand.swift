@@ -60,7 +60,7 @@ struct RunCommand: AsyncParsableCommand {
             // that has stopped.
             let socket = SocketServer(
                 settings: daemonConfig.socket, metricsEnabled: daemonConfig.metrics, keeper: keeper,
-                reload: { service.reload() }, logger: logger, connectionEnded: { idleWatch.activity() })
+                reload: { service.reload() }, logger: logger, idleWatch: idleWatch)
             do throws(SocketFileError) {
                 try socket.prepareSocketFile()
             } catch {
@@ -76,7 +76,7 @@ struct RunCommand: AsyncParsableCommand {
         }
     }
 
-    /// How long the daemon must have been quiet (no run in flight, no client's connection ended) before it gives back
+    /// How long the daemon must have been quiet (no run in flight, no client's request) before it gives back
     /// the memory its code occupies: longer than the gaps inside one burst of work (logins to one host one
     /// `per_host_interval` apart, a check followed by the login it asks for, a script's requests), short next to
     /// the minutes between a site's checks and keepalives.

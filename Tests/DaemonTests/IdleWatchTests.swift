@@ -6,50 +6,6 @@ import Testing
 
 /// ``IdleWatch`` with a sleep the test ends itself: which quiet stretches end in the action, without timing.
 @Suite struct IdleWatchTests {
-    /// Sleeps that last until ``wakeAll()``; a cancelled one throws at once.
-    final class ManualSleeper: Sendable {
-        private struct State {
-            var nextID: UInt64 = 0
-            var pending: [UInt64: CheckedContinuation<Void, any Error>] = [:]
-            var cancelledEarly: Set<UInt64> = []
-        }
-        private let state = Locked(State())
-
-        var pendingCount: Int { state.withLock { $0.pending.count } }
-
-        func sleep(_ duration: Duration) async throws {
-            let id = state.withLock { state in
-                state.nextID += 1
-                return state.nextID
-            }
-            try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    let cancelled = state.withLock { state in
-                        if state.cancelledEarly.remove(id) != nil { return true }
-                        state.pending[id] = continuation
-                        return false
-                    }
-                    if cancelled { continuation.resume(throwing: CancellationError()) }
-                }
-            } onCancel: {
-                let continuation = state.withLock { state in
-                    let continuation = state.pending.removeValue(forKey: id)
-                    if continuation == nil { state.cancelledEarly.insert(id) }
-                    return continuation
-                }
-                continuation?.resume(throwing: CancellationError())
-            }
-        }
-
-        func wakeAll() {
-            let all = state.withLock { state in
-                defer { state.pending = [:] }
-                return state.pending
-            }
-            for continuation in all.values { continuation.resume() }
-        }
-    }
-
     struct Fixture {
         let sleeper = ManualSleeper()
         let actions = Locked(0)
@@ -108,6 +64,26 @@ import Testing
         #expect(fixture.watch.isArmed)
         try await fixture.endTheQuiet()
         #expect(try await waitUntil(.seconds(10)) { fixture.count == 1 })
+    }
+
+    /// Requests during the quiet postpone the action: the timer waits again from its end, and acts only after a
+    /// whole wait with none.
+    @Test func requestsDuringTheQuietPostponeIt() async throws {
+        let fixture = Fixture()
+        fixture.watch.pulse()  // a request on a connection that stays open arms the watch
+        #expect(fixture.watch.isArmed)
+        #expect(try await waitUntil(.seconds(10)) { fixture.sleeper.pendingCount == 1 })
+        fixture.watch.pulse()
+        fixture.watch.pulse()
+        #expect(fixture.watch.pulseCount == 3)
+        fixture.sleeper.wakeAll()
+        // It waits again instead of acting.
+        #expect(try await waitUntil(.seconds(10)) { fixture.sleeper.pendingCount == 1 })
+        #expect(fixture.count == 0)
+        #expect(fixture.watch.isArmed)
+        fixture.sleeper.wakeAll()
+        #expect(try await waitUntil(.seconds(10)) { fixture.count == 1 })
+        #expect(!fixture.watch.isArmed)
     }
 
     @Test func stoppedItNeverActs() async throws {

@@ -1,6 +1,6 @@
 import CookieJar
 import CoreMetrics
-import Daemon
+@testable import Daemon
 import Foundation
 import HTTPTypes
 import Locking
@@ -25,6 +25,11 @@ import TestSupport
 
     /// A connection whose pipeline holds the fast path and, after it, the handler that counts the router's
     /// requests, with `peer` at the other end.
+    /// A world for the tests of an embedded pipeline, made and used on one thread (``onOneEventLoop(_:)``).
+    private static func withEmbeddedWorld(_ body: (SocketWorld) async throws -> Void) async throws {
+        try await onOneEventLoop { try await SocketWorld.withWorld(body) }
+    }
+
     private static func connection(_ world: SocketWorld, peer: PeerCredentials? = root, metrics: DaemonMetrics = DaemonMetrics())
         throws -> EmbeddedChannel
     {
@@ -83,7 +88,7 @@ import TestSupport
     }
 
     @Test func answersAFitSessionItselfWithTheRoutersAnswer() async throws {
-        try await SocketWorld.withWorld { world in
+        try await Self.withEmbeddedWorld { world in
             await world.keeper.apply([try world.site()])
             #expect(try await Self.valid(world.keeper))
             let channel = try Self.connection(world)
@@ -109,7 +114,7 @@ import TestSupport
     }
 
     @Test func leavesEverythingElseToTheRouter() async throws {
-        try await SocketWorld.withWorld { world in
+        try await Self.withEmbeddedWorld { world in
             await world.keeper.apply([try world.site()])
             #expect(try await Self.valid(world.keeper))
             let routed = [
@@ -146,7 +151,7 @@ import TestSupport
     }
 
     @Test func answersStayInOrderBehindARequestTheRouterHolds() async throws {
-        try await SocketWorld.withWorld { world in
+        try await Self.withEmbeddedWorld { world in
             await world.keeper.apply([try world.site()])
             #expect(try await Self.valid(world.keeper))
             let channel = try Self.connection(world)
@@ -164,7 +169,7 @@ import TestSupport
     }
 
     @Test func eachAnswerFollowsTheSessionAndItsCookies() async throws {
-        try await SocketWorld.withWorld { world in
+        try await Self.withEmbeddedWorld { world in
             await world.keeper.apply([try world.site()])
             #expect(try await Self.valid(world.keeper))
             let metrics = DaemonMetrics()
@@ -219,26 +224,39 @@ import TestSupport
         }
     }
 
-    /// Each client connection that ends is news for the daemon's idle watch, however it was answered (the fast path,
-    /// the router) and whoever closed it; one still open is not.
-    @Test func everyEndedConnectionIsReported() async throws {
+    /// Every answer (the fast path's, a replayed one, the router's) is a pulse for the daemon's idle watch, and
+    /// every connection that ends arms it; one that stays open does not. (How pulses postpone the action is
+    /// `IdleWatchTests`'s.)
+    @Test func everyAnswerAndEveryEndedConnectionIsReportedToTheIdleWatch() async throws {
         try await SocketWorld.withWorld { world in
             await world.keeper.apply([try world.site()])
             #expect(try await Self.valid(world.keeper))
-            let ended = Locked(0)
-            try await world.serving(world.socketServer(connectionEnded: { ended.withLock { $0 += 1 } })) {
-                _ = try await world.curl("/v1/sites/demo/cookies")
-                #expect(try await waitUntil(.seconds(10)) { ended.withLock { $0 } == 1 })
+            let sleeper = ManualSleeper()
+            let actions = Locked(0)
+            let watch = IdleWatch(after: .seconds(10), sleep: { try await sleeper.sleep($0) }) { actions.withLock { $0 += 1 } }
+            try await world.serving(world.socketServer(idleWatch: watch)) {
+                _ = try await world.curl("/v1/sites/demo/cookies")  // the fast path
+                #expect(watch.pulseCount == 1)
+                // The router (Connection: close), on a blocking client's own thread.
                 let router = UnixSocketHTTPClient(socketPath: world.socketPath, timeout: .seconds(10))
                 #expect(try await onDedicatedThread { try router.send("GET", "/v1/health") }.status == 200)
-                #expect(try await waitUntil(.seconds(10)) { ended.withLock { $0 } == 2 })
+                #expect(watch.pulseCount == 2)
+                // Twice the same request on one connection: the second is replayed from the first's bytes.
                 let open = try #require(Self.connect(world.socketPath))
-                #expect(try await world.curl("/v1/health").status == 200)  // served while `open` stays open
-                #expect(try await waitUntil(.seconds(10)) { ended.withLock { $0 } == 3 })
-                try await Task.sleep(for: .milliseconds(200))
-                #expect(ended.withLock { $0 } == 3)
+                let head = Array("GET /v1/sites/demo/cookies HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+                let both = head + head
+                #expect(both.withUnsafeBytes { write(open, $0.baseAddress, $0.count) } == both.count)
+                #expect(try await waitUntil(.seconds(10)) { watch.pulseCount == 4 })
+                // Quiet from here: the watch acts once a whole wait passes without news.
+                #expect(try await waitUntil(.seconds(10)) {
+                    sleeper.wakeAll()
+                    return actions.withLock { $0 } == 1
+                })
+                #expect(!watch.isArmed)
+                // The open connection ends: news again.
                 close(open)
-                #expect(try await waitUntil(.seconds(10)) { ended.withLock { $0 } == 4 })
+                #expect(try await waitUntil(.seconds(10)) { watch.isArmed })
+                #expect(actions.withLock { $0 } == 1)
             }
         }
     }

@@ -20,11 +20,14 @@ import TestSupport
     private static let request = "GET /v1/sites/demo/cookies HTTP/1.1\r\nHost: localhost\r\nUser-Agent: test\r\n\r\n"
 
     /// A world whose keeper holds a valid demo session.
+    /// The embedded pipelines are made and used on one thread (``onOneEventLoop(_:)``).
     private static func withServedDemo(_ body: (SocketWorld) async throws -> Void) async throws {
-        try await SocketWorld.withWorld { world in
-            await world.keeper.apply([try world.site()])
-            #expect(try await waitUntil(.seconds(8)) { await world.keeper.snapshot(of: "demo")?.status.phase == .valid })
-            try await body(world)
+        try await onOneEventLoop {
+            try await SocketWorld.withWorld { world in
+                await world.keeper.apply([try world.site()])
+                #expect(try await waitUntil(.seconds(8)) { await world.keeper.snapshot(of: "demo")?.status.phase == .valid })
+                try await body(world)
+            }
         }
     }
 

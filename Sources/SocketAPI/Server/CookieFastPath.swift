@@ -18,6 +18,14 @@ struct CookieFastPathParts: Sendable {
     let answered: CoreMetrics.Counter
     /// The wall clock cookies are judged by.
     let now: @Sendable () -> Date
+    /// Told of every answer (``IdleWatch/pulse()``).
+    var idleWatch: IdleWatch? = nil
+
+    /// Counts an answer this handler or ``WireReplay`` sent, as the router counts its own.
+    func counted() {
+        answered.increment()
+        idleWatch?.pulse()
+    }
 }
 
 /// Answers the socket's hot request on the connection's event loop: `GET /v1/sites/NAME/cookies` when the
@@ -126,7 +134,7 @@ final class CookieFastPath: ChannelInboundHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.body(body)), promise: nil)
         context.write(wrapOutboundOut(.end(nil)), promise: nil)
         unflushed = true
-        parts.answered.increment()
+        parts.counted()
         ledger.lastActivity = context.eventLoop.now
         return AnswerValidity(
             site: request.site, generation: served.generation, minValid: request.minValid,

@@ -1,3 +1,4 @@
+import Daemon
 import HummingbirdCore
 import Logging
 import NIOCore
@@ -24,13 +25,13 @@ struct SocketHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     let responder: HTTPChannelHandler.Responder
     let limits: SocketServer.Limits
     let fastPath: CookieFastPathParts
-    /// Called once the connection has closed (on its event loop).
-    let connectionEnded: @Sendable () -> Void
+    /// Told when the connection has closed.
+    let idleWatch: IdleWatch?
     /// Handlers placed between the conversion to HTTP types and the fast path (the peer registry's).
     let additionalHandlers: @Sendable () -> [any ChannelHandler]
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        channel.closeFuture.whenComplete { [connectionEnded] _ in connectionEnded() }
+        if let idleWatch { channel.closeFuture.whenComplete { _ in idleWatch.activity() } }
         return channel.eventLoop.makeCompletedFuture {
             var decoderLimits = NIOHTTPDecoderLimitConfiguration()
             decoderLimits.maxHeaderFieldSize = limits.maxHeaderFieldBytes
@@ -62,12 +63,12 @@ struct SocketHTTPChannel: ServerChildChannel, HTTPChannelHandler {
 extension HTTPServerBuilder {
     /// HTTP/1.1 on the socket, each connection a ``SocketHTTPChannel``.
     static func socketHTTP1(
-        limits: SocketServer.Limits, fastPath: CookieFastPathParts, connectionEnded: @escaping @Sendable () -> Void,
+        limits: SocketServer.Limits, fastPath: CookieFastPathParts, idleWatch: IdleWatch?,
         additionalHandlers: @escaping @Sendable () -> [any ChannelHandler]
     ) -> HTTPServerBuilder {
         .init { responder in
             SocketHTTPChannel(
-                responder: responder, limits: limits, fastPath: fastPath, connectionEnded: connectionEnded,
+                responder: responder, limits: limits, fastPath: fastPath, idleWatch: idleWatch,
                 additionalHandlers: additionalHandlers)
         }
     }

@@ -49,18 +49,18 @@ public final class SocketServer: Service, Sendable {
     private let peers = PeerRegistry()
     private let hub: EventHub
     private let onListening: @Sendable () -> Void
-    private let connectionEnded: @Sendable () -> Void
+    private let idleWatch: IdleWatch?
 
     /// - Parameters:
     ///   - settings: `socket:` of config.yaml (read once: a changed socket needs a restart).
     ///   - metricsEnabled: `metrics:` of config.yaml (serve `GET /metrics`).
     ///   - reload: what `POST /v1/reload` does (``KeeperService/reload()``, as SIGHUP).
     ///   - onListening: called once the socket listens with its mode and group set.
-    ///   - connectionEnded: called when a client's connection has closed (``IdleWatch/activity()``).
+    ///   - idleWatch: told of every answer and every connection that ended.
     public init(
         settings: SocketSettings, metricsEnabled: Bool, keeper: Keeper, reload: @escaping @Sendable () -> Void,
         logger: Logger, limits: Limits = Limits(), now: @escaping @Sendable () -> Date = { Date() },
-        onListening: @escaping @Sendable () -> Void = {}, connectionEnded: @escaping @Sendable () -> Void = {}
+        onListening: @escaping @Sendable () -> Void = {}, idleWatch: IdleWatch? = nil
     ) {
         self.settings = settings
         self.limits = limits
@@ -73,7 +73,7 @@ public final class SocketServer: Service, Sendable {
         self.now = now
         self.hub = EventHub(keeper: keeper, access: access, metrics: metrics, readerBuffer: limits.eventBuffer, logger: logger)
         self.onListening = onListening
-        self.connectionEnded = connectionEnded
+        self.idleWatch = idleWatch
     }
 
     /// Checks the socket path before anything else starts, so a daemon that cannot serve there stops before
@@ -99,7 +99,7 @@ public final class SocketServer: Service, Sendable {
         defer { loop.shutdownGracefully { _ in } }
         let application = Application(
             router: buildRouter(),
-            server: .socketHTTP1(limits: limits, fastPath: fastPathParts(), connectionEnded: connectionEnded) { [peers] in
+            server: .socketHTTP1(limits: limits, fastPath: fastPathParts(), idleWatch: idleWatch) { [peers] in
                 [peers.makeHandler()]
             },
             configuration: ApplicationConfiguration(address: .unixDomainSocket(path: settings.path), serverName: nil),
@@ -152,7 +152,7 @@ public final class SocketServer: Service, Sendable {
 
     private func buildRouter() -> Router<APIContext> {
         let router = Router(context: APIContext.self)
-        router.add(middleware: APIMiddleware(peers: peers, metrics: metrics))
+        router.add(middleware: APIMiddleware(peers: peers, metrics: metrics, idleWatch: idleWatch))
         APIRoutes(
             keeper: keeper, access: access, hub: hub, metrics: metricsEnabled ? metrics : nil, reload: reload, limits: limits,
             started: .now, logger: logger, now: now
@@ -163,7 +163,7 @@ public final class SocketServer: Service, Sendable {
     private func fastPathParts() -> CookieFastPathParts {
         CookieFastPathParts(
             keeper: keeper, access: access, peer: { [peers] in peers.known($0) },
-            answered: metrics.requestCounter(route: "/v1/sites/{name}/cookies", status: 200), now: now)
+            answered: metrics.requestCounter(route: "/v1/sites/{name}/cookies", status: 200), now: now, idleWatch: idleWatch)
     }
 }
 

@@ -176,7 +176,7 @@ final class WireReplay: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.byteBuffer(kept.answer)), promise: nil)
         unflushed = true
         replayed += 1
-        parts.answered.increment()
+        parts.counted()
         ledger.lastActivity = context.eventLoop.now
         return true
     }
