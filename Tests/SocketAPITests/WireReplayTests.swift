@@ -2,6 +2,7 @@ import CookieJar
 import Daemon
 import Foundation
 import HTTPTypes
+import Locking
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
@@ -39,11 +40,15 @@ import TestSupport
 
         /// - Parameter replaying: false leaves ``WireReplay`` out of the pipeline, as it was before it (the
         ///   handler is made all the same, and sees nothing).
-        init(_ world: SocketWorld, maxHeadBytes: Int = 16 * 1024, maxHeaderFieldBytes: Int = 8 * 1024, replaying: Bool = true) throws {
+        /// - Parameter now: the clock cookies are judged by (the `Date` field always follows the real one).
+        init(
+            _ world: SocketWorld, maxHeadBytes: Int = 16 * 1024, maxHeaderFieldBytes: Int = 8 * 1024, replaying: Bool = true,
+            now: @escaping @Sendable () -> Date = { Date() }
+        ) throws {
             let parts = CookieFastPathParts(
                 keeper: world.keeper, access: AccessControl(daemonUID: 0, allowUIDs: []),
                 peer: { _ in PeerCredentials(pid: 1, uid: 0, gid: 0) },
-                answered: metrics.requestCounter(route: "/v1/sites/{name}/cookies", status: 200), now: { Date() })
+                answered: metrics.requestCounter(route: "/v1/sites/{name}/cookies", status: 200), now: now)
             let ledger = ConnectionLedger()
             replay = WireReplay(parts: parts, ledger: ledger, maxHeadBytes: maxHeadBytes)
             let operations = channel.pipeline.syncOperations
@@ -127,21 +132,27 @@ import TestSupport
 
     @Test func anAnswerIsReplayedOnlyWhileItStillHolds() async throws {
         try await Self.withServedDemo { world in
-            let connection = try Connection(world)
+            // The clock cookies are judged by: the real one, held still or moved on below.
+            let clock = Locked<Date?>(nil)
+            let connection = try Connection(world, now: { clock.withLock { $0 } ?? Date() })
             try await Self.startOfASecond()
             let first = try connection.send(Self.request)
             // Another request (another target): the fast path's own answer, which becomes the kept one.
             let json = try connection.send("GET /v1/sites/demo/cookies?format=json HTTP/1.1\r\n\r\n")
             #expect(json.written.contains("application/json") && json.routed.isEmpty)
             #expect(connection.replay.replayed == 0)
-            // A cookie set later: a new publication of the session, so a fresh answer carrying it.
+            // A cookie set later: a new publication of the session, so a fresh answer carrying it. The clock stands
+            // still from before it is set (a loaded machine has taken seconds between setting it and the next
+            // request), then moves past its expiry.
             let base = try #require(URL(string: world.server.baseURL.absoluteString + "/"))
+            clock.withLock { $0 = Date() }
             _ = try await world.keeper.setCookies("demo", url: base, values: ["brief=1; Path=/; Max-Age=1"])
+            let afterSetting = Date()
             let withBrief = try connection.send(Self.request)
             #expect(withBrief.written.contains("brief=1") && withBrief.written != first.written)
             #expect(connection.replay.replayed == 0)
             // Once that cookie has expired, the answer changes again (the same publication).
-            try await Task.sleep(for: .milliseconds(1100))
+            clock.withLock { $0 = afterSetting.addingTimeInterval(2) }
             try await Self.startOfASecond()
             let afterExpiry = try connection.send(Self.request)
             #expect(!afterExpiry.written.contains("brief="))
