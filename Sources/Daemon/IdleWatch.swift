@@ -6,17 +6,20 @@ import Synchronization
 /// The daemon gives back the memory its code occupies then (``Platform/ResidentCode``): most of its code runs only
 /// during runs, and a client's request touches a part of the rest.
 ///
-/// Nothing polls: news arms one timer, and the action runs once per quiet stretch. A request only counts (an
-/// atomic increment on the socket's event loop), and the timer, when it ends, waits again if any came meanwhile;
-/// so a client that keeps asking keeps the daemon from releasing, at the cost of one wake per ``delay``.
+/// Nothing polls: news arms one timer, and the action runs once per quiet stretch. While the timer runs, news
+/// only counts (an atomic increment; a request's on the socket's event loop), and the timer, when it ends, waits
+/// again if any came meanwhile. So the action comes between one and two ``delay``s after the last news, a client
+/// that keeps asking keeps the daemon from releasing, and a stream of short connections creates no task each.
 public final class IdleWatch: Sendable {
     public let delay: Duration
     private let action: @Sendable () -> Void
     private let sleep: @Sendable (Duration) async throws -> Void
     private let state = Locked(State())
-    /// Requests answered since start; read by the timer.
-    private let pulses = Atomic<UInt64>(0)
-    /// Mirrors `State.timer != nil`, so that ``pulse()`` takes no lock while a timer runs.
+    /// News since start (answers, ended connections, applied sites); read by the timer.
+    private let news = Atomic<UInt64>(0)
+    /// Answers counted by ``pulse()``.
+    private let answers = Atomic<UInt64>(0)
+    /// Mirrors `State.timer != nil`, so that news takes no lock while a timer runs.
     private let armed = Atomic<Bool>(false)
 
     private struct State {
@@ -43,8 +46,8 @@ public final class IdleWatch: Sendable {
     /// Whether a quiet stretch is being waited out.
     var isArmed: Bool { state.withLock { $0.timer != nil } }
 
-    /// Requests counted so far.
-    var pulseCount: UInt64 { pulses.load(ordering: .relaxed) }
+    /// Answers counted so far.
+    var pulseCount: UInt64 { answers.load(ordering: .relaxed) }
 
     /// A run began: no action until it has ended and the quiet has lasted.
     public func runBegan() {
@@ -58,21 +61,28 @@ public final class IdleWatch: Sendable {
     public func runEnded() {
         state.withLock { state in
             state.runsInFlight -= 1
-            arm(&state)
+            if state.timer == nil { arm(&state) }
         }
     }
 
     /// Something other than a run or a request happened (sites applied, a client's connection ended): the quiet
     /// starts again.
     public func activity() {
-        state.withLock { arm(&$0) }
+        news.add(1, ordering: .relaxed)
+        if !armed.load(ordering: .relaxed) { armUnlessArmed() }
     }
 
-    /// A client's request was answered. Cheap enough for every request: while a timer runs, one atomic increment
+    /// A client's request was answered. Cheap enough for every request: while a timer runs, two atomic increments
     /// and one atomic load.
     public func pulse() {
-        pulses.add(1, ordering: .relaxed)
-        if !armed.load(ordering: .relaxed) { activity() }
+        answers.add(1, ordering: .relaxed)
+        activity()
+    }
+
+    private func armUnlessArmed() {
+        state.withLock { state in
+            if state.timer == nil { arm(&state) }
+        }
     }
 
     /// No action from now on (shutdown).
@@ -95,17 +105,17 @@ public final class IdleWatch: Sendable {
         disarm(&state)
         let generation = state.generation
         // Counted now, not when the task starts: a request after this postpones the action.
-        let pulsesAtArming = pulses.load(ordering: .relaxed)
+        let newsAtArming = news.load(ordering: .relaxed)
         state.timer = Task.detached(priority: .background) { [delay, sleep] in
-            var seen = pulsesAtArming
+            var seen = newsAtArming
             while true {
                 do {
                     try await sleep(delay)
                 } catch {
                     return
                 }
-                // Requests came during the wait: wait again from now.
-                let now = self.pulses.load(ordering: .relaxed)
+                // News came during the wait: wait again from now.
+                let now = self.news.load(ordering: .relaxed)
                 if now == seen { break }
                 seen = now
             }
