@@ -57,8 +57,9 @@ public enum ResidentCode {
     /// Drops this process's resident copies of its program's and libraries' code and read-only data, and trims the
     /// heap. Safe from any thread while others run: a page another thread needs meanwhile is mapped again on its
     /// next access. Not while a library is being loaded, whose loader could write to a mapping between the look at
-    /// smaps and the drop (a text relocation): the daemon calls it only with no run in flight, and only runs load
-    /// libraries (libcurl, libxml2).
+    /// smaps and the drop (a text relocation), nor unloaded, which could leave the range to a new mapping before
+    /// the drop: the daemon calls it only with no run in flight, only runs load libraries (libcurl, libxml2), and
+    /// nothing unloads one.
     public static func release() throws(SystemError) -> Release {
         let path = "/proc/self/smaps"
         let fd = try Syscall.open(path, O_RDONLY)
