@@ -30,6 +30,15 @@ def read_from_disk_next_time(path):
         os.close(descriptor)
 
 
+def status_field(pid, name):
+    """A number field of /proc/PID/status (`VmRSS`, `RssAnon`, `Threads`...), in its unit; 0 when it is missing."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith(name + ":"):
+                return int(line.split()[1])
+    return 0
+
+
 class DemoDaemon:
     """`with DemoDaemon(bin_path) as world:` starts the demo site on a free port and `sessionkeeper run` on a
     config.yaml of its own, waits until `sessionkeeper cookie demo` answers, and stops both (and removes the

@@ -61,7 +61,7 @@ public final class IdleWatch: Sendable {
     public func runEnded() {
         state.withLock { state in
             state.runsInFlight -= 1
-            if state.timer == nil { arm(&state) }
+            arm(&state)
         }
     }
 
@@ -69,7 +69,7 @@ public final class IdleWatch: Sendable {
     /// starts again.
     public func activity() {
         news.add(1, ordering: .relaxed)
-        if !armed.load(ordering: .relaxed) { armUnlessArmed() }
+        if !armed.load(ordering: .relaxed) { state.withLock { arm(&$0) } }
     }
 
     /// A client's request was answered. Cheap enough for every request: while a timer runs, two atomic increments
@@ -77,12 +77,6 @@ public final class IdleWatch: Sendable {
     public func pulse() {
         answers.add(1, ordering: .relaxed)
         activity()
-    }
-
-    private func armUnlessArmed() {
-        state.withLock { state in
-            if state.timer == nil { arm(&state) }
-        }
     }
 
     /// No action from now on (shutdown).
@@ -100,9 +94,10 @@ public final class IdleWatch: Sendable {
         armed.store(false, ordering: .relaxed)
     }
 
+    /// Starts the timer unless one runs, a run is in flight or the watch has stopped.
     private func arm(_ state: inout State) {
-        guard !state.stopped, state.runsInFlight == 0 else { return }
-        disarm(&state)
+        guard state.timer == nil, !state.stopped, state.runsInFlight == 0 else { return }
+        state.generation &+= 1
         let generation = state.generation
         // Counted now, not when the task starts: a request after this postpones the action.
         let newsAtArming = news.load(ordering: .relaxed)

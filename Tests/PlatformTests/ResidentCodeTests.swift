@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Platform
@@ -47,13 +48,14 @@ import Testing
     /// Real mappings of a real file, then a real release: the unwritten read-only copies of a file mapped executable
     /// leave memory and read back the same; a page written before its mapping was sealed, and a data file, stay.
     @Test func releaseDropsOnlyPagesThatAreCopiesOfTheirFile() throws {
-        let folder = try ExecutableFolder()
-        defer { folder.remove() }
+        // Mapped executable from the temporary folder, as the suite runs plugin scripts from there.
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
         let pages = 4
         let size = pages * Int(getpagesize())
         let content = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
-        let image = try folder.file("image.so", content)
-        let data = try folder.file("data.bin", content)
+        let image = folder.path("image.so"), data = folder.path("data.bin")
+        for file in [image, data] { try Data(content).write(to: URL(fileURLWithPath: file)) }
 
         let code = try map(image, size: size, protection: PROT_READ | PROT_EXEC)
         let readOnly = try map(image, size: size, protection: PROT_READ)
@@ -108,46 +110,5 @@ import Testing
         let read = entries.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
         guard read == pages * 8 else { return -1 }
         return entries.filter { $0 & (1 << 63) != 0 }.count
-    }
-}
-
-/// A private folder in which a file may be mapped executable: the temporary folder, or, where that is mounted
-/// noexec, one under the working directory.
-private struct ExecutableFolder {
-    let path: String
-
-    init() throws {
-        var candidates = [FileManager.default.temporaryDirectory.path]
-        candidates.append(FileManager.default.currentDirectoryPath + "/.build")
-        for base in candidates {
-            let path = "\(base)/resident-code-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            guard (try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)) != nil else { continue }
-            if Self.allowsExecutableMappings(path) {
-                self.path = path
-                return
-            }
-            try? FileManager.default.removeItem(atPath: path)
-        }
-        throw CocoaError(.fileWriteNoPermission)
-    }
-
-    func file(_ name: String, _ bytes: [UInt8]) throws -> String {
-        let file = "\(path)/\(name)"
-        try Data(bytes).write(to: URL(fileURLWithPath: file))
-        return file
-    }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
-
-    private static func allowsExecutableMappings(_ folder: String) -> Bool {
-        let probe = "\(folder)/probe"
-        guard FileManager.default.createFile(atPath: probe, contents: Data(repeating: 0, count: Int(getpagesize()))) else { return false }
-        let fd = open(probe, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        let pointer = mmap(nil, Int(getpagesize()), PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0)
-        guard pointer != MAP_FAILED else { return false }
-        munmap(pointer, Int(getpagesize()))
-        return true
     }
 }

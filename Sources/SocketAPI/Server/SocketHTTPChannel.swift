@@ -1,4 +1,3 @@
-import Daemon
 import HummingbirdCore
 import Logging
 import NIOCore
@@ -25,13 +24,12 @@ struct SocketHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     let responder: HTTPChannelHandler.Responder
     let limits: SocketServer.Limits
     let fastPath: CookieFastPathParts
-    /// Told when the connection has closed.
-    let idleWatch: IdleWatch?
     /// Handlers placed between the conversion to HTTP types and the fast path (the peer registry's).
     let additionalHandlers: @Sendable () -> [any ChannelHandler]
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        if let idleWatch { channel.closeFuture.whenComplete { _ in idleWatch.activity() } }
+        // The connection's end is news for the idle watch, as each answer is (``CookieFastPathParts/counted()``).
+        if let idleWatch = fastPath.idleWatch { channel.closeFuture.whenComplete { _ in idleWatch.activity() } }
         return channel.eventLoop.makeCompletedFuture {
             var decoderLimits = NIOHTTPDecoderLimitConfiguration()
             decoderLimits.maxHeaderFieldSize = limits.maxHeaderFieldBytes
@@ -63,13 +61,10 @@ struct SocketHTTPChannel: ServerChildChannel, HTTPChannelHandler {
 extension HTTPServerBuilder {
     /// HTTP/1.1 on the socket, each connection a ``SocketHTTPChannel``.
     static func socketHTTP1(
-        limits: SocketServer.Limits, fastPath: CookieFastPathParts, idleWatch: IdleWatch?,
-        additionalHandlers: @escaping @Sendable () -> [any ChannelHandler]
+        limits: SocketServer.Limits, fastPath: CookieFastPathParts, additionalHandlers: @escaping @Sendable () -> [any ChannelHandler]
     ) -> HTTPServerBuilder {
         .init { responder in
-            SocketHTTPChannel(
-                responder: responder, limits: limits, fastPath: fastPath, idleWatch: idleWatch,
-                additionalHandlers: additionalHandlers)
+            SocketHTTPChannel(responder: responder, limits: limits, fastPath: fastPath, additionalHandlers: additionalHandlers)
         }
     }
 }

@@ -99,9 +99,7 @@ public final class SocketServer: Service, Sendable {
         defer { loop.shutdownGracefully { _ in } }
         let application = Application(
             router: buildRouter(),
-            server: .socketHTTP1(limits: limits, fastPath: fastPathParts(), idleWatch: idleWatch) { [peers] in
-                [peers.makeHandler()]
-            },
+            server: .socketHTTP1(limits: limits, fastPath: fastPathParts()) { [peers] in [peers.makeHandler()] },
             configuration: ApplicationConfiguration(address: .unixDomainSocket(path: settings.path), serverName: nil),
             onServerRunning: { [settings] _ in
                 bound.set()
