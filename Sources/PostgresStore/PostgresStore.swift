@@ -46,8 +46,12 @@ public final class PostgresStore: Sendable {
 
     struct OpenState {
         var keys: VaultKeys?
+        var storedKeyring = false
         var closed = false
     }
+
+    /// Whether ``open(createIfMissing:seed:)`` stored the keyring (the database had none).
+    public var storedKeyring: Bool { state.withLock { $0.storedKeyring } }
 
     /// A store for the database at `url`; no connection is made until ``run()`` and ``open(createIfMissing:seed:)``.
     /// - Parameters:
@@ -104,15 +108,21 @@ public final class PostgresStore: Sendable {
     ///
     /// - Parameter seed: the keyring to store when the database has none (`store migrate`: the folder's),
     ///   instead of a new one; `key` must be the source that unlocked it.
-    public func open(createIfMissing: Bool, seed: VaultKeys? = nil) async throws(PostgresStoreError) {
+    /// - Returns: whether this call stored the keyring (a new one, or `seed`'s).
+    @discardableResult
+    public func open(createIfMissing: Bool, seed: VaultKeys? = nil) async throws(PostgresStoreError) -> Bool {
         try await perform("upgrading the schema", timeout: .seconds(60)) { [client, logger] in
             try await Schema.migrate(client, logger: logger)
         }
-        let keys = try await loadKeys(createIfMissing: createIfMissing, seed: seed)
-        state.withLock { $0.keys = keys }
+        let (keys, created) = try await loadKeys(createIfMissing: createIfMissing, seed: seed)
+        state.withLock { state in
+            state.keys = keys
+            state.storedKeyring = state.storedKeyring || created
+        }
         try await leases.register()
         feed.start(after: try await currentVersion())
         logger.info("store open", metadata: ["database": "\(url.place)", "keeper": "\(keeperID)"])
+        return created
     }
 
     /// Releases this keeper's leases, removes it from the fleet's keepers and ends the change streams.
@@ -142,7 +152,7 @@ public final class PostgresStore: Sendable {
             }
             defer { group.cancelAll() }
             do {
-                try await store.open(createIfMissing: createIfMissing, seed: seed)
+                _ = try await store.open(createIfMissing: createIfMissing, seed: seed)
                 let result = try await body(store)
                 await store.close()
                 return result
@@ -198,16 +208,16 @@ public final class PostgresStore: Sendable {
     /// Where the keyring lives, for messages.
     var keyringRow: String { "table sessionkeeper_keyring of \(url.place)" }
 
-    private func loadKeys(createIfMissing: Bool, seed: VaultKeys? = nil) async throws(PostgresStoreError) -> VaultKeys {
+    private func loadKeys(createIfMissing: Bool, seed: VaultKeys? = nil) async throws(PostgresStoreError) -> (VaultKeys, created: Bool) {
         if let bytes = try await readKeyring() {
             do {
-                return try await VaultKeys.unlocking(bytes, key: key, environment: environment, origin: keyringRow)
+                return (try await VaultKeys.unlocking(bytes, key: key, environment: environment, origin: keyringRow), false)
             } catch {
                 throw PostgresStoreError(error)
             }
         }
         if let seed {
-            if try await insertKeyring(seed.keyringBytes) { return seed }
+            if try await insertKeyring(seed.keyringBytes) { return (seed, true) }
             return try await loadKeys(createIfMissing: false)
         }
         guard createIfMissing else {
@@ -222,7 +232,7 @@ public final class PostgresStore: Sendable {
             throw PostgresStoreError(error)
         }
         // Of keepers creating the keyring at once, the first insert wins and the others open its keyring.
-        if try await insertKeyring(created.keyringBytes) { return created }
+        if try await insertKeyring(created.keyringBytes) { return (created, true) }
         return try await loadKeys(createIfMissing: false)
     }
 
