@@ -173,12 +173,14 @@ extension PostgresStore {
         while !Task.isCancelled, feed.position != nil {
             attempt += 1
             do {
-                let connection = try await withDeadline(url.connectTimeout + .seconds(1), sleep: sleep) { [configuration = self.connection.listener] in
+                let connection = try await withDeadline(url.connectTimeout + .seconds(1), sleep: sleep) {
+                    [configuration = self.connection.listener, attempt, quiet] in
                     try await PostgresConnection.connect(configuration: configuration, id: attempt, logger: quiet)
                 }
                 feed.connected()
                 do {
                     try await listen(on: connection, resetting: &backoff)
+                    try? await connection.close()
                 } catch {
                     try? await connection.close()
                     throw error
@@ -219,7 +221,7 @@ extension PostgresStore {
                     }
                 }
                 defer { group.cancelAll() }
-                try await group.next()
+                _ = try await group.next()
             }
         }
     }

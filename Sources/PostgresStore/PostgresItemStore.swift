@@ -31,7 +31,8 @@ public struct PostgresItemStore: ItemStore {
             let ids = keys.itemIDs(of: item)
             let rows = try await rows(item.kind, ids: ids, item: item)
             // Newest generation first, as the vault folder reads.
-            guard let (id, bytes, present) = ids.lazy.compactMap({ id in rows.first { $0.0 == id } }).first else { return nil }
+            guard let row = ids.lazy.compactMap({ id in rows.first { $0.0 == id } }).first else { return nil }
+            let (id, bytes, present) = row
             guard present else { return nil }
             switch keys.open(bytes, id: id) {
             case let .success(opened):
@@ -160,7 +161,7 @@ public struct PostgresItemStore: ItemStore {
         let itemBuffer = ByteBuffer(bytes: bytes)
         do {
             try await store.perform("storing \(item)") { [client = store.client] in
-                try await client.query(
+                try await client.exhaust(
                     """
                     INSERT INTO \(unescaped: table) (id, item, present) VALUES (\(idBuffer), \(itemBuffer), \(present))
                     ON CONFLICT (id) DO UPDATE SET item = EXCLUDED.item, present = EXCLUDED.present

@@ -76,8 +76,9 @@ public final class PostgresStore: Sendable {
         self.logger = logger
         self.sleep = sleep
         connection = try DatabaseConnection(url, poolSize: Self.poolSize)
+        // postgres-nio's own lines (each connection attempt) would repeat what reachability says once.
         var background = logger
-        background.logLevel = max(logger.logLevel, .critical)
+        background.logLevel = .critical
         client = PostgresClient(configuration: connection.client, backgroundLogger: background)
         reachability = ReachabilityMonitor(place: url.place, logger: logger, now: now)
         feed = ChangeFeed()
@@ -111,7 +112,7 @@ public final class PostgresStore: Sendable {
     /// - Returns: whether this call stored the keyring (a new one, or `seed`'s).
     @discardableResult
     public func open(createIfMissing: Bool, seed: VaultKeys? = nil) async throws(PostgresStoreError) -> Bool {
-        try await perform("upgrading the schema", timeout: .seconds(60)) { [client, logger] in
+        _ = try await perform("upgrading the schema", timeout: .seconds(60)) { [client, logger] in
             try await Schema.migrate(client, logger: logger)
         }
         let (keys, created) = try await loadKeys(createIfMissing: createIfMissing, seed: seed)
@@ -304,6 +305,7 @@ public final class PostgresStore: Sendable {
 
     /// Runs `body` against the pool under `timeout` (the lease by default), turning every failure into a
     /// ``PostgresStoreError`` and reporting reachability.
+    @discardableResult
     func perform<T: Sendable>(
         _ what: String, timeout: Duration? = nil, _ body: @escaping @Sendable () async throws -> T
     ) async throws(PostgresStoreError) -> T {
@@ -318,12 +320,17 @@ public final class PostgresStore: Sendable {
             throw failure
         } catch {
             let failure = DatabaseFailure.classify(error, doing: what, place: url.place)
-            if failure.isUnreachable { reachability.failed(failure.detail) } else if case .staleEpoch = failure.kind {
-                reachability.succeeded()
-            } else if case .rejected = failure.kind {
-                reachability.succeeded()
-            }
+            // A refused statement was answered: the database is there.
+            if failure.isUnreachable { reachability.failed(failure.detail) } else { reachability.succeeded() }
             throw failure
         }
+    }
+}
+
+extension PostgresClient {
+    /// Runs a statement whose rows, if any, are not needed, reading them to the end so that the connection
+    /// goes back to the pool at once.
+    func exhaust(_ query: PostgresQuery) async throws {
+        for try await _ in try await self.query(query) {}
     }
 }

@@ -131,10 +131,11 @@ public struct SiteLeases: Sendable {
             for try await row in rows.decode((Int64, Date).self) { found = row }
             return found
         }
-        guard let (epoch, validUntil) = row else {
+        guard let row else {
             store.leaseBook.withLock { _ = $0.held.removeValue(forKey: site) }
             return nil
         }
+        let (epoch, validUntil) = row
         let lease = SiteLease(
             site: site, siteID: id, epoch: epoch, validUntil: validUntil, deadline: sent + duration - Self.safetyMargin(for: duration))
         store.leaseBook.withLock { $0.held[site] = lease }
@@ -307,7 +308,7 @@ public struct SiteLeases: Sendable {
         let host = ProcessInfo.processInfo.hostName
         let pid = Int32(ProcessInfo.processInfo.processIdentifier)
         try await store.perform("joining the fleet") { [client = store.client] in
-            try await client.query(
+            try await client.exhaust(
                 """
                 WITH gone AS (DELETE FROM sessionkeeper_keepers WHERE seen_until < now() - interval '1 day'),
                 stale AS (DELETE FROM sessionkeeper_leases WHERE valid_until < now() - interval '7 days')
@@ -323,7 +324,7 @@ public struct SiteLeases: Sendable {
         let me = keeperID
         store.leaseBook.withLock { $0.held = [:] }
         try await store.perform("leaving the fleet", timeout: renewalPeriod) { [client = store.client] in
-            try await client.query(
+            try await client.exhaust(
                 """
                 WITH released AS (UPDATE sessionkeeper_leases SET valid_until = now() WHERE holder = \(me) AND valid_until > now())
                 DELETE FROM sessionkeeper_keepers WHERE keeper_id = \(me)

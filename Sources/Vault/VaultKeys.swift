@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Platform
 
 /// A vault's keys once unlocked: the master key generations of a keyring and what derives from them, the
 /// sealing of items and their keyed-hash ids. It holds no storage: the vault folder keeps the keyring and

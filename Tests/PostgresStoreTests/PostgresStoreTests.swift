@@ -392,3 +392,76 @@ func bytes(fromHex text: String) -> [UInt8] {
     }
     return result
 }
+
+/// `store migrate`'s copy, there and back.
+@Suite(.postgres, .serialized)
+struct StoreMigrationTests {
+    @Test func aFolderVaultGoesIntoTheDatabaseAndBackUnchanged() async throws {
+        let fleet = try await Fleet.make()
+        defer { fleet.cleanUp() }
+        let stateDirectory = fleet.folder.path("state")
+        let vault = try Vault.open(stateDirectory: stateDirectory, key: fleet.key, createIfMissing: true)
+        let sessions = (0..<5).map { index in
+            SessionRecord(
+                cookies: [Cookie(name: "sid", value: "value-\(index)", domain: "site\(index).example", path: "/")],
+                lastLogin: Date(timeIntervalSince1970: 1_700_000_000 + Double(index)), expiresAt: nil, userAgent: "UA")
+        }
+        for (index, record) in sessions.enumerated() {
+            try await VaultSessionStore(vault: vault).save(record, site: "site\(index)")
+        }
+        let secrets = ["wiki/password": "pw-1", "mail/token": "tok-2", "totp/seed": "JBSWY3DPEHPK3PXP"]
+        for (name, value) in secrets { try vault.set(Array(value.utf8), for: ItemReference(.credential, name)) }
+        let seed = try vault.keys()
+
+        // Into an empty database: the keyring and every item.
+        let first = try await PostgresStore.withRunning(try fleet.store(), createIfMissing: false, seed: seed) { store in
+            try await StoreMigration.copy(from: vault, to: store, seeded: store.storedKeyring)
+        }
+        #expect(first == MigrationSummary(keyring: .copied, sessions: 5, secrets: 3, unchanged: 0, problems: []))
+        // Again: nothing changes.
+        let again = try await PostgresStore.withRunning(try fleet.store(), createIfMissing: false, seed: seed) { store in
+            try await StoreMigration.copy(from: vault, to: store, seeded: store.storedKeyring)
+        }
+        #expect(again == MigrationSummary(keyring: .alreadyThere, sessions: 0, secrets: 0, unchanged: 8, problems: []))
+        vault.close()
+
+        // Back into a new folder: the same sessions and secrets, under the same master key.
+        let back = fleet.folder.path("back")
+        let returned = try await PostgresStore.withRunning(try fleet.store(), createIfMissing: false) { store in
+            try await StoreMigration.copy(from: store, toFolder: back, key: fleet.key)
+        }
+        #expect(returned == MigrationSummary(keyring: .copied, sessions: 5, secrets: 3, unchanged: 0, problems: []))
+        let copy = try Vault.open(stateDirectory: back, key: fleet.key)
+        defer { copy.close() }
+        #expect(try copy.keys().hasSameMasterKeys(as: seed))
+        for (index, record) in sessions.enumerated() {
+            #expect(try await VaultSessionStore(vault: copy).load(site: "site\(index)") == record)
+        }
+        for (name, value) in secrets {
+            #expect(try copy.value(of: ItemReference(.credential, name)) == Array(value.utf8))
+        }
+    }
+
+    @Test func aDatabaseWithAnotherMasterKeyIsNotOverwritten() async throws {
+        let fleet = try await Fleet.make()
+        defer { fleet.cleanUp() }
+        // The database got its own vault first.
+        try await fleet.withStores(1) { stores in
+            try await stores[0].items.set(Array("theirs".utf8), for: ItemReference(.credential, "shared"))
+        }
+        let otherKey = fleet.folder.path("folder.key")
+        try VaultKey.createKeyFile(at: otherKey)
+        let vault = try Vault.open(stateDirectory: fleet.folder.path("state"), key: .keyFile(path: otherKey), createIfMissing: true)
+        defer { vault.close() }
+        try vault.set(Array("mine".utf8), for: ItemReference(.credential, "shared"))
+        // The folder's key does not even open the database's keyring.
+        let store = try fleet.store(key: .keyFile(path: otherKey))
+        await #expect(throws: PostgresStoreError.self) {
+            try await PostgresStore.withRunning(store, createIfMissing: false, seed: try vault.keys()) { store in
+                try await StoreMigration.copy(from: vault, to: store, seeded: store.storedKeyring)
+            }
+        }
+        let value = try await fleet.withStores(1) { stores in try await stores[0].items.value(of: ItemReference(.credential, "shared")) }
+        #expect(value == Array("theirs".utf8))
+    }
+}
