@@ -216,7 +216,7 @@ extension PostgresStore {
                     while true {
                         try await self.sleep(self.settings.renewalPeriod)
                         try await withDeadline(self.settings.renewalPeriod, sleep: self.sleep) {
-                            try await connection.query("SELECT 1", logger: self.quietLogger)
+                            for try await _ in try await connection.query("SELECT 1", logger: self.quietLogger) {}
                         }
                     }
                 }

@@ -149,12 +149,8 @@ public struct SiteLeases: Sendable {
         let keys = try store.keys()
         try know(sites: sites)
         var byID: [String: String] = [:]
-        var ids: [ByteBuffer] = []
-        for site in Set(sites) {
-            let id = keys.itemID(of: Self.item(site))
-            byID[Self.idKey(id)] = site
-            ids.append(ByteBuffer(bytes: id))
-        }
+        for site in Set(sites) { byID[Self.idKey(keys.itemID(of: Self.item(site)))] = site }
+        let ids = Set(sites).map { ByteBuffer(bytes: keys.itemID(of: Self.item($0))) }
         let milliseconds = duration.wholeMilliseconds
         let me = keeperID
         let sent = ContinuousClock.now

@@ -1,7 +1,7 @@
 import Vault
 
 /// What `sessionkeeper store migrate` did: counts, never a value.
-public struct MigrationSummary: Sendable, Hashable {
+public struct MigrationSummary: Sendable {
     /// Where the keyring went: copied, or the destination already held the same master keys.
     public enum Keyring: Sendable, Hashable {
         case copied

@@ -8,6 +8,11 @@ import Platform
 public struct VaultListing: Sendable {
     public var items: [ItemReference]
     public var problems: [VaultError]
+
+    public init(items: [ItemReference], problems: [VaultError]) {
+        self.items = items
+        self.problems = problems
+    }
 }
 
 /// What ``Vault/rotate()`` did.

@@ -417,12 +417,12 @@ struct StoreMigrationTests {
         let first = try await PostgresStore.withRunning(try fleet.store(), createIfMissing: false, seed: seed) { store in
             try await StoreMigration.copy(from: vault, to: store, seeded: store.storedKeyring)
         }
-        #expect(first == MigrationSummary(keyring: .copied, sessions: 5, secrets: 3, unchanged: 0, problems: []))
+        #expect(counts(first) == "copied 5 3 0 0")
         // Again: nothing changes.
         let again = try await PostgresStore.withRunning(try fleet.store(), createIfMissing: false, seed: seed) { store in
             try await StoreMigration.copy(from: vault, to: store, seeded: store.storedKeyring)
         }
-        #expect(again == MigrationSummary(keyring: .alreadyThere, sessions: 0, secrets: 0, unchanged: 8, problems: []))
+        #expect(counts(again) == "alreadyThere 0 0 8 0")
         vault.close()
 
         // Back into a new folder: the same sessions and secrets, under the same master key.
@@ -430,7 +430,7 @@ struct StoreMigrationTests {
         let returned = try await PostgresStore.withRunning(try fleet.store(), createIfMissing: false) { store in
             try await StoreMigration.copy(from: store, toFolder: back, key: fleet.key)
         }
-        #expect(returned == MigrationSummary(keyring: .copied, sessions: 5, secrets: 3, unchanged: 0, problems: []))
+        #expect(counts(returned) == "copied 5 3 0 0")
         let copy = try Vault.open(stateDirectory: back, key: fleet.key)
         defer { copy.close() }
         #expect(try copy.keys().hasSameMasterKeys(as: seed))
@@ -440,6 +440,11 @@ struct StoreMigrationTests {
         for (name, value) in secrets {
             #expect(try copy.value(of: ItemReference(.credential, name)) == Array(value.utf8))
         }
+    }
+
+    /// keyring, sessions, secrets, unchanged, problems.
+    private func counts(_ summary: MigrationSummary) -> String {
+        "\(summary.keyring) \(summary.sessions) \(summary.secrets) \(summary.unchanged) \(summary.problems.count)"
     }
 
     @Test func aDatabaseWithAnotherMasterKeyIsNotOverwritten() async throws {
