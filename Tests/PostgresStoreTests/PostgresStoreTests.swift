@@ -311,7 +311,7 @@ struct PostgresStoreTests {
             let store = stores[0]
             try await store.items.set(Array("v".utf8), for: ItemReference(.credential, "kept"))
             try await fleet.server.stop(mode: "immediate")
-            do {
+            do throws(PostgresStoreError) {
                 _ = try await store.leases.renewAll()
                 Issue.record("a renewal succeeded with the database stopped")
             } catch {
