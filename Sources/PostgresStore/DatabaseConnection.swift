@@ -6,11 +6,13 @@ internal import PostgresNIO
 import SiteConfig
 
 /// postgres-nio's configurations for a ``SiteConfig/DatabaseURL``: the pool's for statements, a single
-/// connection's for LISTEN. Built once per store; creating the TLS context reads certificate files.
+/// connection's for LISTEN, and one for the probe that opening a store makes first. Built once per store;
+/// creating the TLS context reads certificate files.
 struct DatabaseConnection: Sendable {
     let url: DatabaseURL
     let client: PostgresClient.Configuration
     let listener: PostgresConnection.Configuration
+    let probe: PostgresConnection.Configuration
 
     init(_ url: DatabaseURL, poolSize: Int) throws(PostgresStoreError) {
         self.url = url
@@ -64,8 +66,11 @@ struct DatabaseConnection: Sendable {
         client.options.minimumConnections = 0
         client.options.additionalStartupParameters = [("application_name", url.applicationName)]
         listener.options.connectTimeout = TimeAmount.milliseconds(url.connectTimeout.wholeMilliseconds)
+        var probe = listener
+        probe.options.additionalStartupParameters = [("application_name", url.applicationName)]
         listener.options.additionalStartupParameters = [("application_name", url.applicationName + " listener")]
         self.client = client
         self.listener = listener
+        self.probe = probe
     }
 }

@@ -112,6 +112,7 @@ public final class PostgresStore: Sendable {
     /// - Returns: whether this call stored the keyring (a new one, or `seed`'s).
     @discardableResult
     public func open(createIfMissing: Bool, seed: VaultKeys? = nil) async throws(PostgresStoreError) -> Bool {
+        try await probe()
         _ = try await perform("upgrading the schema", timeout: .seconds(60)) { [client, logger] in
             try await Schema.migrate(client, logger: logger)
         }
@@ -179,6 +180,30 @@ public final class PostgresStore: Sendable {
     /// must be current, so nothing falls between the read and the subscription.
     public func changes() -> AsyncStream<StoreChange> {
         feed.subscribe()
+    }
+
+    /// One direct connection, closed at once: the pool retries a failing connection quietly until a
+    /// statement's deadline, while a single attempt says at once why it failed (refused, no such database,
+    /// authentication failed).
+    private func probe() async throws(PostgresStoreError) {
+        var quiet = logger
+        quiet.logLevel = .critical
+        do {
+            let connection = try await withDeadline(url.connectTimeout + .seconds(1), sleep: sleep) {
+                [configuration = connection.probe, quiet] in
+                try await PostgresConnection.connect(configuration: configuration, id: 0, logger: quiet)
+            }
+            try? await connection.close()
+            reachability.succeeded()
+        } catch let error as DeadlineExceeded {
+            let failure = PostgresStoreError(.unreachable, "connecting to \(url.place): no answer within \(error.limit)")
+            reachability.failed(failure.detail)
+            throw failure
+        } catch {
+            let failure = DatabaseFailure.classify(error, doing: "connecting", place: url.place)
+            if failure.isUnreachable { reachability.failed(failure.detail) }
+            throw failure
+        }
     }
 
     // MARK: Keys
@@ -315,9 +340,13 @@ public final class PostgresStore: Sendable {
             reachability.succeeded()
             return value
         } catch let error as DeadlineExceeded {
-            let failure = PostgresStoreError(.unreachable, "\(what) on \(url.place): no answer within \(error.limit)")
-            reachability.failed(failure.detail)
-            throw failure
+            let silence = "\(what) on \(url.place): no answer within \(error.limit)"
+            // Known unreachable already: the reason found before (refused, authentication failed) says more.
+            if case let .unreachable(_, reason) = reachability.current {
+                throw PostgresStoreError(.unreachable, "\(silence) (\(reason))")
+            }
+            reachability.failed(silence)
+            throw PostgresStoreError(.unreachable, silence)
         } catch {
             let failure = DatabaseFailure.classify(error, doing: what, place: url.place)
             // A refused statement was answered: the database is there.
