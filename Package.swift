@@ -6,6 +6,7 @@ import PackageDescription
 //   Foundation: Platform (syscalls)  HTTPTransport (types + client protocol)
 //   Values:     JSON (one parser, one writer, Codable over it; depends on nothing)
 //   Engines:    CookieJar  XMLQuery  SiteConfig  CurlTransport  LoginFlow  Vault  Credentials
+//   Stores:     Vault (the folder, the item crypto)  PostgresStore (fleet mode: items, leases, changes on PostgreSQL)
 //   Daemon:     Scheduler  Daemon (the Keeper)  SocketAPI (the Unix-socket HTTP API, on Hummingbird)
 //   Programs:   sessionkeeper (CLI)  demo-site
 // Dependencies point one way: LoginFlow never imports CurlTransport; only the CLI wires real parts together.
@@ -57,6 +58,10 @@ let package = Package(
         // Child processes (Platform.ChildProcess). Its one trait, SubprocessFoundation (Data inputs and
         // outputs), is left off: Platform hands bytes as [UInt8].
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2", traits: []),
+        // Fleet mode's store (PostgresStore): the PostgreSQL wire protocol, LISTEN/NOTIFY included.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // TLS to the fleet's database (sslmode=require / verify-full), as postgres-nio takes it.
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // MARK: C libraries (system packages, installed by .ci/run and the README's commands)
@@ -108,6 +113,17 @@ let package = Package(
                 "JSON",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "PostgresStore",
+            dependencies: [
+                "Locking", "Vault", "Sessions", "SiteConfig", "Platform",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),
@@ -171,7 +187,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "LoginFlow", "Vault", "Credentials",
-                "Platform", "Sessions", "Daemon", "JSON", "SocketAPI",
+                "Platform", "Sessions", "Daemon", "JSON", "SocketAPI", "PostgresStore",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -207,7 +223,9 @@ let package = Package(
 
         // MARK: Tests (one target per module; fixtures as files beside them)
         // Shared by the test targets: blocking waits on dedicated threads, child processes run to their end.
-        .target(name: "TestSupport", dependencies: ["Locking"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(
+            name: "TestSupport", dependencies: ["Locking", "Platform", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestSupport", swiftSettings: strict),
         // The crash test's child (VaultTests/CrashTests): writes vault items until killed. Built for the tests
         // only, so the shipped sessionkeeper carries no test subcommand.
         .executableTarget(
@@ -275,6 +293,14 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "PostgresStoreTests",
+            dependencies: [
+                "Locking", "PostgresStore", "Vault", "Sessions", "SiteConfig", "CookieJar", "Platform", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

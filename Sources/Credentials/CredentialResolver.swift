@@ -32,23 +32,24 @@ public struct CredentialResolver: Sendable {
     /// masked out), for the log: site, credential name, line.
     public typealias StandardErrorSink = @Sendable (_ site: String, _ credential: String, _ line: String) -> Void
 
-    let vault: Vault?
+    let secrets: (any ItemStore)?
     let environment: [String: String]
     let commandTimeout: Duration
     let clock: @Sendable () -> Date
     let standardError: StandardErrorSink
 
     /// - Parameters:
-    ///   - vault: where `{secret: NAME}` and TOTP secrets live; nil makes them fail with a clear error.
+    ///   - secrets: the vault's items, where `{secret: NAME}` and TOTP secrets live (the vault folder, or a
+    ///     fleet's database); nil makes them fail with a clear error.
     ///   - environment: where `{env: NAME}` is looked up; a `{command: ...}` gets only its PATH, HOME and LANG.
     ///   - clock: the time TOTP codes are computed for.
     public init(
-        vault: Vault?, environment: [String: String] = ProcessInfo.processInfo.environment,
+        secrets: (any ItemStore)?, environment: [String: String] = ProcessInfo.processInfo.environment,
         commandTimeout: Duration = CredentialResolver.defaultCommandTimeout,
         clock: @escaping @Sendable () -> Date = { Date() },
         standardError: @escaping StandardErrorSink = { _, _, _ in }
     ) {
-        self.vault = vault
+        self.secrets = secrets
         self.environment = environment
         self.commandTimeout = commandTimeout
         self.clock = clock
@@ -71,7 +72,7 @@ public struct CredentialResolver: Sendable {
         case let .literal(value):
             return value
         case let .secret(name):
-            return try text(of: try secret(name, fail: fail), what: "secret '\(name)'", fail: fail)
+            return try text(of: try await secret(name, fail: fail), what: "secret '\(name)'", fail: fail)
         case let .environment(name):
             guard let value = environment[name] else { throw fail("environment variable \(name) is not set") }
             return value
@@ -86,7 +87,7 @@ public struct CredentialResolver: Sendable {
         case let .command(argv):
             return try await runCommand(argv, site: site, credential: credential, fail: fail)
         case let .totp(parameters):
-            let stored = try text(of: try secret(parameters.secretName, fail: fail), what: "secret '\(parameters.secretName)'", fail: fail)
+            let stored = try text(of: try await secret(parameters.secretName, fail: fail), what: "secret '\(parameters.secretName)'", fail: fail)
             guard let key = Base32.decode(stored), !key.isEmpty else {
                 throw fail("secret '\(parameters.secretName)' is not a base32 TOTP secret (letters A-Z and digits 2-7)")
             }
@@ -98,11 +99,11 @@ public struct CredentialResolver: Sendable {
         }
     }
 
-    private func secret(_ name: String, fail: (String) -> CredentialError) throws(CredentialError) -> [UInt8] {
-        guard let vault else { throw fail("secret '\(name)' needs the vault, which is not open") }
+    private func secret(_ name: String, fail: (String) -> CredentialError) async throws(CredentialError) -> [UInt8] {
+        guard let secrets else { throw fail("secret '\(name)' needs the vault, which is not open") }
         let stored: [UInt8]?
         do {
-            stored = try vault.value(of: ItemReference(.credential, name))
+            stored = try await secrets.value(of: ItemReference(.credential, name))
         } catch {
             throw fail("\(error)")
         }

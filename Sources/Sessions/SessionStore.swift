@@ -3,10 +3,11 @@ import Foundation
 /// Where sessions are kept between logins and across restarts: the one seam between "log in one site"
 /// (and the daemon) and a storage backend.
 ///
-/// Today the backend is the encrypted vault of one host (``VaultSessionStore``). Keepers on several
-/// hosts will later share one store on PostgreSQL; that backend is another type conforming to this
-/// protocol, so nothing above it changes. Implementations are safe to call from any task, and a
-/// ``load(site:)`` after another process's ``save(_:site:)`` returns that newer record.
+/// Two backends hold sessions as vault items: ``VaultSessionStore`` over any ``Vault/ItemStore`` (the vault
+/// folder of one host, or a fleet's PostgreSQL database), and the PostgresStore module's fenced store, whose
+/// writes are statements conditioned on the lease epoch a keeper won the site under (SPEC section 11).
+/// Implementations are safe to call from any task, and a ``load(site:)`` after another process's
+/// ``save(_:site:)`` returns that newer record.
 public protocol SessionStore: Sendable {
     /// The site's stored session, nil when none is stored.
     func load(site: String) async throws(SessionStoreError) -> SessionRecord?
@@ -25,6 +26,9 @@ public struct SessionStoreError: Error, Sendable, CustomStringConvertible {
         case backend
         /// The stored bytes are not a session record this version can read.
         case unreadableRecord
+        /// Fleet mode: the write was refused because the site's lease was taken over since this keeper won
+        /// it (or expired and was taken again); the write is dropped, the new holder's session stands.
+        case staleEpoch
     }
 
     public var kind: Kind
@@ -41,6 +45,7 @@ public struct SessionStoreError: Error, Sendable, CustomStringConvertible {
         switch kind {
         case .backend: "site '\(site)': the stored session is not available: \(detail)"
         case .unreadableRecord: "site '\(site)': \(detail)"
+        case .staleEpoch: "site '\(site)': the session was not stored: \(detail)"
         }
     }
 }

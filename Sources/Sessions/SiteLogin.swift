@@ -45,6 +45,15 @@ public struct SiteLogin: Sendable {
         self.now = now
     }
 
+    /// The same login path storing through `store`: in fleet mode, a run under a site's lease uses the
+    /// store fenced by that lease, so its writes are refused once another keeper took the site over.
+    public func storing(in store: any SessionStore) -> SiteLogin {
+        var copy = SiteLogin(
+            client: client, store: store, credentials: credentials, plugins: plugins, environment: environment, now: now)
+        copy.tracesExchanges = tracesExchanges
+        return copy
+    }
+
     /// Logs `site` in and stores the session.
     public func run(
         _ site: SiteDefinition, start: Start = .storedSession, events: SessionEventSink? = nil

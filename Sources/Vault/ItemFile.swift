@@ -65,6 +65,18 @@ enum ItemFile {
         var value: [UInt8]
     }
 
+    /// Decrypts an item's bytes stored under `id` with whichever of `generations` its header names.
+    static func open(_ bytes: [UInt8], id: [UInt8], generations: [KeyGeneration]) -> Result<Opened, VaultError.Reason> {
+        let keyID: UInt32
+        switch self.keyID(of: bytes) {
+        case let .success(value): keyID = value
+        case let .failure(reason): return .failure(reason)
+        }
+        guard let generation = generations.first(where: { $0.id == keyID }) else { return .failure(.unknownKeyID(keyID)) }
+        guard id.count == 32 else { return .failure(.foreignFile) }
+        return open(bytes, keys: generation, fileID: id)
+    }
+
     /// Decrypts a file's bytes whose header was checked by ``keyID(of:)``.
     static func open(_ bytes: [UInt8], keys: KeyGeneration, fileID: [UInt8]) -> Result<Opened, VaultError.Reason> {
         let header = Array(bytes[0..<headerSize])

@@ -101,6 +101,40 @@ struct Keyring: Codable {
         }
     }
 
+    /// A keyring, its generations and its key encryption key, as one process holds them once it is open.
+    struct Opened {
+        var keyring: Keyring
+        /// Newest first.
+        var generations: [KeyGeneration]
+        var keyEncryptionKey: SymmetricKey
+    }
+
+    /// A new keyring holding one random master key generation, sealed under a key from `material`.
+    static func create(material: KeyMaterial, source: MasterKeySource, scrypt: ScryptParameters) throws(VaultError) -> Opened {
+        let unlock = newUnlock(for: material, scrypt: scrypt)
+        let kek = try keyEncryptionKey(unlock, material: material, source: source)
+        let generation = KeyGeneration(id: 1, masterKey: SymmetricKey(size: .bits256))
+        let keyring = Keyring(
+            magic: magic, format: formatVersion, unlock: unlock, keys: [try seal(generation, with: kek)], current: generation.id)
+        return Opened(keyring: keyring, generations: [generation], keyEncryptionKey: kek)
+    }
+
+    /// Opens a keyring's bytes with `key` (its material obtained here unless given); errors name `origin`
+    /// (the keyring file, or the database row that holds it).
+    static func open(
+        _ bytes: [UInt8], key: MasterKeySource, material: KeyMaterial?, environment: [String: String], origin: String
+    ) throws(VaultError) -> Opened {
+        var keyring: Keyring
+        do { keyring = try decode(bytes) } catch { throw VaultError(error.reason, file: origin) }
+        let keyMaterial: KeyMaterial
+        if let material { keyMaterial = material } else { keyMaterial = try VaultKey.material(from: key, environment: environment) }
+        let kek = try keyEncryptionKey(keyring.unlock, material: keyMaterial, source: key)
+        let generations: [KeyGeneration]
+        do { generations = try keyring.unseal(with: kek, source: key) } catch { throw VaultError(error.reason, file: origin) }
+        keyring.keys.sort { $0.id < $1.id }
+        return Opened(keyring: keyring, generations: generations, keyEncryptionKey: kek)
+    }
+
     /// A fresh unlock description (new salt) for `material`.
     static func newUnlock(for material: KeyMaterial, scrypt: ScryptParameters) -> Unlock {
         let salt = Data(SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }).base64EncodedString()

@@ -8,6 +8,11 @@ import Platform
 public struct VaultListing: Sendable {
     public var items: [ItemReference]
     public var problems: [VaultError]
+
+    public init(items: [ItemReference], problems: [VaultError]) {
+        self.items = items
+        self.problems = problems
+    }
 }
 
 /// What ``Vault/rotate()`` did.
@@ -105,7 +110,14 @@ public final class Vault: Sendable {
         self.state = Locked(state)
     }
 
-    enum Creation { case never, ifMissing, mustCreate }
+    enum Creation {
+        case never, ifMissing, mustCreate
+        /// Create it, when missing, with this keyring (`store migrate --to-folder`: the database's).
+        case seeded(VaultKeys)
+
+        var isMustCreate: Bool { if case .mustCreate = self { true } else { false } }
+        var isNever: Bool { if case .never = self { true } else { false } }
+    }
 
     /// Opens the vault in `stateDirectory`, unlocking it with `key`. Takes no lock: other processes may
     /// use the vault at the same time.
@@ -119,6 +131,21 @@ public final class Vault: Sendable {
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(VaultError) -> Vault {
         try open(stateDirectory, key, createIfMissing ? .ifMissing : .never, scrypt, environment, defaultLockTimeout)
+    }
+
+    /// Opens the vault in `stateDirectory`; when the folder has none, creates it with `seed`'s keyring (the
+    /// same master keys: `store migrate --to-folder` copies a fleet's keyring into a folder). `key` must be
+    /// the source that unlocked `seed`.
+    public static func open(
+        stateDirectory: String, key: MasterKeySource, seedingWith seed: VaultKeys,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(VaultError) -> Vault {
+        try open(stateDirectory, key, .seeded(seed), ScryptParameters(), environment, defaultLockTimeout)
+    }
+
+    /// Whether `stateDirectory` holds a vault (its keyring file exists).
+    public static func exists(stateDirectory: String) -> Bool {
+        Syscall.exists(stateDirectory + "/vault/" + keyringName)
     }
 
     /// Creates a new vault (`vault init`); fails when one exists, also when another process created it
@@ -153,7 +180,7 @@ public final class Vault: Sendable {
         func made(_ state: State) -> Vault { Vault(stateDirectory: stateDirectory, lockTimeout: lockTimeout, state: state) }
 
         if let bytes = try readKeyringIfPresent(keyringPath) {
-            if creation == .mustCreate { throw VaultError(.alreadyInitialized, file: keyringPath) }
+            if creation.isMustCreate { throw VaultError(.alreadyInitialized, file: keyringPath) }
             return made(try unlock(bytes, keyringPath: keyringPath, key: key, material: nil, environment: environment))
         }
 
@@ -161,7 +188,18 @@ public final class Vault: Sendable {
         let orphans: Int
         do { orphans = try Syscall.listDirectory(folder).filter(isItemFileName).count } catch { throw VaultError(.io(error), file: folder) }
         guard orphans == 0 else { throw VaultError(.orphanedItems(count: orphans), file: keyringPath) }
-        guard creation != .never else { throw VaultError(.notInitialized, file: stateDirectory) }
+        guard !creation.isNever else { throw VaultError(.notInitialized, file: stateDirectory) }
+        if case let .seeded(seed) = creation {
+            let lock = try acquireKeyringLock(stateDirectory + "/" + keyringLockName, .exclusive, lockTimeout)
+            defer { lock.release() }
+            if let bytes = try readKeyringIfPresent(keyringPath) {
+                return made(try unlock(bytes, keyringPath: keyringPath, key: key, material: nil, environment: environment))
+            }
+            let bytes = try write(seed.keyring, to: keyringPath)
+            return made(State(
+                keyringBytes: bytes, keyring: seed.keyring, generations: seed.generations, ownUnlock: seed.keyring.unlock,
+                keyEncryptionKey: seed.keyEncryptionKey, source: key))
+        }
 
         // The key material is obtained before taking the lock (a passphrase command may take its time),
         // except from a key file that this call is to create: that happens under the lock, so two
@@ -176,7 +214,7 @@ public final class Vault: Sendable {
         defer { lock.release() }
         // Another process may have created the vault while this one waited.
         if let bytes = try readKeyringIfPresent(keyringPath) {
-            if creation == .mustCreate { throw VaultError(.alreadyInitialized, file: keyringPath) }
+            if creation.isMustCreate { throw VaultError(.alreadyInitialized, file: keyringPath) }
             return made(try unlock(bytes, keyringPath: keyringPath, key: key, material: material, environment: environment))
         }
         if case let .keyFile(path) = key, !Syscall.exists(path) {
@@ -184,14 +222,11 @@ public final class Vault: Sendable {
         }
         let keyMaterial: KeyMaterial
         if let material { keyMaterial = material } else { keyMaterial = try VaultKey.material(from: key, environment: environment) }
-        let unlock = Keyring.newUnlock(for: keyMaterial, scrypt: scrypt)
-        let kek = try Keyring.keyEncryptionKey(unlock, material: keyMaterial, source: key)
-        let generation = KeyGeneration(id: 1, masterKey: SymmetricKey(size: .bits256))
-        let keyring = Keyring(
-            magic: Keyring.magic, format: Keyring.formatVersion, unlock: unlock,
-            keys: [try Keyring.seal(generation, with: kek)], current: generation.id)
-        let bytes = try write(keyring, to: keyringPath)
-        return made(State(keyringBytes: bytes, keyring: keyring, generations: [generation], ownUnlock: unlock, keyEncryptionKey: kek, source: key))
+        let created = try Keyring.create(material: keyMaterial, source: key, scrypt: scrypt)
+        let bytes = try write(created.keyring, to: keyringPath)
+        return made(State(
+            keyringBytes: bytes, keyring: created.keyring, generations: created.generations, ownUnlock: created.keyring.unlock,
+            keyEncryptionKey: created.keyEncryptionKey, source: key))
     }
 
     /// The keyring's bytes, or nil when there is no keyring.
@@ -208,15 +243,18 @@ public final class Vault: Sendable {
     private static func unlock(
         _ bytes: [UInt8], keyringPath: String, key: MasterKeySource, material: KeyMaterial?, environment: [String: String]
     ) throws(VaultError) -> State {
-        var keyring: Keyring
-        do { keyring = try Keyring.decode(bytes) } catch { throw VaultError(error.reason, file: keyringPath) }
-        let keyMaterial: KeyMaterial
-        if let material { keyMaterial = material } else { keyMaterial = try VaultKey.material(from: key, environment: environment) }
-        let kek = try Keyring.keyEncryptionKey(keyring.unlock, material: keyMaterial, source: key)
-        let generations: [KeyGeneration]
-        do { generations = try keyring.unseal(with: kek, source: key) } catch { throw VaultError(error.reason, file: keyringPath) }
-        keyring.keys.sort { $0.id < $1.id }
-        return State(keyringBytes: bytes, keyring: keyring, generations: generations, ownUnlock: keyring.unlock, keyEncryptionKey: kek, source: key)
+        let opened = try Keyring.open(bytes, key: key, material: material, environment: environment, origin: keyringPath)
+        return State(
+            keyringBytes: bytes, keyring: opened.keyring, generations: opened.generations, ownUnlock: opened.keyring.unlock,
+            keyEncryptionKey: opened.keyEncryptionKey, source: key)
+    }
+
+    /// The vault's keys as its keyring holds them now (re-read), for sealing the same items elsewhere.
+    public func keys() throws(VaultError) -> VaultKeys {
+        let keys = try refreshedKeys()
+        let state = self.state.withLock { $0 }
+        let opened = Keyring.Opened(keyring: keys.keyring, generations: keys.generations, keyEncryptionKey: keys.keyEncryptionKey)
+        return try VaultKeys(keyringBytes: keys.keyringBytes, opened: opened, source: state.source, origin: keyringPath)
     }
 
     /// Marks the vault closed: later calls fail with ``VaultError/Reason/closed``. An open vault holds no
@@ -653,14 +691,9 @@ public final class Vault: Sendable {
     }
 
     static func decode(_ bytes: [UInt8], fileName: String, generations: [KeyGeneration]) -> Result<ItemFile.Opened, VaultError.Reason> {
-        let id: UInt32
-        switch ItemFile.keyID(of: bytes) {
-        case let .success(value): id = value
-        case let .failure(reason): return .failure(reason)
-        }
-        guard let generation = generations.first(where: { $0.id == id }) else { return .failure(.unknownKeyID(id)) }
+        if case let .failure(reason) = ItemFile.keyID(of: bytes) { return .failure(reason) }
         guard let fileID = [UInt8](hexString: fileName), fileID.count == 32 else { return .failure(.foreignFile) }
-        return ItemFile.open(bytes, keys: generation, fileID: fileID)
+        return ItemFile.open(bytes, id: fileID, generations: generations)
     }
 
     static func fileName(of path: String) -> String {

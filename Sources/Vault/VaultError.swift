@@ -77,6 +77,10 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case rotationIncomplete(unreadableFiles: [String])
         /// The vault was closed before this call.
         case closed
+        /// The database that holds the items (fleet mode) cannot be reached now: the reason, without a password.
+        case storeUnreachable(String)
+        /// The database that holds the items refused or failed a statement: what it said.
+        case storeFailed(String)
         case io(SystemError)
     }
 
@@ -84,7 +88,7 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
     /// The item concerned, when its kind and name are known (they are not for a file found by listing
     /// the folder that cannot be decrypted: the name is inside the ciphertext).
     public var item: ItemReference?
-    /// The file concerned.
+    /// The file concerned (in a database: the table and row).
     public var file: String?
 
     public init(_ reason: Reason, item: ItemReference? = nil, file: String? = nil) {
@@ -146,6 +150,10 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
                 + "remove them (or restore them from a backup) and run `sessionkeeper vault rotate` again"
         case .closed:
             message = "the vault is closed"
+        case let .storeUnreachable(reason):
+            message = "the store's database cannot be reached: \(reason)"
+        case let .storeFailed(reason):
+            message = "the store's database failed: \(reason)"
         case let .io(error):
             message = error.description
         }

@@ -31,7 +31,7 @@ struct LoginWiring {
             vault.close()
             throw CLIFailure.failed("cannot start the HTTP client: \(error)")
         }
-        let resolver = CredentialResolver(vault: vault, standardError: credentialOutput)
+        let resolver = CredentialResolver(secrets: vault.background, standardError: credentialOutput)
         let login = SiteLogin(
             client: client, store: VaultSessionStore(vault: vault),
             credentials: { ResolverCredentialProvider(resolver: resolver, site: $0) })

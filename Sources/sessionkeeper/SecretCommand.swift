@@ -2,7 +2,8 @@ import ArgumentParser
 import Foundation
 import Vault
 
-/// `sessionkeeper secret set|list|rm`: credentials in the vault (SPEC section 9).
+/// `sessionkeeper secret set|list|rm`: credentials in the vault (SPEC section 9), wherever config.yaml keeps
+/// it: the vault folder, or a fleet's database.
 struct SecretCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "secret",
@@ -30,14 +31,15 @@ struct SecretSetCommand: AsyncParsableCommand {
             }
             // Find the config before asking for the value, but unlock the vault only after it was typed:
             // a prompt may wait for a long time.
-            let location = try options.vaultLocation()
+            let location = try options.location()
             let value = try SecretInput.read(prompt: "Value for secret '\(name)': ", what: "value")
-            let vault = try options.openVault(at: location, create: true)
-            defer { vault.close() }
-            do {
-                try vault.set(value, for: ItemReference(.credential, name))
-            } catch {
-                throw CLIFailure(vaultError: error)
+            let item = ItemReference(.credential, name)
+            try await options.withItems(at: location, create: true) { items in
+                do {
+                    try await items.set(value, for: item)
+                } catch {
+                    throw CLIFailure(vaultError: error)
+                }
             }
             Console.err("stored secret '\(name)'")
         }
@@ -54,18 +56,17 @@ struct SecretListCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let vault = try options.openVault(create: false)
-            defer { vault.close() }
-            let found: (names: [String], problems: [VaultError])
-            do {
-                found = try vault.names(of: .credential)
-            } catch {
-                throw CLIFailure(vaultError: error)
+            let found = try await options.withItems(at: try options.location(), create: false) { items in
+                do {
+                    return try await items.names(of: .credential)
+                } catch {
+                    throw CLIFailure(vaultError: error)
+                }
             }
             for name in found.names { Console.out(name) }
             for problem in found.problems { Console.err("sessionkeeper: warning: \(problem)") }
             if !found.problems.isEmpty {
-                throw CLIFailure.failed("\(found.problems.count) vault file(s) could not be read")
+                throw CLIFailure.failed("\(found.problems.count) vault item(s) could not be read")
             }
         }
     }
@@ -81,13 +82,13 @@ struct SecretRemoveCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let vault = try options.openVault(create: false)
-            defer { vault.close() }
-            let removed: Bool
-            do {
-                removed = try vault.remove(ItemReference(.credential, name))
-            } catch {
-                throw CLIFailure(vaultError: error)
+            let item = ItemReference(.credential, name)
+            let removed = try await options.withItems(at: try options.location(), create: false) { items in
+                do {
+                    return try await items.remove(item)
+                } catch {
+                    throw CLIFailure(vaultError: error)
+                }
             }
             guard removed else { throw CLIFailure.failed("no secret '\(name)' in the vault") }
             Console.err("removed secret '\(name)'")

@@ -22,6 +22,7 @@ struct SessionKeeper: AsyncParsableCommand {
             RunCommand.self,
             SecretCommand.self,
             StatusCommand.self,
+            StoreCommand.self,
             VaultCommand.self,
         ]
     )

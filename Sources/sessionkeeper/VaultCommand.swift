@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Platform
+import PostgresStore
 import Vault
 
 /// `sessionkeeper vault init|rekey|rotate`: key management (SPEC sections 6 and 9).
@@ -23,7 +24,13 @@ struct VaultInitCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let location = try options.vaultLocation()
+            let location = try options.location()
+            if case let .postgres(settings) = location.store {
+                let created = try await FleetStoreAccess.with(settings, key: location.key, create: true) { $0.storedKeyring }
+                guard created else { throw CLIFailure.usage("\(location.description) already holds a vault") }
+                Console.out("created a vault in \(location.description), unlocked by \(location.key)")
+                return
+            }
             do {
                 let vault = try Vault.initialize(stateDirectory: location.stateDirectory, key: location.key)
                 vault.close()
@@ -73,7 +80,20 @@ struct VaultRekeyCommand: AsyncParsableCommand {
             } else {
                 newSource = .passphrase(try SecretInput.newPassphrase())
             }
-            let vault = try options.openVault(create: false)
+            let location = try options.location()
+            if case let .postgres(settings) = location.store {
+                try await FleetStoreAccess.with(settings, key: location.key, create: false) { store in
+                    do {
+                        if case let .keyFile(path) = newSource { try VaultKey.createKeyFile(at: path) }
+                    } catch {
+                        throw CLIFailure(vaultError: error)
+                    }
+                    try await store.rekey(to: newSource)
+                }
+                Console.out("the vault is now unlocked by \(newSource); update vault.key in config.yaml on every keeper to match")
+                return
+            }
+            let vault = try options.openVault(at: (location.stateDirectory, location.key), create: false)
             defer { vault.close() }
             do {
                 if case let .keyFile(path) = newSource { try VaultKey.createKeyFile(at: path) }
@@ -101,7 +121,13 @@ struct VaultRotateCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let vault = try options.openVault(create: false)
+            let location = try options.location()
+            if case .postgres = location.store {
+                throw CLIFailure.usage(
+                    "vault rotate re-encrypts the vault folder's items; with store: postgres (fleet mode) it is not available "
+                        + "(docs/FLEET.md, \"What the store does not do\")")
+            }
+            let vault = try options.openVault(at: (location.stateDirectory, location.key), create: false)
             defer { vault.close() }
             let summary: RotationSummary
             do {

@@ -1,18 +1,58 @@
 import ArgumentParser
 import Credentials
 import Foundation
+import Logging
 import Platform
+import PostgresStore
 import SiteConfig
 import Vault
 
-/// The options of the `secret` and `vault` subcommands: `--config`, and from it `state_dir` and `vault.key`.
+/// Where config.yaml keeps the vault: the state folder, the key, and whether the items live in the folder
+/// or in a fleet's database.
+struct VaultLocation {
+    var stateDirectory: String
+    var key: MasterKeySource
+    var store: StoreSettings
+
+    /// Says where the items are, for messages (never a password).
+    var description: String {
+        switch store {
+        case .vaultFolder: "\(stateDirectory)/vault"
+        case let .postgres(settings): "the database of \(settings.url)"
+        }
+    }
+}
+
+/// The options of the `secret`, `vault` and `store` subcommands: `--config`, and from it `state_dir`,
+/// `vault.key` and `store`.
 struct VaultConfigOptions: ParsableArguments {
     @OptionGroup var config: ConfigOptions
 
     /// The state folder and the vault key source that config.yaml names.
     func vaultLocation() throws -> (stateDirectory: String, key: MasterKeySource) {
+        let location = try location()
+        return (location.stateDirectory, location.key)
+    }
+
+    /// Where config.yaml keeps the vault.
+    func location() throws -> VaultLocation {
         let loaded = try config.load(ConfigurationLoader())
-        return (loaded.stateDirectory, MasterKeySource(loaded.vault.key))
+        return VaultLocation(stateDirectory: loaded.stateDirectory, key: MasterKeySource(loaded.vault.key), store: loaded.store)
+    }
+
+    /// Runs `body` with the configured store's items: the vault folder's (on the vault's I/O threads), or
+    /// the fleet database's. `create` makes a new vault (and its key file) when there is none.
+    func withItems<T: Sendable>(
+        at location: VaultLocation, create: Bool, _ body: @Sendable (any ItemStore) async throws -> T
+    ) async throws -> T {
+        switch location.store {
+        case .vaultFolder:
+            let vault = try openVault(at: (location.stateDirectory, location.key), create: create)
+            defer { vault.close() }
+            return try await body(vault.background)
+        case let .postgres(settings):
+            return try await FleetStoreAccess.with(settings, key: location.key, create: create) { store in try await body(store.items) }
+        }
     }
 
     /// Opens the vault the config names; `create` makes a new one (and its key file) when none exists.
@@ -30,7 +70,46 @@ struct VaultConfigOptions: ParsableArguments {
     }
 }
 
+/// The fleet's database for one command: the store runs for the length of `body`.
+enum FleetStoreAccess {
+    /// Opens the database that `settings` names (its URL from the environment when `{env: NAME}`), runs
+    /// `body`, and closes it; failures become CLI failures.
+    static func with<T: Sendable>(
+        _ settings: PostgresStoreSettings, key: MasterKeySource, create: Bool, seed: VaultKeys? = nil,
+        _ body: @Sendable (PostgresStore) async throws -> T
+    ) async throws -> T {
+        let url: DatabaseURL
+        do {
+            url = try settings.url.resolve(environment: ProcessInfo.processInfo.environment)
+        } catch {
+            throw CLIFailure.usage("store.postgres.url: \(error)")
+        }
+        // Failures reach the user as the command's error; the store's own lines (reachability) would repeat them.
+        let logger = Logger(label: "sessionkeeper.store") { _ in SwiftLogNoOpLogHandler() }
+        do {
+            let store = try PostgresStore(url: url, settings: settings, key: key, logger: logger)
+            return try await PostgresStore.withRunning(store, createIfMissing: create, seed: seed, body)
+        } catch let error as PostgresStoreError {
+            throw CLIFailure(storeError: error)
+        }
+    }
+}
+
 extension CLIFailure {
+    /// A store error as a CLI failure: keys, configuration and a missing vault are usage errors (exit 2), an
+    /// unreachable database or a refused statement operation failures (exit 1). Never shows a password.
+    init(storeError error: PostgresStoreError) {
+        switch error.kind {
+        case let .vault(reason):
+            let code = CLIFailure(vaultError: VaultError(reason)).code
+            self = CLIFailure(message: error.description, code: code)
+        case .configuration, .schemaTooNew, .unsupported:
+            self = .usage(error.description)
+        default:
+            self = .failed(error.description)
+        }
+    }
+
     /// A vault error as a CLI failure: key and configuration problems are usage errors (exit 2), the
     /// rest operation failures (exit 1). The message names the item, never a value.
     init(vaultError error: any Error) {

@@ -61,7 +61,7 @@ import Vault
         defer { folder.cleanUp() }
         let vault = try openWithKeyFile(folder)
         try vault.set(bytes("vault-password"), for: ItemReference(.credential, "wiki/password"))
-        let resolver = CredentialResolver(vault: vault, environment: ["WIKI_USER": "alice"])
+        let resolver = CredentialResolver(secrets: vault.background, environment: ["WIKI_USER": "alice"])
         let wiki = site([
             CredentialEntry(name: "username", source: .literal("alice")),
             CredentialEntry(name: "fromEnv", source: .environment("WIKI_USER")),
@@ -79,7 +79,7 @@ import Vault
         let undefined = await #expect(throws: CredentialError.self) { try await resolver.value(of: "other", in: wiki) }
         #expect(undefined?.description.contains("no such credential") == true)
         let noVault = await #expect(throws: CredentialError.self) {
-            try await CredentialResolver(vault: nil).resolve(.secret("x"), credential: "password", site: "wiki")
+            try await CredentialResolver(secrets: nil).resolve(.secret("x"), credential: "password", site: "wiki")
         }
         #expect(noVault?.description.contains("not open") == true)
     }
@@ -94,7 +94,7 @@ import Vault
         content[content.count - 3] ^= 0x10
         writeFile(path, content)
         let error = await #expect(throws: CredentialError.self) {
-            try await CredentialResolver(vault: vault).resolve(.secret("wiki/password"), credential: "password", site: "wiki")
+            try await CredentialResolver(secrets: vault.background).resolve(.secret("wiki/password"), credential: "password", site: "wiki")
         }
         #expect(error?.description.contains("credential 'wiki/password'") == true)
         #expect(error?.description.contains("authentication failed") == true)
@@ -105,7 +105,7 @@ import Vault
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
         let file = try folder.write("file-secret\n", to: "secret.txt", mode: 0o600)
-        let resolver = CredentialResolver(vault: nil)
+        let resolver = CredentialResolver(secrets: nil)
         #expect(try await resolver.resolve(.file(path: file), credential: "password", site: "wiki") == "file-secret")
         chmod(file, 0o640)
         #expect(try await resolver.resolve(.file(path: file), credential: "password", site: "wiki") == "file-secret")
@@ -121,7 +121,7 @@ import Vault
 
     @Test func commandsRunWithoutShellTrimOneNewlineAndSendStderrToTheLog() async throws {
         let lines = LineCollector()
-        let resolver = CredentialResolver(vault: nil, standardError: { site, credential, line in lines.add("\(site)/\(credential): \(line)") })
+        let resolver = CredentialResolver(secrets: nil, standardError: { site, credential, line in lines.add("\(site)/\(credential): \(line)") })
         let value = try await resolver.resolve(
             .command(["sh", "-c", "echo 'warming up' >&2; echo \"$0\" >&2; printf '%s\\n\\n' \"$0\"", "cmd-secret $HOME"]),
             credential: "password", site: "wiki")
@@ -133,8 +133,8 @@ import Vault
 
     @Test func commandFailuresAndTimeoutsSayWhichCredential() async throws {
         // Only the slow command meets the short timeout: on a loaded machine even `sh -c "exit 3"` may need longer.
-        let resolver = CredentialResolver(vault: nil, commandTimeout: .seconds(20))
-        let impatient = CredentialResolver(vault: nil, commandTimeout: .milliseconds(300))
+        let resolver = CredentialResolver(secrets: nil, commandTimeout: .seconds(20))
+        let impatient = CredentialResolver(secrets: nil, commandTimeout: .milliseconds(300))
         let failed = await #expect(throws: CredentialError.self) { try await resolver.resolve(.command(["sh", "-c", "exit 3"]), credential: "password", site: "wiki") }
         #expect(failed?.description == "site 'wiki', credential 'password': command `sh` failed (exit status 3)")
         // Timed in a high-priority task: the test's own task may wait behind other tests' work.
@@ -165,7 +165,7 @@ import Vault
         let vault = try openWithKeyFile(folder)
         try vault.set(bytes("GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ"), for: ItemReference(.credential, "wiki/totp"))
         try vault.set(bytes("not base32!"), for: ItemReference(.credential, "bad/totp"))
-        let resolver = CredentialResolver(vault: vault, clock: { Date(timeIntervalSince1970: 1_111_111_109) })
+        let resolver = CredentialResolver(secrets: vault.background, clock: { Date(timeIntervalSince1970: 1_111_111_109) })
         let code = try await resolver.resolve(.totp(TOTPParameters(secretName: "wiki/totp", digits: 8)), credential: "otp", site: "wiki")
         #expect(code == "07081804")
         #expect(try await resolver.resolve(.totp(TOTPParameters(secretName: "wiki/totp")), credential: "otp", site: "wiki") == "081804")
@@ -177,7 +177,7 @@ import Vault
     }
 
     @Test func commandsRunConcurrently() async throws {
-        let resolver = CredentialResolver(vault: nil, commandTimeout: .seconds(60))
+        let resolver = CredentialResolver(secrets: nil, commandTimeout: .seconds(60))
         let wiki = site([
             CredentialEntry(name: "slow", source: .command(["sh", "-c", "sleep 0.2; echo slow-value"])),
             CredentialEntry(name: "missing", source: .environment("NOT_SET_ANYWHERE_42")),
@@ -232,7 +232,7 @@ final class LineCollector: Sendable {
             stateDirectory: folder.state, key: .passphraseEnvironment(name: "SK_TEST_PASSPHRASE"), createIfMissing: true,
             scrypt: fastScrypt, environment: environment)
         defer { vault.close() }
-        let resolver = CredentialResolver(vault: vault, environment: environment)
+        let resolver = CredentialResolver(secrets: vault.background, environment: environment)
         let dump = try await resolver.resolve(.command(["/usr/bin/env"]), credential: "password", site: "wiki")
         // Booleans only: a failing expectation shows its operands, and the dump must never be shown.
         let hasPassphrase = dump.contains(Self.secret), hasMarker = dump.contains(Self.marker)

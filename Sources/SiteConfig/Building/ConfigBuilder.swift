@@ -33,6 +33,8 @@ struct ConfigBuilder {
             if let source = buildKeySource(key) { vault.key = source }
         }
 
+        let store = config.store.map { buildStore($0) } ?? .vaultFolder
+
         var scheduler = SchedulerSettings()
         if let file = config.scheduler {
             if let value = file.maxConcurrentLogins {
@@ -69,7 +71,7 @@ struct ConfigBuilder {
         guard checker.diagnostics.isEmpty else { return nil }
         return DaemonConfig(
             file: file, sitesDirectory: sites, pluginsDirectory: plugins, stateDirectory: state, socket: socket,
-            vault: vault, scheduler: scheduler, defaults: defaults, log: log, metrics: config.metrics?.value ?? true)
+            vault: vault, store: store, scheduler: scheduler, defaults: defaults, log: log, metrics: config.metrics?.value ?? true)
     }
 
     /// The state folder of `config.yaml`'s `state_dir` (made absolute), or the default one.
@@ -105,6 +107,46 @@ struct ConfigBuilder {
             return (runtime as NSString).appendingPathComponent(Self.socketFileName)
         }
         return (stateDirectory as NSString).appendingPathComponent(Self.socketFileName)
+    }
+
+    /// `store:` checked: `{postgres: {url, lease}}`, or the vault folder when it names no backend.
+    private mutating func buildStore(_ marked: Marked<ConfigFile.StoreFile>) -> StoreSettings {
+        guard let postgres = marked.value.postgres else {
+            checker.error(marked.mark, "store: give postgres: {url: ..., lease: 15s}, or leave store out for the vault folder")
+            return .vaultFolder
+        }
+        var lease = PostgresStoreSettings.defaultLease
+        if let value = postgres.value.lease, let duration = checker.duration(value, key: "store.postgres.lease") {
+            let bounds = PostgresStoreSettings.minimumLease...PostgresStoreSettings.maximumLease
+            if bounds.contains(duration) {
+                lease = duration
+            } else {
+                checker.error(value.mark, "store.postgres.lease: '\(value.value)' is outside 3s...10m (a keeper renews its leases every third of it)")
+            }
+        }
+        guard let url = postgres.value.url else {
+            checker.error(postgres.mark, "store.postgres: missing key 'url' (a postgres:// URL, or {env: NAME} naming the variable that holds it)")
+            return .vaultFolder
+        }
+        switch url.value {
+        case let .literal(text):
+            do {
+                return .postgres(PostgresStoreSettings(url: .literal(try DatabaseURL(parsing: text.value)), lease: lease))
+            } catch {
+                checker.error(text.mark, "store.postgres.url: \(error.message)")
+            }
+        case let .source(source):
+            guard let name = source.value.env else {
+                checker.error(source.mark, "store.postgres.url: give a postgres:// URL or {env: NAME}")
+                return .vaultFolder
+            }
+            guard Checker.isEnvironmentName(name.value) else {
+                checker.error(name.mark, "store.postgres.url.env: '\(name.value)' is not an environment variable name")
+                return .vaultFolder
+            }
+            return .postgres(PostgresStoreSettings(url: .environment(name.value), lease: lease))
+        }
+        return .vaultFolder
     }
 
     private mutating func buildKeySource(_ marked: Marked<ConfigFile.KeyFile>) -> VaultKeySource? {

@@ -5,13 +5,14 @@ struct ConfigFile: Decodable {
     var stateDir: Marked<String>?
     var socket: Marked<SocketFile>?
     var vault: Marked<VaultFile>?
+    var store: Marked<StoreFile>?
     var scheduler: SchedulerFile?
     var defaults: DefaultsFile?
     var log: LogFile?
     var metrics: Marked<Bool>?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case sitesDir = "sites_dir", pluginsDir = "plugins_dir", stateDir = "state_dir", socket, vault, scheduler
+        case sitesDir = "sites_dir", pluginsDir = "plugins_dir", stateDir = "state_dir", socket, vault, store, scheduler
         case defaults, log, metrics
     }
 
@@ -53,6 +54,43 @@ struct ConfigFile: Decodable {
             case file, passphraseEnv = "passphrase_env", passphraseFile = "passphrase_file"
             case passphraseCommand = "passphrase_command", systemdCredential = "systemd_credential"
         }
+    }
+
+    /// `store:`: absent for the vault folder, `{postgres: {...}}` for a fleet's database.
+    struct StoreFile: Decodable {
+        var postgres: Marked<PostgresFile>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case postgres }
+    }
+
+    struct PostgresFile: Decodable {
+        var url: Marked<URLFile>?
+        var lease: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case url, lease }
+    }
+
+    /// `url: "postgres://..."` or `url: {env: NAME}`.
+    enum URLFile: Decodable {
+        case literal(Marked<String>)
+        case source(Marked<URLSourceFile>)
+
+        init(from decoder: any Decoder) throws {
+            guard let decoder = decoder as? NodeDecoder else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a YAML decoder"))
+            }
+            if decoder.node.scalarText != nil {
+                self = .literal(try decoder.decode(Marked<String>.self))
+            } else {
+                self = .source(try decoder.decode(Marked<URLSourceFile>.self))
+            }
+        }
+    }
+
+    struct URLSourceFile: Decodable {
+        var env: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case env }
     }
 
     struct SchedulerFile: Decodable {

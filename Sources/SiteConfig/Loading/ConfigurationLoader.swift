@@ -52,7 +52,14 @@ public struct ConfigurationLoader: Sendable {
         text: String, file: String, empty: File, only keys: Set<String>? = nil,
         _ build: (inout ConfigBuilder, File) -> Built?
     ) throws(ConfigError) -> Built {
-        let parsed = try Self.parse(text: text, file: file, allowEmpty: true)
+        let parsed: Parsed
+        do {
+            parsed = try Self.parse(text: text, file: file, allowEmpty: true)
+        } catch {
+            var error = error
+            error.sensitiveLines.formUnion(Self.passwordLines(text: text))
+            throw error
+        }
         var builder = ConfigBuilder(file: file, directory: (file as NSString).deletingLastPathComponent, environment: environment)
         let context = DecodingContext()
         var decoded: File?
@@ -71,7 +78,7 @@ public struct ConfigurationLoader: Sendable {
         var diagnostics = parsed.diagnostics + context.diagnostics
         let built = decoded.flatMap { build(&builder, $0) }
         diagnostics += builder.checker.diagnostics
-        guard diagnostics.isEmpty, let built else { throw Self.error(diagnostics, sensitiveLines: []) }
+        guard diagnostics.isEmpty, let built else { throw Self.error(diagnostics, sensitiveLines: Self.passwordLines(text: text)) }
         return built
     }
 
@@ -306,6 +313,17 @@ public struct ConfigurationLoader: Sendable {
             let startsAtColumnOne = line.first.map { !$0.isWhitespace && $0 != "#" } ?? false
             if startsAtColumnOne { inside = line.hasPrefix("credentials:") }
             if inside { lines.insert(index + 1) }
+        }
+        return lines
+    }
+
+    /// Lines of config.yaml that may hold a password: a URL with a user and password (`store.postgres.url`
+    /// written literally), which `check` must not echo.
+    static func passwordLines(text: String) -> Set<Int> {
+        var lines = Set<Int>()
+        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            guard let scheme = line.range(of: "://") else { continue }
+            if line[scheme.upperBound...].contains("@") || line.contains("password=") { lines.insert(index + 1) }
         }
         return lines
     }

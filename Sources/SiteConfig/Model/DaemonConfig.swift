@@ -13,6 +13,8 @@ public struct DaemonConfig: Sendable, Hashable {
     public var socket: SocketSettings
     /// The encrypted store's key.
     public var vault: VaultSettings
+    /// Where the encrypted items live: the vault folder, or a fleet's PostgreSQL database.
+    public var store: StoreSettings
     /// Login concurrency and politeness.
     public var scheduler: SchedulerSettings
     /// `defaults:` — merged under every site (already applied to each loaded `SiteDefinition`).
@@ -24,7 +26,8 @@ public struct DaemonConfig: Sendable, Hashable {
 
     public init(
         file: String?, sitesDirectory: String, pluginsDirectory: String, stateDirectory: String,
-        socket: SocketSettings, vault: VaultSettings, scheduler: SchedulerSettings = SchedulerSettings(),
+        socket: SocketSettings, vault: VaultSettings, store: StoreSettings = .vaultFolder,
+        scheduler: SchedulerSettings = SchedulerSettings(),
         defaults: SiteDefaults = SiteDefaults(), log: LogSettings = LogSettings(), metrics: Bool = true
     ) {
         self.file = file
@@ -33,6 +36,7 @@ public struct DaemonConfig: Sendable, Hashable {
         self.stateDirectory = stateDirectory
         self.socket = socket
         self.vault = vault
+        self.store = store
         self.scheduler = scheduler
         self.defaults = defaults
         self.log = log
