@@ -5,6 +5,8 @@ internal import XMLQuery
 /// Shared checks and conversions of the builders; collects every problem instead of stopping.
 struct Checker {
     private(set) var diagnostics: [ConfigDiagnostic] = []
+    /// What is reported without refusing the file.
+    private(set) var warnings: [ConfigDiagnostic] = []
     /// Folder of the file being built; relative paths resolve against it.
     let directory: String
     /// For `~` in paths.
@@ -17,6 +19,10 @@ struct Checker {
 
     mutating func error(_ mark: SourceMark, _ message: String) {
         diagnostics.append(ConfigDiagnostic(mark, message))
+    }
+
+    mutating func warning(_ mark: SourceMark, _ message: String) {
+        warnings.append(ConfigDiagnostic(mark, message, severity: .warning))
     }
 
     mutating func absorb(_ more: [ConfigDiagnostic]) {
