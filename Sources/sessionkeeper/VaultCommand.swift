@@ -23,9 +23,11 @@ struct VaultInitCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
+            try VaultAccess.protectProcess()
             let location = try options.vaultLocation()
             do {
-                let vault = try Vault.initialize(stateDirectory: location.stateDirectory, key: location.key)
+                let vault = try Vault.initialize(
+                    stateDirectory: location.stateDirectory, key: location.key, environment: VaultAccess.environment(for: location.key))
                 vault.close()
             } catch {
                 throw CLIFailure(vaultError: error)
@@ -77,7 +79,7 @@ struct VaultRekeyCommand: AsyncParsableCommand {
             defer { vault.close() }
             do {
                 if case let .keyFile(path) = newSource { try VaultKey.createKeyFile(at: path) }
-                try vault.rekey(to: newSource)
+                try vault.rekey(to: newSource, environment: VaultAccess.environment(for: newSource))
             } catch {
                 throw CLIFailure(vaultError: error)
             }
