@@ -36,14 +36,13 @@ public enum ProcessSecrets {
         let prefix = Array(name.utf8) + [UInt8(ascii: "=")]
         var entries: [UnsafeMutablePointer<CChar>] = []
         var value: String?
-        if var cursor = Glibc.environ {
-            while let entry = cursor.pointee {
-                if hasPrefix(entry, prefix) {
-                    entries.append(entry)
-                    if value == nil { value = String(cString: entry + prefix.count) }
-                }
-                cursor += 1
+        var cursor = Glibc.environ
+        while let entry = cursor.pointee {
+            if hasPrefix(entry, prefix) {
+                entries.append(entry)
+                if value == nil { value = String(cString: entry + prefix.count) }
             }
+            cursor += 1
         }
         _ = Glibc.unsetenv(name)
         for entry in entries {

@@ -123,7 +123,7 @@ struct ProtectedKey: Sendable {
 
     init(_ key: SymmetricKey) throws(VaultError) {
         do throws(SystemError) {
-            bytes = try key.withUnsafeBytes { (raw) throws(SystemError) -> SecretBytes in try SecretBytes(copying: raw) }
+            bytes = try SecretBytes(count: key.bitCount / 8) { target in key.withUnsafeBytes { target.copyMemory(from: $0) } }
         } catch {
             throw VaultError(.io(error))
         }

@@ -66,13 +66,13 @@ import Testing
         #expect(loggedIn, "daemon log: \(RunCLITests.read(logPath))")
 
         // /proc/PID/environ shows the block laid out at execve: the passphrase's bytes are gone from it.
-        let environ = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))
+        let environ = try Self.readToEnd("/proc/\(pid)/environ")
         #expect(environ.range(of: Data(Self.passphrase.utf8)) == nil, "the passphrase is in /proc/PID/environ")
         #expect(environ.range(of: Data("\(Self.variable)=".utf8)) == nil)
         #expect(environ.range(of: Data("PATH=/usr/bin:/bin".utf8)) != nil, "the rest of the environment is there")
 
         // Non-dumpable: the kernel hands /proc/PID to root although the process runs as nobody.
-        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let status = String(decoding: try Self.readToEnd("/proc/\(pid)/status"), as: UTF8.self)
         #expect(status.contains("\nUid:\t65534\t65534\t65534\t65534\n"), "the daemon runs as nobody")
         let owner = try FileManager.default.attributesOfItem(atPath: "/proc/\(pid)/environ")[.ownerAccountID] as? NSNumber
         #expect(owner?.intValue == 0, "/proc/PID/environ belongs to uid \(owner.map { "\($0)" } ?? "?")")
@@ -90,5 +90,12 @@ import Testing
 
         #expect(await RunCLITests.stop(daemon) == 0)
         #expect(!RunCLITests.read(logPath).contains(Self.passphrase))
+    }
+
+    /// A /proc file read to its end (it reports a size of 0, so a read sized by it would stop short).
+    static func readToEnd(_ path: String) throws -> Data {
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        return try handle.readToEnd() ?? Data()
     }
 }

@@ -8,7 +8,10 @@ import Testing
 @Suite struct SecretBytesTests {
     /// The `VmFlags` of the mapping of `/proc/self/smaps` that holds `address`.
     static func flags(at address: UInt) throws -> [String] {
-        let smaps = try String(contentsOfFile: "/proc/self/smaps", encoding: .utf8)
+        // Read to the end: /proc files report a size of 0, and a read sized by it would stop short.
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/smaps"))
+        defer { try? handle.close() }
+        let smaps = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
         var inside = false
         for line in smaps.split(separator: "\n") {
             let fields = line.split(separator: " ")
@@ -41,12 +44,10 @@ import Testing
         let name = "SK_PROCESS_SECRETS_TEST"
         setenv(name, "value-wiped-1", 1)
         var found: UnsafeMutablePointer<CChar>?
-        if let cursor = environ {
-            var index = 0
-            while let candidate = cursor[index] {
-                if String(cString: candidate).hasPrefix(name + "=") { found = candidate }
-                index += 1
-            }
+        var index = 0
+        while let candidate = environ[index] {
+            if String(cString: candidate).hasPrefix(name + "=") { found = candidate }
+            index += 1
         }
         let entry = try #require(found)
         let length = strlen(entry)

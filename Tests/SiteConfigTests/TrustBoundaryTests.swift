@@ -27,6 +27,7 @@ import Testing
         }
 
         /// Writes a site file (mode 0644) and returns its path.
+        @discardableResult
         func site(_ text: String, name: String = "s.yaml", mode: Int16 = 0o644) throws -> String {
             try folder.write(text, to: "sites/" + name, mode: mode)
         }

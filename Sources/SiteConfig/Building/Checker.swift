@@ -180,7 +180,8 @@ struct Checker {
             error(mark, "\(key): '\(template.source)' contains a space; encode it as %20")
             return
         }
-        if let schemeEnd = sample.range(of: "://") {
+        // An absolute URL's scheme comes before any '/', '?' or '#': a relative URL may carry "://" in its query.
+        if let schemeEnd = sample.range(of: "://"), !sample[..<schemeEnd.lowerBound].contains(where: { "/?#".contains($0) }) {
             let scheme = sample[..<schemeEnd.lowerBound].lowercased()
             guard let url = URL(string: sample), ["http", "https"].contains(scheme), let host = url.host, !host.isEmpty
             else {

@@ -67,7 +67,8 @@ import Testing
                           - {path: /headers/x-plain, equals: visible}
                           - {path: /method, equals: GET}
                           - {path: /body, equals: ""}
-                        not_body_contains: ["x-api-key", "x-otp", "authorization", "\(Self.apiKey)", "\(Self.totpCode)", "\(Self.password)"]
+                          - {path: /authorization, equals: null}
+                        not_body_contains: ["x-api-key", "x-otp", "\(Self.apiKey)", "\(Self.totpCode)", "\(Self.password)"]
                 """
             let events = EventLog()
             let result = try await Self.engine(client).login(try Integration.site(yaml), storage: CookieStorage(), observer: events.observer)
