@@ -6,7 +6,8 @@ import Testing
 /// (through `setpriv`) with its vault passphrase in `SK_TEST_VAULT_PASSPHRASE`, after its first login (which
 /// ran a credential command and a plugin) its `/proc/PID/environ` holds no passphrase, its `/proc/PID` files
 /// belong to root (the kernel's sign of a non-dumpable process), `nobody` itself cannot read its environment,
-/// and neither the credential command nor the plugin saw the variable.
+/// its vault keys sit in mappings core files leave out, and neither the credential command nor the plugin saw
+/// the variable.
 @Suite(.serialized) struct ProcessSecretsCLITests {
     static let variable = "SK_TEST_VAULT_PASSPHRASE"
     static let passphrase = "correct-horse-7Battery"
@@ -80,6 +81,11 @@ import Testing
         let peek = try await runProgram(Self.setpriv, ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/cat", "/proc/\(pid)/environ"])
         #expect(peek.status != 0)
         #expect(!peek.outputText.contains(Self.passphrase))
+
+        // The vault's keys sit in mappings core files leave out (VmFlags "dd").
+        let smaps = String(decoding: try Self.readToEnd("/proc/\(pid)/smaps"), as: UTF8.self)
+        let excluded = smaps.split(separator: "\n").filter { $0.hasPrefix("VmFlags:") && $0.split(separator: " ").contains("dd") }
+        #expect(!excluded.isEmpty, "no mapping of the daemon is left out of core files")
 
         // The credential command and the plugin ran, and saw no passphrase variable.
         for name in ["command.env", "plugin.env"] {
