@@ -26,6 +26,10 @@ extension FlowEngine {
             }
         }
         let with = try state.render(plugin.with, step: name, mark: mark)
+        // The input's `http` carries the proxy URL, whose password must not show in a trace.
+        if let proxy = site.http.proxy, let password = URLComponents(string: proxy)?.password, !password.isEmpty {
+            state.masker.addSecret(password)
+        }
         // SPEC section 5: PATH, HOME and LANG of the daemon, then the step's `env:`.
         var childEnvironment = ChildEnvironment.minimal(from: environment).variables
         for entry in plugin.environment {
@@ -84,7 +88,7 @@ extension FlowEngine {
         try apply(answer, state: &state, storage: storage, failure: failure)
     }
 
-    /// stdin: `{"protocol", "site", "base_url", "step", "with", "vars", "cookies", "last_response", "credentials"?}`.
+    /// stdin: `{"protocol", "site", "base_url", "http", "step", "with", "vars", "cookies", "last_response", "credentials"?}`.
     private func pluginInput(
         step: String, with: JSONValue, plugin: PluginStep, state: RunState, storage: CookieStorage
     ) -> JSONValue {
@@ -92,6 +96,7 @@ extension FlowEngine {
             ("protocol", .number(String(Self.pluginProtocol))),
             ("site", .string(state.site.name)),
             ("base_url", .string(state.site.baseURL.absoluteString)),
+            ("http", Self.pluginTransport(state.site.http)),
             ("step", .string(step)),
             ("with", with),
             ("vars", .object(state.variables.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
@@ -119,6 +124,21 @@ extension FlowEngine {
             ))
         }
         return .object(members)
+    }
+
+    /// The site's transport settings a plugin that makes its own requests (a browser) needs so that its traffic
+    /// goes where the site file says: `{"proxy", "resolve", "ca_file", "client_cert", "insecure"}` (docs/PLUGINS.md).
+    static func pluginTransport(_ http: HTTPSettings) -> JSONValue {
+        let clientCertificate: JSONValue = http.clientCertificate.map {
+            .object([("cert", .string($0.certificatePath)), ("key", .string($0.keyPath))])
+        } ?? .null
+        return .object([
+            ("proxy", http.proxy.map(JSONValue.string) ?? .null),
+            ("resolve", .array(http.resolve.map(JSONValue.string))),
+            ("ca_file", http.caFile.map(JSONValue.string) ?? .null),
+            ("client_cert", clientCertificate),
+            ("insecure", .bool(http.insecure)),
+        ])
     }
 
     /// stdout (SPEC section 5, docs/PLUGINS.md): `{"protocol", "vars", "cookies", "set_cookie", "headers",

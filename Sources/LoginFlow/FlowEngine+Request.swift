@@ -19,6 +19,7 @@ extension FlowEngine {
         let started = ContinuousClock.now
         try await state.prepare({ step.forEachVariable($0) }, provider: credentials, step: name, mark: mark)
         var request = try buildRequest(step, name: name, mark: mark, state: state)
+        var credentialParts = Self.credentialParts(of: step, pluginHeaders: state.pluginHeaders)
         var options = TransportOptions(site: http)
         if let userAgent = state.sessionUserAgent { options.userAgent = userAgent }
         let maxRedirects = http.maxRedirects ?? Self.defaultMaxRedirects
@@ -72,7 +73,7 @@ extension FlowEngine {
                     response: FlowError.ResponseSummary(response, masker: state.masker))
             }
             do {
-                request = try RedirectRule.next(after: request, response: response)
+                (request, credentialParts) = try RedirectRule.next(after: request, response: response, credentials: credentialParts)
             } catch {
                 throw FlowError(
                     kind: .redirect, site: siteName, step: name, mark: mark, detail: error.message,
@@ -124,6 +125,25 @@ extension FlowEngine {
                     response: FlowError.ResponseSummary(response, masker: state.masker))
             }
         }
+    }
+
+    /// The parts of `step`'s request built from credentials, which a redirect must not carry to another origin
+    /// (SPEC section 3): headers and a body whose templates name `credentials.*` (TOTP codes included) or
+    /// `env.*` (both masked as secrets), and the headers plugins returned (masked as secrets too), unless the
+    /// step sets that header itself from nothing secret.
+    static func credentialParts(of step: RequestStep, pluginHeaders: HTTPHeaders) -> RedirectRule.CredentialParts {
+        func isSecret(_ template: Template) -> Bool {
+            var found = false
+            template.forEachVariable { if RunState.needsPreparation($0) { found = true } }
+            return found
+        }
+        var headers = Set(pluginHeaders.map { $0.name.lowercased() })
+        for header in step.headers {
+            if isSecret(header.value) { headers.insert(header.name.lowercased()) } else { headers.remove(header.name.lowercased()) }
+        }
+        var body = false
+        step.body?.forEachVariable { if RunState.needsPreparation($0) { body = true } }
+        return RedirectRule.CredentialParts(headers: headers, body: body)
     }
 
     // MARK: Building the request

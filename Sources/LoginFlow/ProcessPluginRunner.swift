@@ -1,7 +1,8 @@
 import Foundation
 import Platform
 
-/// Runs plugins as child processes through `Platform.ChildProcess`: no shell, a process group of its own,
+/// Runs plugins as child processes through `Platform.ChildProcess`, once `Platform.CodeFile` found the plugin
+/// and its folders trusted (SPEC section 3): no shell, a process group of its own,
 /// no inherited descriptors besides the three pipes, and exactly the environment the invocation lists.
 ///
 /// On timeout, and when the calling task is cancelled, the whole group gets SIGTERM, then SIGKILL after
@@ -20,6 +21,14 @@ public struct ProcessPluginRunner: PluginRunner {
     public func run(
         _ invocation: PluginInvocation, standardErrorLine: @escaping @Sendable (String) -> Void
     ) async throws(PluginLaunchError) -> PluginOutput {
+        // Checked when the site loaded, and again here: the file or a folder may have changed since.
+        do throws(UntrustedCodeError) {
+            try CodeFile.check(invocation.executablePath)
+        } catch where !error.problem.isSystemError {
+            throw PluginLaunchError(executablePath: invocation.executablePath, message: "refused: \(error)")
+        } catch {
+            // Not there or not readable: the launch says so in its own words.
+        }
         let process = ChildProcess(
             executable: invocation.executablePath, arguments: invocation.arguments,
             environment: ChildEnvironment(exactly: invocation.environment), input: [UInt8](invocation.input),

@@ -41,6 +41,10 @@ public enum FileReplaceError: Error, Sendable, Hashable, CustomStringConvertible
     case notRegularFile(path: String, target: String, kind: FileKind)
     /// Following the symbolic links took more than ``DurableFile/maxSymbolicLinkHops`` hops (a loop).
     case symbolicLinkLoop(path: String)
+    /// `link`, in a sticky folder that others may write (`/tmp`), belongs to `owner`, who is neither this user
+    /// nor the folder's owner: the kernel's `fs.protected_symlinks` rule, applied to the links this process
+    /// follows itself.
+    case untrustedSymbolicLink(path: String, link: String, owner: uid_t)
     case system(SystemError)
 
     public var description: String {
@@ -48,6 +52,10 @@ public enum FileReplaceError: Error, Sendable, Hashable, CustomStringConvertible
         case let .notRegularFile(path, target, kind):
             path == target ? "\(path) is \(kind), not a regular file" : "\(path) leads to \(target), which is \(kind), not a regular file"
         case let .symbolicLinkLoop(path): "\(path): the symbolic links loop"
+        case let .untrustedSymbolicLink(path, link, owner):
+            "\(path): not followed: the symbolic link \(link) belongs to uid \(owner), in a sticky folder that others may write, "
+                + "so someone else could have placed it to make this write land elsewhere (as the kernel's fs.protected_symlinks "
+                + "refuses); remove the link or name the file it leads to"
         case let .system(error): error.description
         }
     }
@@ -96,6 +104,7 @@ extension DurableFile {
             }
             hops += 1
             guard hops <= maxSymbolicLinkHops else { throw .symbolicLinkLoop(path: path) }
+            try requireTrustedLink(current, owner: info.st_uid, path: path)
             let destination = try readLink(current)
             current = destination.hasPrefix("/") ? destination : parentFolder(of: current) + "/" + destination
         }
@@ -171,6 +180,18 @@ extension DurableFile {
         }
         guard count >= 0 else { throw .system(SystemError(call: "readlink", path: path, errno: Glibc.errno)) }
         return String(decoding: buffer[0..<count], as: UTF8.self)
+    }
+
+    /// `fs.protected_symlinks` (Documentation/admin-guide/sysctl/fs.rst): in a sticky folder that others may
+    /// write, a symbolic link is followed only when it belongs to the follower or to the folder's owner. The
+    /// kernel applies it to links it follows during open(2); this process follows links itself (to replace
+    /// the target, not the link), so it applies the same rule.
+    private static func requireTrustedLink(_ link: String, owner: uid_t, path: String) throws(FileReplaceError) {
+        let folder: FileStatus
+        do throws(SystemError) { folder = try Syscall.stat(parentFolder(of: link)) } catch { throw .system(error) }
+        let stickyAndWorldWritable = folder.mode & 0o1002 == 0o1002
+        guard stickyAndWorldWritable, owner != Glibc.geteuid(), owner != folder.ownerUID else { return }
+        throw .untrustedSymbolicLink(path: path, link: link, owner: owner)
     }
 
     /// The replacement is a new file renamed over the old one, so its folder must exist and be writable.

@@ -85,6 +85,29 @@ extension Syscall {
         return FileStatus(info)
     }
 
+    /// realpath(3): `path` made absolute with every symbolic link, `.` and `..` resolved; nil when it does not exist.
+    public static func realPath(_ path: String) -> String? {
+        guard let resolved = Glibc.realpath(path, nil) else { return nil }
+        defer { Glibc.free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// `path` (absolute) with the symbolic links of its longest existing part resolved and the rest appended as
+    /// written: where a file that does not exist yet would be created.
+    public static func resolvingLinks(_ path: String) -> String {
+        var existing = path
+        var rest: [Substring] = []
+        while existing != "/" && !existing.isEmpty {
+            if let real = realPath(existing) {
+                return rest.isEmpty ? real : (real == "/" ? "" : real) + "/" + rest.reversed().joined(separator: "/")
+            }
+            guard let slash = existing.lastIndex(of: "/") else { break }
+            rest.append(existing[existing.index(after: slash)...])
+            existing = slash == existing.startIndex ? "/" : String(existing[..<slash])
+        }
+        return path
+    }
+
     /// True when `path` names something (a dangling symbolic link counts).
     public static func exists(_ path: String) -> Bool {
         var info = Glibc.stat()

@@ -91,6 +91,11 @@ public struct SiteLogin: Sendable {
         report(.stored(site: site.name, cookieNames: kept.map(\.name), leftOut: flow.cookies.count - kept.count))
 
         let live = flow.cookies.filter { !$0.isExpired(at: flow.finishedAt) }
+        // What loading the site warned of (an `outputs:` mode others may read) is said at every login, as
+        // `http.insecure` is, so the daemon's log shows it too.
+        for warning in site.warnings {
+            report(.flow(.warning(site: site.name, message: "\(warning.mark): \(warning.message)")))
+        }
         let outputFailures = writeOutputs(live, origins: record.origins, site: site, report: report)
         return SiteLoginResult(flow: flow, record: record, storage: storage, outputFailures: outputFailures)
     }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Platform
 
 /// The bytes of one item file, format version 1:
 ///
@@ -41,7 +42,7 @@ enum ItemFile {
     static func seal(kind: ItemKind, name: String, value: [UInt8], keys: KeyGeneration, fileID: [UInt8]) throws -> [UInt8] {
         let header = header(keyID: keys.id)
         let box = try AES.GCM.seal(
-            plaintext(kind: kind, name: name, value: value), using: keys.itemKey, authenticating: header + fileID)
+            plaintext(kind: kind, name: name, value: value), using: keys.itemKey.symmetricKey, authenticating: header + fileID)
         return header + Array(box.nonce) + Array(box.ciphertext) + Array(box.tag)
     }
 
@@ -87,7 +88,7 @@ enum ItemFile {
             let box = try AES.GCM.SealedBox(
                 nonce: AES.GCM.Nonce(data: bytes[headerSize..<nonceEnd]),
                 ciphertext: bytes[nonceEnd..<tagStart], tag: bytes[tagStart...])
-            plaintext = try AES.GCM.open(box, using: keys.itemKey, authenticating: header + fileID)
+            plaintext = try AES.GCM.open(box, using: keys.itemKey.symmetricKey, authenticating: header + fileID)
         } catch {
             return .failure(.tampered)
         }
@@ -102,26 +103,49 @@ enum ItemFile {
     }
 }
 
-/// One generation of the master key and the subkeys derived from it (HKDF-SHA256, RFC 5869).
+/// One generation of the master key and the subkeys derived from it (HKDF-SHA256, RFC 5869), each kept in
+/// pages of its own that core files leave out (``ProtectedKey``).
 struct KeyGeneration: Sendable {
     let id: UInt32
-    let masterKey: SymmetricKey
+    let masterKey: ProtectedKey
     /// Encrypts items (AES-256-GCM).
-    let itemKey: SymmetricKey
+    let itemKey: ProtectedKey
     /// Names item files (HMAC-SHA256 of kind and name).
-    let nameKey: SymmetricKey
+    let nameKey: ProtectedKey
 
-    init(id: UInt32, masterKey: SymmetricKey) {
+    init(id: UInt32, masterKey: SymmetricKey) throws(VaultError) {
         self.id = id
-        self.masterKey = masterKey
-        itemKey = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: masterKey, info: Array("sessionkeeper vault v1 item encryption".utf8), outputByteCount: 32)
-        nameKey = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: masterKey, info: Array("sessionkeeper vault v1 item names".utf8), outputByteCount: 32)
+        self.masterKey = try ProtectedKey(masterKey)
+        itemKey = try ProtectedKey(HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: masterKey, info: Array("sessionkeeper vault v1 item encryption".utf8), outputByteCount: 32))
+        nameKey = try ProtectedKey(HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: masterKey, info: Array("sessionkeeper vault v1 item names".utf8), outputByteCount: 32))
     }
 
     func fileID(kind: ItemKind, name: String) -> [UInt8] {
-        Array(HMAC<SHA256>.authenticationCode(for: [kind.rawValue] + Array(name.utf8), using: nameKey))
+        Array(HMAC<SHA256>.authenticationCode(for: [kind.rawValue] + Array(name.utf8), using: nameKey.symmetricKey))
+    }
+}
+
+/// A key the vault keeps for as long as it is open, in ``Platform/SecretBytes``: pages of their own, left out of
+/// core files, locked in memory when allowed, zeroed when released. swift-crypto takes a `SymmetricKey`, so each
+/// use makes a short-lived copy on the heap (``symmetricKey``), which swift-crypto zeroes when it is freed.
+struct ProtectedKey: Sendable {
+    private let bytes: SecretBytes
+
+    init(_ key: SymmetricKey) throws(VaultError) {
+        do throws(SystemError) {
+            bytes = try SecretBytes(count: key.bitCount / 8) { target in key.withUnsafeBytes { target.copyMemory(from: $0) } }
+        } catch {
+            throw VaultError(.io(error))
+        }
+    }
+
+    /// A copy for one use by swift-crypto.
+    var symmetricKey: SymmetricKey { bytes.withUnsafeBytes { SymmetricKey(data: $0) } }
+
+    func withUnsafeBytes<Result, Failure: Error>(_ body: (UnsafeRawBufferPointer) throws(Failure) -> Result) throws(Failure) -> Result {
+        try bytes.withUnsafeBytes(body)
     }
 }
 

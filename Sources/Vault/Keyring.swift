@@ -72,7 +72,11 @@ struct Keyring: Codable {
     }
 
     /// The key encryption key for `material` under this keyring's unlock method.
-    static func keyEncryptionKey(_ unlock: Unlock, material: KeyMaterial, source: MasterKeySource) throws(VaultError) -> SymmetricKey {
+    static func keyEncryptionKey(_ unlock: Unlock, material: KeyMaterial, source: MasterKeySource) throws(VaultError) -> ProtectedKey {
+        try ProtectedKey(derivedKeyEncryptionKey(unlock, material: material, source: source))
+    }
+
+    private static func derivedKeyEncryptionKey(_ unlock: Unlock, material: KeyMaterial, source: MasterKeySource) throws(VaultError) -> SymmetricKey {
         guard let salt = Data(base64Encoded: unlock.salt) else { throw VaultError(.keyringDamaged("bad salt")) }
         switch unlock.method {
         case "key":
@@ -106,14 +110,14 @@ struct Keyring: Codable {
         var keyring: Keyring
         /// Newest first.
         var generations: [KeyGeneration]
-        var keyEncryptionKey: SymmetricKey
+        var keyEncryptionKey: ProtectedKey
     }
 
     /// A new keyring holding one random master key generation, sealed under a key from `material`.
     static func create(material: KeyMaterial, source: MasterKeySource, scrypt: ScryptParameters) throws(VaultError) -> Opened {
         let unlock = newUnlock(for: material, scrypt: scrypt)
         let kek = try keyEncryptionKey(unlock, material: material, source: source)
-        let generation = KeyGeneration(id: 1, masterKey: SymmetricKey(size: .bits256))
+        let generation = try KeyGeneration(id: 1, masterKey: SymmetricKey(size: .bits256))
         let keyring = Keyring(
             magic: magic, format: formatVersion, unlock: unlock, keys: [try seal(generation, with: kek)], current: generation.id)
         return Opened(keyring: keyring, generations: [generation], keyEncryptionKey: kek)
@@ -146,10 +150,12 @@ struct Keyring: Codable {
 
     static func associatedData(id: UInt32) -> [UInt8] { Array("sessionkeeper vault v1 master key \(id)".utf8) }
 
-    static func seal(_ generation: KeyGeneration, with kek: SymmetricKey) throws(VaultError) -> SealedKey {
+    static func seal(_ generation: KeyGeneration, with kek: ProtectedKey) throws(VaultError) -> SealedKey {
         do {
-            let bytes = generation.masterKey.withUnsafeBytes { Array($0) }
-            let box = try AES.GCM.seal(bytes, using: kek, authenticating: associatedData(id: generation.id))
+            // Sealed straight from the protected pages: no copy of the master key on the heap.
+            let box = try generation.masterKey.withUnsafeBytes { bytes in
+                try AES.GCM.seal(bytes, using: kek.symmetricKey, authenticating: associatedData(id: generation.id))
+            }
             return SealedKey(id: generation.id, sealed: box.combined!.base64EncodedString())
         } catch {
             throw VaultError(.keySource("sealing the master key failed: \(error)"))
@@ -157,7 +163,8 @@ struct Keyring: Codable {
     }
 
     /// Opens every generation; a failure means the key is wrong (or the keyring was altered).
-    func unseal(with kek: SymmetricKey, source: MasterKeySource) throws(VaultError) -> [KeyGeneration] {
+    func unseal(with kek: ProtectedKey, source: MasterKeySource) throws(VaultError) -> [KeyGeneration] {
+        let kek = kek.symmetricKey
         var generations: [KeyGeneration] = []
         for sealedKey in keys {
             guard let combined = Data(base64Encoded: sealedKey.sealed) else {
@@ -165,9 +172,11 @@ struct Keyring: Codable {
             }
             do {
                 let box = try AES.GCM.SealedBox(combined: combined)
-                let bytes = try AES.GCM.open(box, using: kek, authenticating: Keyring.associatedData(id: sealedKey.id))
+                var bytes = try AES.GCM.open(box, using: kek, authenticating: Keyring.associatedData(id: sealedKey.id))
+                // The opened key is on the heap: zeroed once copied into protected pages.
+                defer { bytes.resetBytes(in: bytes.startIndex..<bytes.endIndex) }
                 guard bytes.count == 32 else { throw VaultError(.keyringDamaged("key generation \(sealedKey.id) has the wrong size")) }
-                generations.append(KeyGeneration(id: sealedKey.id, masterKey: SymmetricKey(data: bytes)))
+                generations.append(try KeyGeneration(id: sealedKey.id, masterKey: SymmetricKey(data: bytes)))
             } catch let error as VaultError {
                 throw error
             } catch {

@@ -73,7 +73,7 @@ public final class Vault: Sendable {
         /// The unlock description (method and salt) that `keyEncryptionKey` belongs to; after a
         /// `vault rekey` in another process the keyring's differs.
         var ownUnlock: Keyring.Unlock
-        var keyEncryptionKey: SymmetricKey
+        var keyEncryptionKey: ProtectedKey
         var source: MasterKeySource
         var isClosed = false
     }
@@ -85,7 +85,7 @@ public final class Vault: Sendable {
         /// Newest first.
         var generations: [KeyGeneration]
         var current: KeyGeneration
-        var keyEncryptionKey: SymmetricKey
+        var keyEncryptionKey: ProtectedKey
         var ownsKeyring: Bool
 
         init(_ state: State, keyringPath: String) throws(VaultError) {
@@ -424,7 +424,7 @@ public final class Vault: Sendable {
             let keys = try self.refreshedKeys(requiringOwnKey: true)
             if keys.generations.count > 1 { return keys.current }
             let newest = keys.generations.map(\.id).max() ?? keys.current.id
-            let next = KeyGeneration(id: newest + 1, masterKey: SymmetricKey(size: .bits256))
+            let next = try KeyGeneration(id: newest + 1, masterKey: SymmetricKey(size: .bits256))
             var keyring = keys.keyring
             keyring.keys.append(try Keyring.seal(next, with: keys.keyEncryptionKey))
             keyring.current = next.id
@@ -566,7 +566,7 @@ public final class Vault: Sendable {
     }
 
     /// Writes a changed keyring (under the exclusive lock) and makes it this process's.
-    private func commit(_ keyring: Keyring, generations: [KeyGeneration], newKey: (SymmetricKey, MasterKeySource)?) throws(VaultError) {
+    private func commit(_ keyring: Keyring, generations: [KeyGeneration], newKey: (ProtectedKey, MasterKeySource)?) throws(VaultError) {
         let bytes = try Self.write(keyring, to: keyringPath)
         state.withLock { state in
             state.keyringBytes = bytes

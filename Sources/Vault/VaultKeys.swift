@@ -16,7 +16,7 @@ public struct VaultKeys: Sendable, CustomStringConvertible {
     /// Newest first.
     let generations: [KeyGeneration]
     let current: KeyGeneration
-    let keyEncryptionKey: SymmetricKey
+    let keyEncryptionKey: ProtectedKey
     /// Where the key that opened the keyring came from.
     public let source: MasterKeySource
 

@@ -78,6 +78,7 @@ private struct CheckReport {
     let renderer: DiagnosticRenderer
     private(set) var fileCount = 0
     private(set) var errorCount = 0
+    private(set) var warningCount = 0
     private var failedFiles = Set<String>()
 
     init(renderer: DiagnosticRenderer) {
@@ -98,7 +99,7 @@ private struct CheckReport {
     mutating func checkSite(_ path: String, loader: ConfigurationLoader, config: DaemonConfig) {
         fileCount += 1
         do {
-            _ = try loader.loadSite(at: path, config: config)
+            printWarnings(of: try loader.loadSite(at: path, config: config))
         } catch {
             print(error)
         }
@@ -108,6 +109,7 @@ private struct CheckReport {
         // Count site files, not errors: a duplicate name is a second error about a file already counted as
         // loaded elsewhere, and an unreadable sites folder is no file at all.
         var files = Set(result.sites.map(\.file))
+        for site in result.sites { printWarnings(of: site) }
         for failure in result.failures {
             for diagnostic in failure.diagnostics where !Self.isFolderProblem(diagnostic) { files.insert(diagnostic.mark.file) }
             print(failure)
@@ -133,14 +135,24 @@ private struct CheckReport {
         for line in renderer.render(error, source: source) { Console.err(line) }
     }
 
+    /// A site that loaded can still have warnings (an `outputs:` mode others may read): shown, not counted as errors.
+    mutating func printWarnings(of site: SiteDefinition) {
+        guard !site.warnings.isEmpty else { return }
+        warningCount += site.warnings.count
+        let warnings = ConfigError(site.warnings)
+        let source = renderer.showSource ? ConfigurationLoader.sourceText(of: site.file) : nil
+        for line in renderer.render(warnings, source: source) { Console.err(line) }
+    }
+
     func printSummary() {
         let files = fileCount == 1 ? "1 file" : "\(fileCount) files"
+        let warnings = warningCount == 0 ? "" : warningCount == 1 ? ", 1 warning" : ", \(warningCount) warnings"
         if errorCount == 0 {
-            Console.err("checked \(files): no problems")
+            Console.err("checked \(files): no problems\(warnings)")
         } else {
             let errors = errorCount == 1 ? "1 error" : "\(errorCount) errors"
             let failed = failedFiles.count == 1 ? "1 file" : "\(failedFiles.count) files"
-            Console.err("checked \(files): \(errors) in \(failed)")
+            Console.err("checked \(files): \(errors) in \(failed)\(warnings)")
         }
     }
 }

@@ -40,6 +40,7 @@ struct ImportCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
+            try VaultAccess.protectProcess()
             let (daemonConfig, definition) = try LoginSetup.load(site: site, explicitConfig: config.path)
             let now = Date()
             let bytes = try JarFiles.readBytes(file) ?? []
@@ -74,7 +75,7 @@ struct ImportCommand: AsyncParsableCommand {
     private static func store(_ record: SessionRecord, site: String, config: DaemonConfig) async throws {
         let vault: Vault
         do {
-            vault = try Vault.open(stateDirectory: config.stateDirectory, key: MasterKeySource(config.vault.key), createIfMissing: true)
+            vault = try VaultAccess.open(stateDirectory: config.stateDirectory, key: MasterKeySource(config.vault.key), create: true)
         } catch {
             throw CLIFailure(vaultError: error)
         }

@@ -232,6 +232,8 @@ enum JarFiles {
             return .usage(
                 "\(which) is \(kind), not a regular file; jar files are replaced as a whole, so only regular files are "
                     + "written: give the path of a file, or - for standard output")
+        case .untrustedSymbolicLink:
+            return .usage(error.description)
         case .symbolicLinkLoop:
             return .usage("\(path): its symbolic links loop (more than \(DurableFile.maxSymbolicLinkHops) hops); fix or remove the link")
         case .system(let system):

@@ -50,6 +50,7 @@ struct LoginCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
+            try VaultAccess.protectProcess()
             let (daemonConfig, definition) = try LoginSetup.load(site: site, explicitConfig: config.path)
             // A --jar that cannot be written (not a jar, not a regular file) is refused before any request.
             if let jar { try JarFiles.checkWritable(jar, now: Date()) }

@@ -19,8 +19,7 @@ struct LoginWiring {
     ) throws -> LoginWiring {
         let vault: Vault
         do {
-            vault = try Vault.open(
-                stateDirectory: config.stateDirectory, key: MasterKeySource(config.vault.key), createIfMissing: true)
+            vault = try VaultAccess.open(stateDirectory: config.stateDirectory, key: MasterKeySource(config.vault.key), create: true)
         } catch {
             throw CLIFailure(vaultError: error)
         }

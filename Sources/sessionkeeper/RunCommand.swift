@@ -32,9 +32,13 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
+            try VaultAccess.protectProcess()
+            let path = try config.locate(ConfigurationLoader())
+            let daemonConfig = try config.load(ConfigurationLoader())
+            // The passphrase variable leaves the environment before anything keeps a copy of it: the loader the
+            // daemon keeps for reloads holds the environment without it.
+            VaultAccess.takePassphrase(of: MasterKeySource(daemonConfig.vault.key))
             let loader = ConfigurationLoader()
-            let path = try config.locate(loader)
-            let daemonConfig = try config.load(loader)
             LogFormat.bootstrap(daemonConfig.log)
             let logger = Logger(label: "sessionkeeper")
 

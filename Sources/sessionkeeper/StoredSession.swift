@@ -17,8 +17,8 @@ enum StoredSession {
     static func load(site: SiteDefinition, config: DaemonConfig) async throws -> SessionRecord {
         let vault: Vault
         do {
-            vault = try Vault.open(stateDirectory: config.stateDirectory, key: MasterKeySource(config.vault.key))
-        } catch where error.reason == .notInitialized {
+            vault = try VaultAccess.open(stateDirectory: config.stateDirectory, key: MasterKeySource(config.vault.key), create: false)
+        } catch let error as VaultError where error.reason == .notInitialized {
             throw CLIFailure.failed(noSession(site))
         } catch {
             throw CLIFailure(vaultError: error)

@@ -24,6 +24,7 @@ struct VaultInitCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
+            try VaultAccess.protectProcess()
             let location = try options.location()
             if case let .postgres(settings) = location.store {
                 let created = try await FleetStoreAccess.with(settings, key: location.key, create: true) { $0.storedKeyring }
@@ -32,7 +33,8 @@ struct VaultInitCommand: AsyncParsableCommand {
                 return
             }
             do {
-                let vault = try Vault.initialize(stateDirectory: location.stateDirectory, key: location.key)
+                let vault = try Vault.initialize(
+                    stateDirectory: location.stateDirectory, key: location.key, environment: VaultAccess.environment(for: location.key))
                 vault.close()
             } catch {
                 throw CLIFailure(vaultError: error)
@@ -97,7 +99,7 @@ struct VaultRekeyCommand: AsyncParsableCommand {
             defer { vault.close() }
             do {
                 if case let .keyFile(path) = newSource { try VaultKey.createKeyFile(at: path) }
-                try vault.rekey(to: newSource)
+                try vault.rekey(to: newSource, environment: VaultAccess.environment(for: newSource))
             } catch {
                 throw CLIFailure(vaultError: error)
             }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Credentials
 import Foundation
+import Locking
 import Logging
 import Platform
 import PostgresStore
@@ -63,7 +64,7 @@ struct VaultConfigOptions: ParsableArguments {
     /// Opens the vault at a location found earlier by ``vaultLocation()``.
     func openVault(at location: (stateDirectory: String, key: MasterKeySource), create: Bool) throws -> Vault {
         do {
-            return try Vault.open(stateDirectory: location.stateDirectory, key: location.key, createIfMissing: create)
+            return try VaultAccess.open(stateDirectory: location.stateDirectory, key: location.key, create: create)
         } catch {
             throw CLIFailure(vaultError: error)
         }
@@ -86,12 +87,66 @@ enum FleetStoreAccess {
         }
         // Failures reach the user as the command's error; the store's own lines (reachability) would repeat them.
         let logger = Logger(label: "sessionkeeper.store") { _ in SwiftLogNoOpLogHandler() }
+        try VaultAccess.protectProcess()
         do {
-            let store = try PostgresStore(url: url, settings: settings, key: key, logger: logger)
+            let store = try PostgresStore(
+                url: url, settings: settings, key: key, environment: VaultAccess.environment(for: key), logger: logger)
             return try await PostgresStore.withRunning(store, createIfMissing: create, seed: seed, body)
         } catch let error as PostgresStoreError {
             throw CLIFailure(storeError: error)
         }
+    }
+}
+
+/// What every command that opens the vault does first (docs/SECURITY.md, "Secrets stay in the process"): the
+/// process becomes non-dumpable, and a passphrase variable (`vault.key: {passphrase_env: NAME}`) leaves the
+/// environment, its bytes wiped from the block `/proc/PID/environ` shows, before the vault is unlocked with it.
+enum VaultAccess {
+    /// Values taken out of the environment, for a second unlock in the same process (`rekey` reads the new one).
+    private static let taken = Locked<[String: String]>([:])
+
+    /// The process stops being dumpable and traceable by its own uid. First thing in `run`, `login`, `secret`,
+    /// `vault` and `import`; `cookie` and `exec` call it through ``open(stateDirectory:key:create:)`` when they
+    /// fall back to the vault.
+    static func protectProcess() throws {
+        do {
+            try ProcessSecrets.forbidDumpsAndTracing()
+        } catch {
+            throw CLIFailure.failed("cannot keep this process's memory from other processes: \(error)")
+        }
+    }
+
+    /// The environment a vault of `key` is unlocked with: the process's own, and for a passphrase variable its
+    /// value, taken out of the process's environment.
+    static func environment(for key: MasterKeySource) -> [String: String] {
+        let passphrase = takePassphrase(of: key)
+        var environment = ProcessInfo.processInfo.environment
+        if case .passphraseEnvironment(let name) = key { environment[name] = passphrase }
+        return environment
+    }
+
+    /// Takes the passphrase variable of `key` (when it names one) out of the environment; its value, kept for
+    /// the unlock.
+    @discardableResult
+    static func takePassphrase(of key: MasterKeySource) -> String? {
+        guard case .passphraseEnvironment(let name) = key else { return nil }
+        return take(name)
+    }
+
+    /// The value of `name`, removed from the environment (and its bytes wiped) the first time.
+    private static func take(_ name: String) -> String? {
+        taken.withLock { taken in
+            if let value = taken[name] { return value }
+            let value = ProcessSecrets.takeFromEnvironment(name)
+            taken[name] = value
+            return value
+        }
+    }
+
+    /// Opens (with `create`, creates when missing) the vault in `stateDirectory`, after ``protectProcess()``.
+    static func open(stateDirectory: String, key: MasterKeySource, create: Bool) throws -> Vault {
+        try protectProcess()
+        return try Vault.open(stateDirectory: stateDirectory, key: key, createIfMissing: create, environment: environment(for: key))
     }
 }
 

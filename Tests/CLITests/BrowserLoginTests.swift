@@ -150,7 +150,7 @@ final class BrowserWorld {
         let site = shipped
             .replacingOccurrences(of: "base_url: http://127.0.0.1:8480", with: "base_url: http://127.0.0.1:\(port)")
             .replacingOccurrences(of: "enabled: false", with: "enabled: true")
-            .replacingOccurrences(of: "../.state/example-browser.storage.json", with: "example-browser.storage.json")
+            .replacingOccurrences(of: "~/.cache/sessionkeeper/example-browser.storage.json", with: "example-browser.storage.json")
         try site.write(toFile: folder.path("sites/example-browser.yaml"), atomically: true, encoding: .utf8)
     }
 

@@ -126,6 +126,26 @@ import Testing
         Self.expectNoInternalWords(run)
     }
 
+    /// SPEC section 3: site files are code. `check` refuses one that its group may change, with the reason and
+    /// the fix; an `outputs:` path inside state_dir is an error at its place, a mode others may read a warning.
+    @Test func checkRefusesLooseSiteFilesAndOutputsInTheStateFolder() async throws {
+        let world = try HostileWorld()
+        defer { world.cleanUp() }
+        try world.write("sites/loose.yaml", "base_url: https://loose.example\nlogin: manual\n")
+        try FileManager.default.setAttributes([.posixPermissions: 0o664], ofItemAtPath: world.folder.path("sites/loose.yaml"))
+        try world.write("sites/keyring.yaml", "base_url: https://k.example\nlogin: manual\noutputs:\n  - {path: ../state/vault/keyring, format: json}\n")
+        try world.write("sites/shared.yaml", "base_url: https://s.example\nlogin: manual\noutputs: [{path: ../shared.txt, format: header, mode: \"0644\"}]\n")
+        let run = try await world.run(["check", "--config", "config.yaml"])
+        #expect(run.status == 1)
+        let loose = world.folder.path("sites/loose.yaml")
+        #expect(run.stderr.contains("sites/loose.yaml:1:1: error: site file refused: \(loose) is writable by its group (mode 0664), so they "
+            + "could change what the daemon runs; run `chmod g-w \(loose)`"), "\(run.stderr)")
+        #expect(run.stderr.contains("sites/keyring.yaml:4:12: error: outputs.path: \(world.folder.path("state/vault/keyring")) is inside state_dir"),
+                "\(run.stderr)")
+        #expect(run.stderr.contains("sites/shared.yaml:3:55: warning: outputs.mode: \"0644\" lets its group and others read"), "\(run.stderr)")
+        #expect(run.stderr.contains("checked 4 files: 2 errors in 2 files, 1 warning"), "\(run.stderr)")
+    }
+
     @Test func checkMissingFileArgumentIsAUsageError() async throws {
         let world = try HostileWorld()
         defer { world.cleanUp() }

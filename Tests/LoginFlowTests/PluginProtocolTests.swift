@@ -30,7 +30,35 @@ import Testing
         let client = FakeHTTPClient { Fixture.response($0) }
         _ = try await Fixture.engine(client, environment: Self.environment).login(site, storage: CookieStorage())
         let query = try #require(client.requests.last?.url.query(percentEncoded: false))
-        #expect(query == "p=1&b=https://app.example.com/&k=base_url,cookies,last_response,protocol,site,step,vars,with")
+        #expect(query == "p=1&b=https://app.example.com/&k=base_url,cookies,http,last_response,protocol,site,step,vars,with")
+    }
+
+    /// A plugin that makes its own requests (a browser) gets the site's transport settings; the proxy's password
+    /// is masked in the trace.
+    @Test func stdinCarriesTheSitesHTTPSettings() async throws {
+        var site = Fixture.site([
+            Step(name: "echo", mark: Fixture.mark, action: .plugin(PluginStepTests.plugin("request-echo-plugin.py"))),
+            Fixture.step("after", RequestStep(method: "POST", url: Fixture.template("/after"), body: .form(Fixture.named(["h": "{{ http }}"])))),
+        ])
+        site.http.proxy = "http://proxy-user:pw-proxy-9@127.0.0.1:3128"
+        site.http.resolve = ["app.example.com:443:127.0.0.1"]
+        site.http.caFile = "/etc/ssl/private-ca.pem"
+        site.http.clientCertificate = HTTPSettings.ClientCertificate(certificatePath: "/c.pem", keyPath: "/k.pem")
+        site.http.insecure = true
+        let client = FakeHTTPClient { Fixture.response($0) }
+        var engine = Fixture.engine(client, environment: Self.environment)
+        engine.tracesExchanges = true
+        let events = EventLog()
+        _ = try await engine.login(site, storage: CookieStorage(), observer: events.observer)
+        let input = try #require(events.all.compactMap { if case .pluginTrace(let trace) = $0, trace.direction == .input { trace.json } else { nil } }.first)
+        #expect(input.contains(#""http": {"proxy": "http://proxy-user:•••@127.0.0.1:3128", "resolve": ["app.example.com:443:127.0.0.1"], "#
+            + #""ca_file": "/etc/ssl/private-ca.pem", "client_cert": {"cert": "/c.pem", "key": "/k.pem"}, "insecure": true}"#), "\(input)")
+        #expect(!input.contains("pw-proxy-9"))
+        // What the plugin itself received, which it answered back as a variable the next step sends.
+        let body = String(decoding: try #require(client.requests.last?.body), as: UTF8.self)
+        let received = try #require(body.removingPercentEncoding?.replacingOccurrences(of: "+", with: " "))
+        #expect(received == #"h={"ca_file": "/etc/ssl/private-ca.pem", "client_cert": {"cert": "/c.pem", "key": "/k.pem"}, "insecure": true, "#
+            + #""proxy": "http://proxy-user:pw-proxy-9@127.0.0.1:3128", "resolve": ["app.example.com:443:127.0.0.1"]}"#)
     }
 
     @Test(arguments: [
@@ -109,7 +137,8 @@ import Testing
         #expect(traces.map(\.direction) == [.input, .output])
         let input = try #require(traces.first?.json)
         let output = try #require(traces.last?.json)
-        #expect(input.hasPrefix(#"{"protocol": 1, "site": "test", "base_url": "https://app.example.com/", "step": "second factor""#))
+        #expect(input.hasPrefix(#"{"protocol": 1, "site": "test", "base_url": "https://app.example.com/", "http": {"proxy": null, "resolve": [], "#
+            + #""ca_file": null, "client_cert": null, "insecure": false}, "step": "second factor""#))
         #expect(input.contains(#""with": {"name": "bob", "code": "•••"}"#))
         #expect(input.contains(#""credentials": {"otp": "<masked>", "password": "<masked>"}"#))
         #expect(input.contains(#""value": "<masked>""#))

@@ -64,12 +64,61 @@ import Testing
     @Test func authorizationStaysWithinTheOrigin() throws {
         let request = Self.post()
         #expect(try RedirectRule.next(after: request, response: Self.redirect(307, "/same")).headers["Authorization"] == "Bearer tok-secret")
-        for other in ["https://other.example.com/x", "http://app.example.com/x", "https://app.example.com:8443/x"] {
+        // (To http the redirect is refused outright: httpsToHTTPIsRefusedOnlyForARequestCarryingACredential.)
+        for other in ["https://other.example.com/x", "https://app.example.com:8443/x"] {
             let next = try RedirectRule.next(after: request, response: Self.redirect(307, other))
             #expect(next.headers["Authorization"] == nil, "kept for \(other)")
             #expect(next.headers["X-Keep"] == "1")
         }
         #expect(try RedirectRule.next(after: request, response: Self.redirect(307, "https://APP.example.com:443/x")).headers["Authorization"] != nil)
+    }
+
+    @Test func headersBuiltFromCredentialsStayWithinTheOrigin() throws {
+        var request = Self.post()
+        request.headers.add(name: "X-Api-Key", value: "key-secret")
+        let parts = RedirectRule.CredentialParts(headers: ["X-API-KEY"], body: false)
+        let same = try RedirectRule.next(after: request, response: Self.redirect(307, "/same"), credentials: parts)
+        #expect(same.request.headers["X-Api-Key"] == "key-secret")
+        #expect(same.credentials == parts)
+        let other = try RedirectRule.next(after: request, response: Self.redirect(302, "https://sso.example.net/x"), credentials: parts)
+        #expect(other.request.headers["X-Api-Key"] == nil && other.request.headers["Authorization"] == nil)
+        #expect(other.request.headers["X-Keep"] == "1")
+        #expect(other.credentials == .none, "nothing of the new request comes from a credential")
+    }
+
+    @Test func aCredentialBodyIsNeverSentAgainToAnotherOrigin() throws {
+        let request = Self.post()
+        let parts = RedirectRule.CredentialParts(body: true)
+        for status in [307, 308] {
+            #expect(throws: RedirectRule.Failure.self) {
+                try RedirectRule.next(after: request, response: Self.redirect(status, "https://other.example.com/x"), credentials: parts)
+            }
+            let same = try RedirectRule.next(after: request, response: Self.redirect(status, "/x"), credentials: parts)
+            #expect(same.request.body == request.body && same.credentials.body)
+        }
+        // 302 and 303 drop the body: nothing of it is sent again.
+        let dropped = try RedirectRule.next(after: request, response: Self.redirect(303, "https://other.example.com/x"), credentials: parts)
+        #expect(dropped.request.body == nil && dropped.request.method == "GET")
+    }
+
+    @Test func httpsToHTTPIsRefusedOnlyForARequestCarryingACredential() throws {
+        let plain = HTTPRequest(url: Self.start, headers: ["X-Keep": "1"])
+        #expect(try RedirectRule.next(after: plain, response: Self.redirect(302, "http://app.example.com/x")).url.scheme == "http")
+        let failure = try #require(throws: RedirectRule.Failure.self) {
+            try RedirectRule.next(after: Self.post(), response: Self.redirect(302, "http://app.example.com/x?t=1"))
+        }
+        #expect(failure.message.contains("from https to http (http://app.example.com/x?…) is not followed"))
+        #expect(failure.message.contains("its header Authorization") && !failure.message.contains("tok-secret"))
+        var withBody = plain
+        withBody.method = "POST"
+        withBody.body = Data("p=1".utf8)
+        #expect(throws: RedirectRule.Failure.self) {
+            try RedirectRule.next(after: withBody, response: Self.redirect(303, "http://app.example.com/x"), credentials: .init(body: true))
+        }
+        // Up from http to https is another origin, not a downgrade: the credentials are dropped, the redirect followed.
+        var up = Self.post()
+        up.url = URL(string: "http://app.example.com/a")!
+        #expect(try RedirectRule.next(after: up, response: Self.redirect(302, "https://app.example.com/b")).headers["Authorization"] == nil)
     }
 
     // MARK: Through the engine

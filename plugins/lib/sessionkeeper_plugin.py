@@ -70,6 +70,8 @@ class Request:
         self.cookies = document.get("cookies") or []
         self.last_response = document.get("last_response")
         self.credentials = document.get("credentials") or {}
+        #: The site's transport settings (proxy, resolve, ca_file, client_cert, insecure); empty from an older engine.
+        self.http = document.get("http") or {}
         self._secrets = set()
         for value in self.credentials.values():
             if isinstance(value, str) and value:

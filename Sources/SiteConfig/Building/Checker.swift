@@ -5,6 +5,8 @@ internal import XMLQuery
 /// Shared checks and conversions of the builders; collects every problem instead of stopping.
 struct Checker {
     private(set) var diagnostics: [ConfigDiagnostic] = []
+    /// What is reported without refusing the file.
+    private(set) var warnings: [ConfigDiagnostic] = []
     /// Folder of the file being built; relative paths resolve against it.
     let directory: String
     /// For `~` in paths.
@@ -17,6 +19,10 @@ struct Checker {
 
     mutating func error(_ mark: SourceMark, _ message: String) {
         diagnostics.append(ConfigDiagnostic(mark, message))
+    }
+
+    mutating func warning(_ mark: SourceMark, _ message: String) {
+        warnings.append(ConfigDiagnostic(mark, message, severity: .warning))
     }
 
     mutating func absorb(_ more: [ConfigDiagnostic]) {
@@ -174,7 +180,8 @@ struct Checker {
             error(mark, "\(key): '\(template.source)' contains a space; encode it as %20")
             return
         }
-        if let schemeEnd = sample.range(of: "://") {
+        // An absolute URL's scheme comes before any '/', '?' or '#': a relative URL may carry "://" in its query.
+        if let schemeEnd = sample.range(of: "://"), !sample[..<schemeEnd.lowerBound].contains(where: { "/?#".contains($0) }) {
             let scheme = sample[..<schemeEnd.lowerBound].lowercased()
             guard let url = URL(string: sample), ["http", "https"].contains(scheme), let host = url.host, !host.isEmpty
             else {

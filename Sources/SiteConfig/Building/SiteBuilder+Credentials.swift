@@ -47,6 +47,7 @@ extension SiteBuilder {
                 checker.error(env.mark, "\(key).env: '\(env.value)' is not an environment variable name")
                 return nil
             }
+            guard !isPassphraseVariable(env.value, at: env.mark, key: "\(key).env") else { return nil }
             return .environment(env.value)
         }
         if let path = file.file {
@@ -90,7 +91,19 @@ extension SiteBuilder {
                 checker.error(name.mark, "allow_env: '\(name.value)' is not an environment variable name")
                 return nil
             }
+            guard !isPassphraseVariable(name.value, at: name.mark, key: "allow_env") else { return nil }
             return name.value
         }
+    }
+
+    /// Whether `name` is the vault's passphrase variable, which no site may read (SPEC section 3); records the
+    /// error when it is.
+    mutating func isPassphraseVariable(_ name: String, at mark: SourceMark, key: String) -> Bool {
+        guard let passphraseVariable, name == passphraseVariable else { return false }
+        checker.error(
+            mark,
+            "\(key): \(name) holds the vault's passphrase (config.yaml vault.key: {passphrase_env: \(name)}); no site may "
+                + "read it: give the site its own variable")
+        return true
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// Plugin steps and whole-login plugins (SPEC section 5).
 extension SiteBuilder {
@@ -19,6 +20,13 @@ extension SiteBuilder {
             checker.error(plugin.mark, "\(key): plugin '\(plugin.value)' not found (looked for \(executable))")
         } else if isDirectory.boolValue || !FileManager.default.isExecutableFile(atPath: executable) {
             checker.error(plugin.mark, "\(key): plugin '\(plugin.value)' is not an executable file (chmod +x \(executable))")
+        } else {
+            // SPEC section 3: a plugin is code the daemon runs, trusted as the daemon's own program is.
+            do throws(UntrustedCodeError) {
+                try CodeFile.check(executable)
+            } catch {
+                checker.error(plugin.mark, "\(key): plugin '\(plugin.value)' refused: \(error)")
+            }
         }
 
         var step = PluginStep(plugin: plugin.value, executablePath: executable)
@@ -46,6 +54,7 @@ extension SiteBuilder {
                     checker.error(item.mark, "\(key): \(item.kindDescription) is not an environment variable name")
                     continue
                 }
+                guard !isPassphraseVariable(name, at: item.mark, key: key) else { continue }
                 entries.append(.inherit(name))
             }
         } else if let pairs = node.pairs {

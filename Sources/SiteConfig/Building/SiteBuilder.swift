@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// Turns a decoded ``SiteFile`` into a ``SiteDefinition``: applies defaults and the config's
 /// `defaults:`, resolves paths and plugins, and checks everything SPEC section 3 requires.
@@ -12,13 +13,22 @@ struct SiteBuilder {
     let rootMark: SourceMark
     let defaults: SiteDefaults
     let pluginsDirectory: String
+    /// `state_dir`: no `outputs:` file may be written inside it (it holds the vault and its keyring).
+    let stateDirectory: String
+    /// The variable holding the vault's passphrase (`vault.key: {passphrase_env: NAME}`), which no site may read.
+    let passphraseVariable: String?
     var checker: Checker
 
-    init(file: String, rootMark: SourceMark, defaults: SiteDefaults, pluginsDirectory: String, environment: [String: String]) {
+    init(
+        file: String, rootMark: SourceMark, defaults: SiteDefaults, pluginsDirectory: String, stateDirectory: String,
+        passphraseVariable: String?, environment: [String: String]
+    ) {
         self.file = file
         self.rootMark = rootMark
         self.defaults = defaults
         self.pluginsDirectory = pluginsDirectory
+        self.stateDirectory = stateDirectory
+        self.passphraseVariable = passphraseVariable
         checker = Checker(file: file, environment: environment)
     }
 
@@ -69,11 +79,13 @@ struct SiteBuilder {
         }
 
         guard checker.diagnostics.isEmpty, let name, let baseURL, let login else { return nil }
-        return SiteDefinition(
+        var definition = SiteDefinition(
             name: name, file: file, description: site.description?.value, baseURL: baseURL, http: http,
             credentials: credentials, login: login, check: check, keepalive: keepalive, refresh: refresh,
             cookies: cookies, outputs: outputs, access: access, enabled: site.enabled?.value ?? true,
             allowEnv: allowEnv)
+        definition.warnings = checker.warnings
+        return definition
     }
 
     private mutating func buildName(_ value: Marked<String>?) -> String? {
@@ -217,7 +229,34 @@ struct SiteBuilder {
         guard let path = checker.nonEmptyPath(pathValue, key: "outputs.path"),
             let kind = checker.choice(format, OutputFile.Format.self, key: "outputs.format")
         else { return nil }
+        if let inside = Self.insideStateDirectory(path, stateDirectory: stateDirectory) {
+            checker.error(
+                pathValue.mark,
+                "outputs.path: \(path) is inside state_dir (\(inside)), which holds the vault and its keyring; a site may not "
+                    + "write there: choose a path outside it")
+            return nil
+        }
         let mode = checker.mode(file.mode, key: "outputs.mode") ?? 0o600
+        if mode & 0o044 != 0 {
+            let who = mode & 0o040 != 0 ? (mode & 0o004 != 0 ? "its group and others" : "its group") : "others"
+            checker.warning(
+                (file.mode?.mark ?? marked.mark),
+                "outputs.mode: \"0\(String(mode, radix: 8))\" lets \(who) read the session's cookies in \(path); \"0600\" keeps them to "
+                    + "the daemon's user")
+        }
         return OutputFile(path: path, format: kind, mode: mode, mark: marked.mark)
+    }
+
+    /// `state_dir` (as written, or with its symbolic links resolved) when `path` (or the file it resolves to)
+    /// is inside it, else nil. Symbolic links are resolved as far as the path exists.
+    static func insideStateDirectory(_ path: String, stateDirectory: String) -> String? {
+        let states = Set([stateDirectory, Syscall.resolvingLinks(stateDirectory)])
+        let paths = [path, Syscall.resolvingLinks(path)]
+        for state in states {
+            for candidate in paths where candidate == state || candidate.hasPrefix(state == "/" ? "/" : state + "/") {
+                return state
+            }
+        }
+        return nil
     }
 }

@@ -92,9 +92,17 @@ public struct ConfigurationLoader: Sendable {
 
     // MARK: sites
 
-    /// Loads one site file with the config's defaults and plugins folder.
+    /// Loads one site file with the config's defaults and plugins folder. The file and its folders must be
+    /// trusted as code is (``Platform/CodeFile``): a site file runs commands and reads secrets.
     public func loadSite(at path: String, config: DaemonConfig) throws(ConfigError) -> SiteDefinition {
         let file = Self.absolute(path)
+        do throws(UntrustedCodeError) {
+            try CodeFile.check(file)
+        } catch where error.problem.isSystemError {
+            // A file that cannot be examined cannot be read either: the read below says why.
+        } catch {
+            throw ConfigError(ConfigDiagnostic(SourceMark(file: file, line: 1, column: 1), "site file refused: \(error)"))
+        }
         return try loadSite(text: try Self.read(file), file: file, config: config)
     }
 
@@ -120,9 +128,11 @@ public struct ConfigurationLoader: Sendable {
             context.record(error, at: root.mark)
         }
         var diagnostics = parsed.diagnostics + context.diagnostics
+        var passphraseVariable: String?
+        if case .passphraseEnvironment(let name) = config.vault.key { passphraseVariable = name }
         var builder = SiteBuilder(
             file: file, rootMark: root.mark, defaults: config.defaults, pluginsDirectory: config.pluginsDirectory,
-            environment: environment)
+            stateDirectory: config.stateDirectory, passphraseVariable: passphraseVariable, environment: environment)
         let site = decoded.flatMap { builder.build($0) }
         diagnostics += builder.checker.diagnostics
         if site == nil && diagnostics.isEmpty {

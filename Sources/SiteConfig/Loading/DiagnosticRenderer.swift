@@ -1,4 +1,4 @@
-/// Formats diagnostics as compilers do: `FILE:LINE:COLUMN: error: message`, optionally followed by
+/// Formats diagnostics as compilers do: `FILE:LINE:COLUMN: error: message` (or `warning:`), optionally followed by
 /// the offending source line and a caret under the column.
 public struct DiagnosticRenderer: Sendable {
     /// Show the source line and caret (on a terminal).
@@ -21,7 +21,7 @@ public struct DiagnosticRenderer: Sendable {
         var output: [String] = []
         for diagnostic in error.diagnostics {
             let mark = diagnostic.mark
-            output.append("\(displayPath(mark.file)):\(mark.line):\(mark.column): error: \(diagnostic.message)")
+            output.append("\(displayPath(mark.file)):\(mark.line):\(mark.column): \(diagnostic.severity.rawValue): \(diagnostic.message)")
             guard showSource, let lines, mark.line >= 1, mark.line <= lines.count else { continue }
             var line = lines[mark.line - 1]
             if line.hasSuffix("\r") { line.removeLast() }

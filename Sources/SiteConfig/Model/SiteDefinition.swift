@@ -33,6 +33,9 @@ public struct SiteDefinition: Sendable, Hashable {
     public var enabled: Bool
     /// Environment variable names that templates may read as `{{ env.NAME }}`.
     public var allowEnv: [String]
+    /// What loading found worth saying without refusing the file (an `outputs:` mode others may read), as
+    /// `check` prints it and the daemon logs it.
+    public var warnings: [ConfigDiagnostic] = []
 
     public init(
         name: String, file: String, description: String? = nil, baseURL: URL, http: HTTPSettings = HTTPSettings(),

@@ -70,6 +70,18 @@ enum Integration {
         await server.stop()
     }
 
+    /// A self-signed certificate for 127.0.0.1 and localhost, valid one day, and its key: `cert.pem` and `key.pem`
+    /// in `folder`, made with the openssl command.
+    static func selfSignedCertificate(in folder: TemporaryFolder) async throws -> (cert: String, key: String) {
+        let cert = folder.path("cert.pem"), key = folder.path("key.pem")
+        let made = try await runTool("/usr/bin/openssl", [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        ])
+        try #require(made.status == 0, "openssl failed: \(made.output)")
+        return (cert, key)
+    }
+
     /// A JSON body as a dictionary.
     static func json(_ body: Data) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])

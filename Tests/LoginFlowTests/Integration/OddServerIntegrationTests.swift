@@ -286,12 +286,7 @@ import Testing
     func selfSignedTLSIsRefusedByDefaultAndAcceptedWithCAFile() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }
-        let cert = folder.path("cert.pem"), key = folder.path("key.pem")
-        let made = try await Integration.runTool("/usr/bin/openssl", [
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
-            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-        ])
-        try #require(made.status == 0, "openssl failed: \(made.output)")
+        let (cert, key) = try await Integration.selfSignedCertificate(in: folder)
         try await Integration.withOddServer(["--cert", cert, "--key", key]) { port, client in
             let base = """
                 base_url: https://127.0.0.1:\(port)

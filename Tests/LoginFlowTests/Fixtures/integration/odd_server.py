@@ -81,12 +81,14 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/final":
             self.send(200, "final page")
         elif path == "/echo":
-            # Echoes the request as JSON: method, path, query, body, content type, and every header.
+            # Echoes the request as JSON: method, path, query, body, content type, some headers by name, and
+            # every header under "headers" (lower-case names).
             headers = {name.lower(): value for name, value in self.headers.items()}
             self.send(200, json.dumps({"method": self.command, "path": path, "query": url.query,
                                        "body": self.body(), "content_type": headers.get("content-type"),
                                        "authorization": headers.get("authorization"),
-                                       "cookie": headers.get("cookie"), "host": headers.get("host")}),
+                                       "cookie": headers.get("cookie"), "host": headers.get("host"),
+                                       "headers": headers}),
                       "application/json")
         elif path.startswith("/redirect/"):
             # /redirect/CODE answers CODE with Location /echo (or ?to=URL); the request body is read and dropped.
