@@ -6,6 +6,7 @@ import PackageDescription
 //   Foundation: Platform (syscalls)  HTTPTransport (types + client protocol)
 //   Values:     JSON (one parser, one writer, Codable over it; depends on nothing)
 //   Engines:    CookieJar  XMLQuery  SiteConfig  CurlTransport  LoginFlow  Vault  Credentials  BrowserCookies
+//   People:     Notify (notifications of sites that need a person)
 //   Daemon:     Scheduler  Daemon (the Keeper)  SocketAPI (the Unix-socket HTTP API, on Hummingbird)
 //   Programs:   sessionkeeper (CLI)  demo-site
 // Dependencies point one way: LoginFlow never imports CurlTransport; only the CLI wires real parts together.
@@ -40,6 +41,7 @@ let package = Package(
         .library(name: "Platform", targets: ["Platform"]),
         .library(name: "DemoSite", targets: ["DemoSite"]),
         .library(name: "BrowserCookies", targets: ["BrowserCookies"]),
+        .library(name: "Notify", targets: ["Notify"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -136,6 +138,15 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "Notify",
+            dependencies: [
+                "Locking", "SiteConfig", "HTTPTransport", "JSON", "Platform",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
             name: "Daemon",
             dependencies: [
                 "Locking",
@@ -184,7 +195,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "LoginFlow", "Vault", "Credentials",
-                "Platform", "Sessions", "Daemon", "JSON", "SocketAPI", "BrowserCookies",
+                "Platform", "Sessions", "Daemon", "JSON", "SocketAPI", "BrowserCookies", "Notify",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -220,7 +231,12 @@ let package = Package(
 
         // MARK: Tests (one target per module; fixtures as files beside them)
         // Shared by the test targets: blocking waits on dedicated threads, child processes run to their end.
-        .target(name: "TestSupport", dependencies: ["Locking"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(
+            name: "TestSupport",
+            dependencies: ["Locking", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestSupport",
+            swiftSettings: strict
+        ),
         // The crash test's child (VaultTests/CrashTests): writes vault items until killed. Built for the tests
         // only, so the shipped sessionkeeper carries no test subcommand.
         .executableTarget(
@@ -308,6 +324,16 @@ let package = Package(
                 "BrowserCookies", "CookieJar", "JSON", "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            resources: [.copy("Fixtures")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NotifyTests",
+            dependencies: [
+                "Locking", "Notify", "SiteConfig", "HTTPTransport", "CurlTransport", "JSON", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             resources: [.copy("Fixtures")],
             swiftSettings: strict
