@@ -41,7 +41,7 @@ struct KeeperStateChanges: AsyncSequence, Sendable {
                     var change = SiteStateChange(site: site, time: time, from: from, to: to)
                     if to == .needsAttention {
                         let snapshot = await keeper.snapshot(of: site)
-                        change.message = snapshot?.status.lastError
+                        change.message = snapshot?.status.lastError.map(Self.withoutResponseExcerpt)
                         var manual = false
                         if case .manual? = snapshot?.site.login { manual = true }
                         change.reason = Self.reason(afterLogin: outcome, manual: manual)
@@ -52,6 +52,14 @@ struct KeeperStateChanges: AsyncSequence, Sendable {
                 }
             }
             return nil
+        }
+
+        /// A failure as the log gives it, without the last response's status, URL and page excerpt that
+        /// `FlowError` appends (` [last response: …]`): a notification may go to a third party's service, and
+        /// the page is the daemon's log's business.
+        static func withoutResponseExcerpt(_ message: String) -> String {
+            guard let start = message.range(of: " [last response: ") else { return message }
+            return String(message[..<start.lowerBound])
         }
 
         /// Why a site went to needs-attention: the login that just ended says it (refused credentials, a

@@ -25,7 +25,8 @@ struct RunCommand: AsyncParsableCommand {
             added, changed or removed take effect at once; a file that fails to parse keeps its last good \
             definition. SIGHUP reloads config.yaml and every site; SIGTERM and SIGINT stop cleanly. Under \
             systemd, Type=notify is supported through NOTIFY_SOCKET. Clients read the cookies over the \
-            socket API at socket.path (curl --unix-socket PATH http://localhost/v1/sites).
+            socket API at socket.path (curl --unix-socket PATH http://localhost/v1/sites). The notifiers of \
+            config.yaml's notify: are told when a site needs attention and when it recovers (docs/PEOPLE.md).
             """
     )
 

@@ -84,6 +84,9 @@ import Testing
         let sent = RunCLITests.read(log)
         #expect(!sessionValue.isEmpty && !sent.contains(sessionValue))
         #expect(!sent.contains(LoginCLITests.password) && !sent.contains(wrongPassword))
+        // The failure is named, the login page's excerpt (in the daemon's log) is not sent.
+        #expect(attention["message"]?.plainText.contains("expected status 303, found status 200") == true, "\(attention.serialized)")
+        #expect(!sent.contains("last response") && !sent.contains("Invalid username or password"))
         let status = await RunCLITests.stop(daemon)
         #expect(status == 0, "daemon log: \(RunCLITests.read(logPath))")
         #expect(!RunCLITests.read(logPath).contains(wrongPassword))

@@ -7,7 +7,7 @@ import Testing
 
 /// Notifications delivered to real receivers: webhooks over HTTP on 127.0.0.1 through libcurl, a command
 /// notifier as a real process.
-@Suite struct DeliveryTests {
+@Suite(.serialized) struct DeliveryTests {
     @Test func aWebhookIsToldWithinTwoSecondsNamingTheSiteAndRecoveredExactlyOnce() async throws {
         let world = try NotifyWorld()
         let receiver = try await world.receiver("hook")
@@ -76,7 +76,7 @@ import Testing
                 #expect(tries[2].time.timeIntervalSince(tries[1].time) >= 0.19)
             }
             #expect(hanging.requests.count == 1, "the hanging receiver got its request and holds it")
-            let gaveUp = try await waitUntil(.seconds(10)) { world.logs.all.contains { $0.contains("giving up") && $0.contains("notify[1]") } }
+            let gaveUp = try await waitUntil(.seconds(30)) { world.logs.all.contains { $0.contains("giving up") && $0.contains("notify[1]") } }
             #expect(gaveUp, "\(world.logs.all)")
         }
         let lines = world.logs.all
@@ -102,7 +102,7 @@ import Testing
                 #expect(alert["labels"]?["alertname"] == .string("SessionKeeperNeedsAttention") && alert["endsAt"] == nil)
             }
             feed.yield(NotifyWorld.change("wiki", .needsAttention, .valid))
-            _ = try await waitUntil(.seconds(10)) { alertmanager.requests.contains { $0.body.contains("endsAt") } }
+            _ = try await waitUntil(.seconds(30)) { alertmanager.requests.contains { $0.body.contains("endsAt") } }
             let resolvedAt = alertmanager.requests.count
             try await Task.sleep(for: .milliseconds(800))
             let after = alertmanager.requests
@@ -120,7 +120,7 @@ import Testing
         try await world.run([notifier], environment: ["PATH": "/usr/bin:/bin", "SECRET_ONLY_FOR_THE_DAEMON": "vault-passphrase"]) { feed in
             feed.yield(NotifyWorld.change("wiki", .failed, .needsAttention, reason: .credentialsRefused, message: "HTTP 401"))
             feed.yield(NotifyWorld.change("wiki", .needsAttention, .valid))
-            _ = try await waitUntil(.seconds(10)) { ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").components(separatedBy: "leaked:").count == 3 }
+            _ = try await waitUntil(.seconds(30)) { ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").components(separatedBy: "leaked:").count == 3 }
         }
         let text = try String(contentsOfFile: out, encoding: .utf8)
         let events = text.split(separator: "\n").filter { $0.hasPrefix("{") }.compactMap { try? JSONValue.parse(String($0)) }
@@ -137,7 +137,7 @@ import Testing
         try await world.run([NotifyWorld.webhook(hanging.url, timeout: .seconds(30))], capacity: 2, shutdownGrace: .milliseconds(200)) { feed in
             for index in 0..<8 { feed.yield(NotifyWorld.change("site\(index)", .failed, .needsAttention)) }
             _ = try await hanging.waitFor(1)
-            _ = try await waitUntil(.seconds(10)) { world.logs.all.contains { $0.contains("queue full") } }
+            _ = try await waitUntil(.seconds(30)) { world.logs.all.contains { $0.contains("queue full") } }
         }
         let full = world.logs.all.filter { $0.contains("queue full") }
         #expect(full.count == 1, "\(full)")

@@ -111,7 +111,7 @@ struct Receiver {
     }
 
     /// Waits until at least `count` requests arrived, at most `within`; what arrived by then.
-    func waitFor(_ count: Int, within: Duration = .seconds(10)) async throws -> [Request] {
+    func waitFor(_ count: Int, within: Duration = .seconds(30)) async throws -> [Request] {
         _ = try await waitUntil(within) { requests.count >= count }
         return requests
     }
