@@ -8,7 +8,7 @@ import Testing
 /// Notifications delivered to real receivers: webhooks over HTTP on 127.0.0.1 through libcurl, a command
 /// notifier as a real process.
 @Suite(.serialized) struct DeliveryTests {
-    @Test func aWebhookIsToldWithinTwoSecondsNamingTheSiteAndRecoveredExactlyOnce() async throws {
+    @Test func aWebhookIsToldNamingTheSiteWithItsHeadersAndRecoveredExactlyOnce() async throws {
         let world = try NotifyWorld()
         let receiver = try await world.receiver("hook")
         let token = "token-for-the-header-only"
@@ -23,7 +23,7 @@ import Testing
             feed.yield(broke)
             let first = try await receiver.waitFor(1)
             let request = try #require(first.first)
-            #expect(request.time.timeIntervalSince(broke.time) < 2, "told \(request.time.timeIntervalSince(broke.time)) s after the change")
+            // (Told within 2 seconds of a daemon's state change: NotifyCLITests measures it end to end.)
             #expect(request.path == "/hook")
             #expect(request.header("Authorization") == "Bearer " + token && request.header("X-Team") == "ops")
             #expect(request.header("Content-Type") == "application/json")
@@ -64,9 +64,12 @@ import Testing
             let started = ContinuousClock.now
             let change = NotifyWorld.change("wiki", .failed, .needsAttention, reason: .dailyCapReached)
             feed.yield(change)
+            // Delivered one after the other, the healthy notifier would wait for the hanging one's 30 s timeout;
+            // the bound leaves room for a loaded machine.
             let told = try await healthy.waitFor(1)
-            #expect(told.first.map { $0.time.timeIntervalSince(change.time) < 2 } == true, "the healthy notifier waited for the others")
-            #expect(ContinuousClock.now - started < .seconds(2))
+            let delay = told.first.map { $0.time.timeIntervalSince(change.time) } ?? .infinity
+            #expect(delay < 10, "the healthy notifier was told \(delay) s after the change")
+            #expect(ContinuousClock.now - started < .seconds(10))
             // 503, 502, then 200: three tries of the same notification, the waits 100 ms then 200 ms.
             let tries = try await flaky.waitFor(3)
             #expect(tries.count == 3)
