@@ -65,19 +65,10 @@ enum ChromiumCookieTable {
             stored.rows.append(StoredCookie(
                 name: name, value: value, host: host, path: path,
                 expires: expires > 0 && row.int64(9) != 0 ? BrowserTime.chromium(microseconds: expires) : nil,
-                secure: row.int64(6) != 0, httpOnly: row.int64(7) != 0, sameSite: sameSite(row.int64(8)),
+                secure: row.int64(6) != 0, httpOnly: row.int64(7) != 0, sameSite: StoredCookie.sameSite(row.int64(8)),
                 created: row.isNull(10) ? nil : BrowserTime.chromium(microseconds: row.int64(10)),
                 lastAccess: row.isNull(11) ? nil : BrowserTime.chromium(microseconds: row.int64(11))))
         }
         return .success(Reading(stored: stored, valuesCarryHostDigest: version >= hostDigestVersion))
-    }
-
-    static func sameSite(_ stored: Int64) -> SameSite? {
-        switch stored {
-        case 0: SameSite.none
-        case 1: .lax
-        case 2: .strict
-        default: nil
-        }
     }
 }

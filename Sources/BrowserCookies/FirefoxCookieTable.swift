@@ -46,20 +46,11 @@ enum FirefoxCookieTable {
             stored.rows.append(StoredCookie(
                 name: name, value: .plain(value), host: host, path: path,
                 expires: expiry > 0 ? Date(timeIntervalSince1970: Double(expiry) / expiryUnit) : nil,
-                secure: row.int64(5) != 0, httpOnly: row.int64(6) != 0, sameSite: sameSite(row.int64(7)),
+                secure: row.int64(5) != 0, httpOnly: row.int64(6) != 0, sameSite: StoredCookie.sameSite(row.int64(7)),
                 created: row.isNull(8) ? nil : BrowserTime.unix(microseconds: row.int64(8)),
                 lastAccess: row.isNull(9) ? nil : BrowserTime.unix(microseconds: row.int64(9))))
         }
         return .success(stored)
-    }
-
-    static func sameSite(_ stored: Int64) -> SameSite? {
-        switch stored {
-        case 0: SameSite.none
-        case 1: .lax
-        case 2: .strict
-        default: nil
-        }
     }
 
     /// What a non-empty `originAttributes` means, in words.

@@ -23,6 +23,17 @@ struct StoredCookie: Sendable {
     var created: Date?
     var lastAccess: Date?
 
+    /// SameSite as both browsers number it: 0 None, 1 Lax, 2 Strict; anything else (Chromium's -1, Firefox's
+    /// 256) is unspecified.
+    static func sameSite(_ stored: Int64) -> SameSite? {
+        switch stored {
+        case 0: SameSite.none
+        case 1: .lax
+        case 2: .strict
+        default: nil
+        }
+    }
+
     /// The cookie with `value`, as the jar stores it.
     func cookie(value: String, now: Date) -> Cookie {
         let created = created ?? now
