@@ -68,10 +68,8 @@ struct ImportCommand: AsyncParsableCommand {
             if let fromBrowser {
                 let selection = try await Self.readBrowser(fromBrowser, site: definition, now: now)
                 source = "the \(selection.profile) profile"
-                (decisions, jar) = CookieImport.admit(selection.cookies, site: definition, now: now)
-                for case let .rejected(name, reason) in selection.refused {
-                    Console.err("sessionkeeper: refused " + (name.map { "cookie '\($0)'" } ?? "a cookie") + ": \(reason)")
-                }
+                let admitted = CookieImport.admit(selection.cookies, site: definition, now: now)
+                (decisions, jar) = (selection.refused + admitted.decisions, admitted.jar)
                 if selection.otherSites > 0 {
                     Console.err("sessionkeeper: left out \(selection.otherSites) cookie(s) of other sites")
                 }
