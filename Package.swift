@@ -2,11 +2,12 @@
 import PackageDescription
 
 // Module graph (docs/ARCHITECTURE.md explains each):
-//   C shims:    CPSL  CYAML  CCurl  CXML2          (one per C library, imported by exactly one Swift module)
+//   C shims:    CPSL  CYAML  CCurl  CXML2  CSQLite (one per C library, imported by exactly one Swift module)
 //   Foundation: Platform (syscalls)  HTTPTransport (types + client protocol)
 //   Values:     JSON (one parser, one writer, Codable over it; depends on nothing)
-//   Engines:    CookieJar  XMLQuery  SiteConfig  CurlTransport  LoginFlow  Vault  Credentials
+//   Engines:    CookieJar  XMLQuery  SiteConfig  CurlTransport  LoginFlow  Vault  Credentials  BrowserCookies
 //   Stores:     Vault (the folder, the item crypto)  PostgresStore (fleet mode: items, leases, changes on PostgreSQL)
+//   People:     Notify (notifications of sites that need a person)
 //   Daemon:     Scheduler  Daemon (the Keeper)  SocketAPI (the Unix-socket HTTP API, on Hummingbird)
 //   Programs:   sessionkeeper (CLI)  demo-site
 // Dependencies point one way: LoginFlow never imports CurlTransport; only the CLI wires real parts together.
@@ -40,6 +41,8 @@ let package = Package(
         .library(name: "Sessions", targets: ["Sessions"]),
         .library(name: "Platform", targets: ["Platform"]),
         .library(name: "DemoSite", targets: ["DemoSite"]),
+        .library(name: "BrowserCookies", targets: ["BrowserCookies"]),
+        .library(name: "Notify", targets: ["Notify"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -75,6 +78,9 @@ let package = Package(
         // `--as-needed` reaches it, and every start of the program would load libxml2 and ICU again. Its headers'
         // folder (all that `pkg-config --cflags libxml-2.0` gives on Debian) is `libxml2Headers` below.
         .systemLibrary(name: "CXML2", providers: [.apt(["libxml2-dev"])]),
+        // SQLite, to read browsers' cookie databases (`import --from-browser`); only BrowserCookies imports it.
+        // Bound with dlopen on first use, as libcurl and libxml2 are (Sources/CSQLite/shim.h), so it links nothing.
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // Linux system calls the Swift Glibc module does not import (timerfd); libc itself, nothing to link.
         .systemLibrary(name: "CLinux"),
 
@@ -139,6 +145,24 @@ let package = Package(
         ),
         .target(name: "Scheduler", dependencies: ["Sessions", "SiteConfig"], swiftSettings: strict),
         .target(
+            name: "BrowserCookies",
+            dependencies: [
+                "CSQLite", "CookieJar", "Platform", "JSON",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "Notify",
+            dependencies: [
+                "Locking", "SiteConfig", "HTTPTransport", "JSON", "Platform",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
             name: "Daemon",
             dependencies: [
                 "Locking",
@@ -187,7 +211,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "LoginFlow", "Vault", "Credentials",
-                "Platform", "Sessions", "Daemon", "JSON", "SocketAPI", "PostgresStore",
+                "Platform", "Sessions", "Daemon", "JSON", "SocketAPI", "PostgresStore", "BrowserCookies", "Notify",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -304,7 +328,37 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "CLITests", dependencies: ["CookieJar", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(
+            name: "CLITests",
+            dependencies: [
+                "CookieJar", "JSON", "TestSupport",
+                // Chromium's cookie encryption, for the profiles `import --from-browser` reads.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            resources: [.copy("Fixtures")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "BrowserCookiesTests",
+            dependencies: [
+                "BrowserCookies", "CookieJar", "JSON", "TestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            resources: [.copy("Fixtures")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NotifyTests",
+            dependencies: [
+                "Locking", "Notify", "SiteConfig", "HTTPTransport", "CurlTransport", "JSON", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            resources: [.copy("Fixtures")],
+            swiftSettings: strict
+        ),
     ]
 )
 

@@ -139,6 +139,13 @@ public enum CookieRules {
         return octets >= 4
     }
 
+    /// The registrable domain ("eTLD+1") of a canonical host, by the Public Suffix List: `www.example.co.uk` →
+    /// `example.co.uk`. An IP address, or a host that is itself a public suffix, is its own. The
+    /// `main-document-domain` accept policy admits the cookies within this domain.
+    public static func registrableDomain(of host: String) -> String {
+        PublicSuffixList.shared.registrableDomain(of: host)
+    }
+
     /// RFC 6265 section 5.1.3 domain-match: identical, or `domain` is a dot-separated suffix of a host
     /// name (never of an IP address).
     public static func domainMatches(host: String, domain: String) -> Bool {

@@ -1,34 +1,45 @@
 import ArgumentParser
+import BrowserCookies
 import CookieJar
 import Foundation
 import Sessions
 import SiteConfig
 import Vault
 
-/// `sessionkeeper import SITE FILE [--format F] [--user-agent UA]` (SPEC sections 3 and 9): seeds a site's
-/// session in the vault from a cookie file, such as a browser's export for a `login: manual` site.
+/// `sessionkeeper import SITE FILE [--format F] [--user-agent UA]` and `sessionkeeper import SITE
+/// --from-browser firefox[:PROFILE]|chromium[:PROFILE]` (SPEC sections 3 and 9): seeds a site's session in the
+/// vault from a cookie file, such as a browser's export for a `login: manual` site, or from a browser
+/// profile's own cookie store (`BrowserCookies`).
 struct ImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Store a site's session from a cookie file (for login: manual sites, or to seed any site).",
+        abstract: "Store a site's session from a cookie file or a browser profile (for login: manual sites, or to seed any site).",
         discussion: """
             FILE ('-' for standard input) may be Netscape cookies.txt, the json format, Playwright's \
             storageState, Set-Cookie lines, a response header dump (curl -D -), or a Cookie header value \
             (a=1; b=2, taken as host-only cookies of base_url); the format is guessed from the content unless \
-            --format names it. Every cookie passes through the jar's rules for the site's base_url: Set-Cookie \
+            --format names it. --from-browser reads a browser profile's cookie store on Linux instead: \
+            firefox (the default profile in ~/.mozilla/firefox/profiles.ini), firefox:NAME, chromium \
+            (~/.config/chromium/Default), chromium:NAME (a profile's folder name or the name Chromium shows), or \
+            a profile's folder (firefox:/path/to/profile); it may run while the browser does. Chromium's v11 \
+            values need the desktop keyring (secret-tool lookup application chromium). \
+            Every cookie passes through the jar's rules for the site's base_url: Set-Cookie \
             lines are read as a response from base_url, and only cookies within base_url's registrable domain \
             are kept (cookies.accept: never keeps none); each refused cookie is named with the reason, never \
             its value. The accepted cookies replace the site's stored session; a running daemon reads the \
             vault afresh and keeps the session alive from there. Exit status: 0 stored; 1 no cookie accepted \
-            or the vault failed; 2 usage, configuration or an unreadable file.
+            or the vault failed; 2 usage, configuration, an unreadable file or browser profile.
             """
     )
 
     @Argument(help: "The site's name.")
     var site: String
 
-    @Argument(help: "The cookie file, or '-' for standard input.")
-    var file: String
+    @Argument(help: "The cookie file, or '-' for standard input (not with --from-browser).")
+    var file: String?
+
+    @Option(name: .customLong("from-browser"), help: "firefox[:PROFILE] or chromium[:PROFILE]: read the browser profile's cookies instead of a file.")
+    var fromBrowser: String?
 
     @Option(name: .long, help: "netscape, json, playwright, set-cookie or header (default: guessed from the content).")
     var format: String?
@@ -38,15 +49,39 @@ struct ImportCommand: AsyncParsableCommand {
 
     @OptionGroup var config: ConfigOptions
 
+    func validate() throws {
+        switch (file, fromBrowser) {
+        case (nil, nil): throw ValidationError("give a cookie FILE, or --from-browser firefox[:PROFILE]|chromium[:PROFILE]")
+        case (_?, _?): throw ValidationError("give either a cookie FILE or --from-browser, not both")
+        case (_, _?) where format != nil: throw ValidationError("--format applies to a cookie FILE, not to --from-browser")
+        default: break
+        }
+    }
+
     func run() async throws {
         try await reportingFailures {
             try VaultAccess.protectProcess()
             let (daemonConfig, definition) = try LoginSetup.load(site: site, explicitConfig: config.path)
             let now = Date()
-            let bytes = try JarFiles.readBytes(file) ?? []
-            let text = try JarFiles.text(of: bytes, name: JarFiles.displayName(file))
-            let chosen = try format.map { try JarFiles.parseFormat($0, option: "--format") }
-            let (decisions, jar) = try CookieImport.admit(text, bytes: bytes, format: chosen, file: file, site: definition, now: now)
+            let source: String
+            let decisions: [CookieDecision]
+            let jar: CookieStorage
+            if let fromBrowser {
+                let selection = try await Self.readBrowser(fromBrowser, site: definition, now: now)
+                source = "the \(selection.profile) profile"
+                let admitted = CookieImport.admit(selection.cookies, site: definition, now: now)
+                (decisions, jar) = (selection.refused + admitted.decisions, admitted.jar)
+                if selection.otherSites > 0 {
+                    Console.err("sessionkeeper: left out \(selection.otherSites) cookie(s) of other sites")
+                }
+            } else {
+                let file = file ?? "-"
+                source = JarFiles.displayName(file)
+                let bytes = try JarFiles.readBytes(file) ?? []
+                let text = try JarFiles.text(of: bytes, name: JarFiles.displayName(file))
+                let chosen = try format.map { try JarFiles.parseFormat($0, option: "--format") }
+                (decisions, jar) = try CookieImport.admit(text, bytes: bytes, format: chosen, file: file, site: definition, now: now)
+            }
 
             for case let .rejected(name, reason) in decisions {
                 Console.err("sessionkeeper: refused " + (name.map { "cookie '\($0)'" } ?? "a cookie") + ": \(reason)")
@@ -55,7 +90,7 @@ struct ImportCommand: AsyncParsableCommand {
                 jar.allCookies, keepSessionCookies: definition.cookies.persistSessionCookies, now: now)
             guard !kept.isEmpty else {
                 throw CLIFailure.failed(
-                    "no cookie of \(JarFiles.displayName(file)) was accepted for site '\(definition.name)' (base_url "
+                    "no cookie of \(source) was accepted for site '\(definition.name)' (base_url "
                         + "\(definition.baseURL.absoluteString)); the stored session was left as it was")
             }
             let essentials = definition.cookies.essential.compactMap { name in kept.first { $0.name == name } }
@@ -69,6 +104,20 @@ struct ImportCommand: AsyncParsableCommand {
             Console.out(
                 "imported \(kept.count) cookie(s) for \(definition.name) (\(kept.map(\.name).joined(separator: ", ")))"
                     + (record.expiresAt.map { "; the session expires at \(CookieTime.rfc3339($0))" } ?? ""))
+        }
+    }
+
+    /// The site's cookies in the browser profile `text` names (`firefox[:PROFILE]`, `chromium[:PROFILE]`).
+    private static func readBrowser(_ text: String, site: SiteDefinition, now: Date) async throws -> BrowserCookieSelection {
+        let environment = ProcessInfo.processInfo.environment
+        do {
+            let source = try BrowserSource(parsing: text)
+            let reader = BrowserCookieReader(
+                home: environment["HOME"] ?? NSHomeDirectory(), environment: environment,
+                currentDirectory: FileManager.default.currentDirectoryPath)
+            return try await reader.read(source, baseURL: site.baseURL, now: now)
+        } catch {
+            throw CLIFailure.usage("--from-browser \(text): \(error)")
         }
     }
 
@@ -88,17 +137,28 @@ struct ImportCommand: AsyncParsableCommand {
     }
 }
 
-/// Reading a cookie file into a site's jar for `import`.
+/// Reading a cookie file (or a browser profile's cookies) into a site's jar for `import`.
 enum CookieImport {
+    /// The site's jar, whose policy keeps out cookies of other sites in a browser's export or profile,
+    /// whatever the site's accept policy otherwise allows.
+    static func importJar(for site: SiteDefinition, now: Date) -> CookieStorage {
+        let storage = SiteJar.makeStorage(for: site, clock: { now })
+        if storage.acceptPolicy == .always { storage.acceptPolicy = .mainDocumentDomain }
+        return storage
+    }
+
+    /// Cookies read from a browser profile put through `site`'s jar, as cookies made elsewhere.
+    static func admit(_ cookies: [Cookie], site: SiteDefinition, now: Date) -> (decisions: [CookieDecision], jar: CookieStorage) {
+        let storage = importJar(for: site, now: now)
+        return (storage.setCookies(cookies, mainDocumentURL: site.baseURL), storage)
+    }
+
     /// The cookies of `text` put through `site`'s jar: what became of each, and the jar with those kept (a
     /// cookie named twice in the file is the later one there).
     static func admit(
         _ text: String, bytes: [UInt8], format: CookieFormat?, file: String, site: SiteDefinition, now: Date
     ) throws -> (decisions: [CookieDecision], jar: CookieStorage) {
-        let storage = SiteJar.makeStorage(for: site, clock: { now })
-        // Cookies of other sites in a browser's export never join this site's session, whatever the
-        // site's accept policy otherwise allows.
-        if storage.acceptPolicy == .always { storage.acceptPolicy = .mainDocumentDomain }
+        let storage = importJar(for: site, now: now)
         let base = site.baseURL
         let isHeaderDump = text.drop { $0.isWhitespace }.hasPrefix("HTTP/")
         switch format ?? (isHeaderDump ? .setCookie : CookieFormat.guess(from: text)) {

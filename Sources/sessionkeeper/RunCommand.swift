@@ -4,6 +4,7 @@ import CurlTransport
 import Daemon
 import Foundation
 import Logging
+import Notify
 import Platform
 import ServiceLifecycle
 import Sessions
@@ -24,7 +25,8 @@ struct RunCommand: AsyncParsableCommand {
             added, changed or removed take effect at once; a file that fails to parse keeps its last good \
             definition. SIGHUP reloads config.yaml and every site; SIGTERM and SIGINT stop cleanly. Under \
             systemd, Type=notify is supported through NOTIFY_SOCKET. Clients read the cookies over the \
-            socket API at socket.path (curl --unix-socket PATH http://localhost/v1/sites).
+            socket API at socket.path (curl --unix-socket PATH http://localhost/v1/sites). The notifiers of \
+            config.yaml's notify: are told when a site needs attention and when it recovers (docs/PEOPLE.md).
             """
     )
 
@@ -70,8 +72,15 @@ struct RunCommand: AsyncParsableCommand {
             } catch {
                 throw CLIFailure.failed(error.description)
             }
+            // The notifiers come first: on shutdown they stop last, so what the keeper told them as it stopped
+            // still goes out.
+            var services = [ServiceGroupConfiguration.ServiceConfiguration]()
+            if let notify = await Self.notifyService(daemonConfig, keeper: keeper, wiring: wiring, logger: logger) {
+                services.append(.init(service: notify))
+            }
+            services += [.init(service: service), .init(service: socket)]
             let group = ServiceGroup(configuration: .init(
-                services: [service, socket], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             do {
                 try await group.run()
             } catch {
@@ -79,6 +88,25 @@ struct RunCommand: AsyncParsableCommand {
             }
         }
     }
+
+    /// The notifiers of config.yaml's `notify:` (SPEC section 12), fed from the keeper's events through the
+    /// adapter of KeeperStateChanges.swift; nil when there are none. A notifier that cannot be set up is left
+    /// out with an error in the log; the daemon serves everything else.
+    static func notifyService(_ config: DaemonConfig, keeper: Keeper, wiring: LoginWiring, logger: Logger) async -> NotifyService? {
+        guard !config.notify.isEmpty else { return nil }
+        let (notifiers, problems) = NotifyService.channels(
+            for: config.notify, client: wiring.client, environment: ProcessInfo.processInfo.environment)
+        for problem in problems {
+            logger.error("notifier left out", metadata: ["notifier": "\(problem.label)", "reason": "\(problem.message)"])
+        }
+        guard !notifiers.isEmpty else { return nil }
+        let changes = KeeperStateChanges(events: await keeper.events(buffer: notifyEventBuffer), keeper: keeper)
+        return NotifyService(notifiers: notifiers, changes: changes, logger: logger)
+    }
+
+    /// The notifiers' subscription to the keeper's events reads each at once (it only queues notifications),
+    /// so this is room for a burst of state changes of many sites at start.
+    static let notifyEventBuffer = 4096
 
     /// How long the daemon must have been quiet (no run in flight, no client's request) before it gives back
     /// the memory its code occupies: longer than the gaps inside one burst of work (logins to one host one

@@ -68,10 +68,13 @@ struct ConfigBuilder {
             if let format = checker.choice(file.format, LogSettings.Format.self, key: "log.format") { log.format = format }
         }
 
+        let notify = buildNotify(config.notify)
+
         guard checker.diagnostics.isEmpty else { return nil }
         return DaemonConfig(
             file: file, sitesDirectory: sites, pluginsDirectory: plugins, stateDirectory: state, socket: socket,
-            vault: vault, store: store, scheduler: scheduler, defaults: defaults, log: log, metrics: config.metrics?.value ?? true)
+            vault: vault, store: store, scheduler: scheduler, defaults: defaults, log: log, metrics: config.metrics?.value ?? true,
+            notify: notify)
     }
 
     /// The state folder of `config.yaml`'s `state_dir` (made absolute), or the default one.

@@ -10,10 +10,11 @@ struct ConfigFile: Decodable {
     var defaults: DefaultsFile?
     var log: LogFile?
     var metrics: Marked<Bool>?
+    var notify: Marked<[Marked<NotifierFile>]>?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case sitesDir = "sites_dir", pluginsDir = "plugins_dir", stateDir = "state_dir", socket, vault, store, scheduler
-        case defaults, log, metrics
+        case defaults, log, metrics, notify
     }
 
     /// The two keys a client command reads to reach the daemon (``ConfigurationLoader/loadSocketSettings(at:)``).
@@ -115,5 +116,43 @@ struct ConfigFile: Decodable {
         var format: Marked<String>?
 
         enum CodingKeys: String, CodingKey, CaseIterable { case level, format }
+    }
+
+    /// One entry of `notify:`: `webhook: URL` with its keys, or `command: [argv...]`.
+    struct NotifierFile: Decodable {
+        var webhook: Marked<String>?
+        var command: Marked<[String]>?
+        var format: Marked<String>?
+        var headers: Marked<OrderedMap<HeaderValueFile>>?
+        var events: Marked<[Marked<String>]>?
+        var answerURL: Marked<String>?
+        var timeout: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case webhook, command, format, headers, events, answerURL = "answer_url", timeout
+        }
+    }
+
+    /// A header's value: a literal, or `{env: NAME}`.
+    enum HeaderValueFile: Decodable {
+        case literal(Marked<String>)
+        case source(Marked<HeaderSourceFile>)
+
+        init(from decoder: any Decoder) throws {
+            guard let decoder = decoder as? NodeDecoder else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a YAML decoder"))
+            }
+            if decoder.node.scalarText != nil {
+                self = .literal(try decoder.decode(Marked<String>.self))
+            } else {
+                self = .source(try decoder.decode(Marked<HeaderSourceFile>.self))
+            }
+        }
+    }
+
+    struct HeaderSourceFile: Decodable {
+        var env: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case env }
     }
 }

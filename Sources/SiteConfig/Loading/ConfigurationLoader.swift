@@ -29,7 +29,7 @@ public struct ConfigurationLoader: Sendable {
 
     /// Loads config text as if it were the file `file` (paths resolve against its folder).
     public func loadConfig(text: String, file: String) throws(ConfigError) -> DaemonConfig {
-        try buildConfig(text: text, file: file, empty: ConfigFile()) { builder, decoded in builder.build(decoded) }
+        try buildConfig(text: text, file: file, empty: ConfigFile(), sensitive: Self.notifyLines) { builder, decoded in builder.build(decoded) }
     }
 
     /// The daemon's socket settings from `config.yaml` at `path`, reading only its `state_dir` and `socket`:
@@ -49,7 +49,7 @@ public struct ConfigurationLoader: Sendable {
     /// keys of its top mapping) and builds the result with a ``ConfigBuilder`` for the file's folder. Every
     /// diagnostic of parsing, decoding and building is thrown together.
     private func buildConfig<File: Decodable, Built>(
-        text: String, file: String, empty: File, only keys: Set<String>? = nil,
+        text: String, file: String, empty: File, only keys: Set<String>? = nil, sensitive: (YAMLNode) -> Set<Int> = { _ in [] },
         _ build: (inout ConfigBuilder, File) -> Built?
     ) throws(ConfigError) -> Built {
         let parsed: Parsed
@@ -78,7 +78,10 @@ public struct ConfigurationLoader: Sendable {
         var diagnostics = parsed.diagnostics + context.diagnostics
         let built = decoded.flatMap { build(&builder, $0) }
         diagnostics += builder.checker.diagnostics
-        guard diagnostics.isEmpty, let built else { throw Self.error(diagnostics, sensitiveLines: Self.passwordLines(text: text)) }
+        guard diagnostics.isEmpty, let built else {
+            let sensitiveLines = Self.passwordLines(text: text).union(parsed.root.map(sensitive) ?? [])
+            throw Self.error(diagnostics, sensitiveLines: sensitiveLines)
+        }
         return built
     }
 
@@ -346,6 +349,17 @@ public struct ConfigurationLoader: Sendable {
 
     /// Lines holding literal credential values, which `check` must not echo.
     static func credentialLines(_ root: YAMLNode) -> Set<Int> {
+        root["credentials"].map(scalarLines) ?? []
+    }
+
+    /// Lines of config.yaml's `notify:`, which `check` must not echo: a webhook's URL often holds its secret
+    /// (an ntfy topic, a chat service's hook), and headers hold tokens.
+    static func notifyLines(_ root: YAMLNode) -> Set<Int> {
+        root["notify"].map(scalarLines) ?? []
+    }
+
+    /// The lines of every scalar under `node`.
+    static func scalarLines(_ node: YAMLNode) -> Set<Int> {
         var lines = Set<Int>()
         func collect(_ node: YAMLNode) {
             switch node.content {
@@ -356,7 +370,7 @@ public struct ConfigurationLoader: Sendable {
             case .mapping(let pairs): pairs.forEach { collect($0.value) }
             }
         }
-        if let credentials = root["credentials"] { collect(credentials) }
+        collect(node)
         return lines
     }
 }

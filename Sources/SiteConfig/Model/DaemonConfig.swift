@@ -23,12 +23,15 @@ public struct DaemonConfig: Sendable, Hashable {
     public var log: LogSettings
     /// Serve `GET /metrics` on the socket (default true).
     public var metrics: Bool
+    /// `notify:` — who is told when a site needs a person or recovers (SPEC section 12); none by default.
+    public var notify: [NotifierSettings]
 
     public init(
         file: String?, sitesDirectory: String, pluginsDirectory: String, stateDirectory: String,
         socket: SocketSettings, vault: VaultSettings, store: StoreSettings = .vaultFolder,
         scheduler: SchedulerSettings = SchedulerSettings(),
-        defaults: SiteDefaults = SiteDefaults(), log: LogSettings = LogSettings(), metrics: Bool = true
+        defaults: SiteDefaults = SiteDefaults(), log: LogSettings = LogSettings(), metrics: Bool = true,
+        notify: [NotifierSettings] = []
     ) {
         self.file = file
         self.sitesDirectory = sitesDirectory
@@ -41,6 +44,7 @@ public struct DaemonConfig: Sendable, Hashable {
         self.defaults = defaults
         self.log = log
         self.metrics = metrics
+        self.notify = notify
     }
 }
 
