@@ -168,6 +168,19 @@ class World:
         finally:
             connection.close()
 
+    def socket_requests(self, route: str) -> int:
+        """How many requests to `route` (as /metrics names it) the daemon answered with 200."""
+        connection = http.client.HTTPConnection("localhost", timeout=10)
+        connection.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.sock.connect(self.socket)
+            connection.request("GET", "/metrics")
+            text = connection.getresponse().read().decode()
+        finally:
+            connection.close()
+        line = f'sessionkeeper_socket_requests_total{{route="{route}",status="200"}} '
+        return sum(int(float(l[len(line):])) for l in text.splitlines() if l.startswith(line))
+
     def site_state(self, name: str) -> Optional[str]:
         answer = self.daemon_get(f"/v1/sites/{name}")
         return answer.get("state") if answer else None

@@ -14,7 +14,8 @@ def test_httpx_client_gets_api_me_and_survives_a_revoked_session(world):
     with httpx.Client(auth=auth) as client:
         first = client.get(world.url("/api/me"))
         assert first.status_code == 200 and first.json()["user"]["name"] == "alice"
-        assert first.request.headers["User-Agent"] == "SessionKeeper/1"
+        agent = sessionkeeper.site("demo", socket=world.socket).user_agent
+        assert agent and first.request.headers["User-Agent"] == agent
         logins = world.stats()["logins"]
         world.revoke_all()
         again = client.get(world.url("/api/me"))

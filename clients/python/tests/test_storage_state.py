@@ -39,7 +39,7 @@ def open_page(state: dict, url: str, folder, key: "str | None" = None) -> "list[
 def test_storage_state_opens_a_logged_in_page_in_chromium(world, tmp_path):
     need_playwright()
     state = sessionkeeper.storage_state("demo", socket=world.socket)
-    assert [c["name"] for c in state["cookies"]] == ["demo_session"]
+    assert "demo_session" in [c["name"] for c in state["cookies"]]
     assert state["origins"] == []
     final_url, text = open_page(state, world.url("/account"), tmp_path)
     assert final_url == world.url("/account"), "the browser was sent to the login page"

@@ -149,15 +149,17 @@ class SiteDetail:
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "SiteDetail":
-        egress = data.get("egress") if isinstance(data.get("egress"), dict) else {}
-        retry = egress.get("retry") if egress.get("retry") in ("idempotent", "never", "always") else "idempotent"
+        egress = data.get("egress")
+        if not isinstance(egress, dict):
+            egress = {}
+        retry = egress.get("retry")
         user_agent = data.get("user_agent")
         return cls(
             status=SiteStatus.from_json(data),
             cookie_names=tuple(str(n) for n in data.get("cookies") or ()),
             user_agent=user_agent if isinstance(user_agent, str) and user_agent else None,
-            logged_out=LoggedOutRule.from_json(egress.get("logged_out")) if "logged_out" in egress else LoggedOutRule(),
-            retry=retry)
+            logged_out=LoggedOutRule.from_json(egress["logged_out"]) if "logged_out" in egress else LoggedOutRule(),
+            retry=retry if retry in ("idempotent", "never", "always") else "idempotent")
 
     def replays(self, method: str) -> bool:
         """Whether a request with `method` is sent once more after a logged-out answer."""
@@ -301,7 +303,8 @@ class Client:
                       wait: Optional[Duration] = None) -> Dict[str, Any]:
         """Playwright's storageState (`{"cookies": [...], "origins": [...]}`, localStorage included when the
         session has it) for `browser.new_context(storage_state=...)`."""
-        return self.cookies(site, url, "playwright", min_valid=min_valid, wait=wait)
+        state: Dict[str, Any] = self.cookies(site, url, "playwright", min_valid=min_valid, wait=wait)
+        return state
 
     def report(self, site: str, status: Optional[int] = None) -> str:
         """Tells the daemon the served session failed (an answer `status`): it runs the site's check now and logs
@@ -341,7 +344,7 @@ class Client:
         pause = 0.01
         while True:
             remaining = deadline - time.monotonic()
-            header = self.cookies(site, url, min_valid=min_valid, wait=max(remaining, 0.001))
+            header: str = self.cookies(site, url, min_valid=min_valid, wait=max(remaining, 0.001))
             if header != failed:
                 return header
             if remaining <= 0:
@@ -359,7 +362,7 @@ class Client:
               site: Optional[str] = None, wait: Optional[Duration] = None, body: Optional[bytes] = None) -> Dict[str, Any]:
         answer = self._call(method, path, query, site=site, wait=wait, body=body)
         try:
-            data = json.loads(answer.body)
+            data: Dict[str, Any] = json.loads(answer.body)
         except ValueError:
             raise DaemonError(f"the daemon's answer to {method} {path} is not JSON", site=site) from None
         if not isinstance(data, dict):
@@ -392,27 +395,30 @@ def _site_path(site: str, rest: str = "") -> str:
 
 def _answer_error(status: int, body: bytes, site: Optional[str]) -> SessionKeeperError:
     """The daemon's `{"error": {"code", "message"}}` as the exception that says what to do."""
-    code = message = None
+    code: Optional[str] = None
+    message: Optional[str] = None
     try:
         error = json.loads(body).get("error", {})
-        code, message = error.get("code"), error.get("message")
+        code = error["code"] if isinstance(error.get("code"), str) else None
+        message = error["message"] if isinstance(error.get("message"), str) else None
     except (ValueError, AttributeError):
         pass
     detail = message or code or "no details"
     what = f"site '{site}'" if site else "the request"
-    extra = dict(site=site, status=status, code=code, message=message)
-    if status == 404:
-        if site is None or code == "not_found":
-            return DaemonError(f"the daemon has no such route: {detail}; is it an older version?", **extra)
-        return SiteNotFoundError(
-            f"the daemon has no site '{site}' that this user may read: {detail} "
-            "(`sessionkeeper status` lists the sites you may see)", **extra)
-    if status == 403:
-        return AccessDeniedError(f"the daemon refuses {what} to this user: {detail}", **extra)
-    if status == 503:
-        return NoSessionError(f"no valid session for {what}: {detail}", **extra)
-    if status == 504:
-        return WaitTimeoutError(f"{what}: the wait ran out before a login finished: {detail}", **extra)
-    if status in (400, 409):
-        return RequestRefusedError(f"the daemon refused {what}: {detail}", **extra)
-    return DaemonError(f"the daemon answered {status} for {what}: {detail}", **extra)
+    kind: "type[SessionKeeperError]"
+    if status == 404 and (site is None or code == "not_found"):
+        kind, text = DaemonError, f"the daemon has no such route: {detail}; is it an older version?"
+    elif status == 404:
+        kind, text = SiteNotFoundError, (f"the daemon has no site '{site}' that this user may read: {detail} "
+                                         "(`sessionkeeper status` lists the sites you may see)")
+    elif status == 403:
+        kind, text = AccessDeniedError, f"the daemon refuses {what} to this user: {detail}"
+    elif status == 503:
+        kind, text = NoSessionError, f"no valid session for {what}: {detail}"
+    elif status == 504:
+        kind, text = WaitTimeoutError, f"{what}: the wait ran out before a login finished: {detail}"
+    elif status in (400, 409):
+        kind, text = RequestRefusedError, f"the daemon refused {what}: {detail}"
+    else:
+        kind, text = DaemonError, f"the daemon answered {status} for {what}: {detail}"
+    return kind(text, site=site, status=status, code=code, message=message)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 from .errors import ConfigError
 
@@ -126,6 +126,9 @@ def normalize(path: str) -> str:
 
 # MARK: the reader of `state_dir` and `socket.path`
 
+#: Makes the error for a line of the file: fail(line, problem).
+Fail = Callable[[int, str], ConfigError]
+
 _WANTED = {"state_dir", "socket"}
 _KEY = re.compile(r"""^(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s'"#{}\[\],&*!|>%@`-][^:#]*?|-[^\s:#][^:#]*?)\s*:(?:\s+(?P<value>.*))?$""")
 _UNSUPPORTED_START = "&*!|>%@`"
@@ -169,7 +172,7 @@ def read_socket_keys(text: str, path: str) -> Dict[str, Tuple[str, int]]:
             match = _KEY.match(body)
             if not match:
                 raise fail(number, "expected a 'key: value' at the top of the file")
-            key = _scalar(match.group("key"), number, fail)
+            key = _scalar(match.group("key"), number, fail) or ""
             if key in seen_top:
                 raise fail(number, f"duplicate key '{key}' (first defined at line {seen_top[key]})")
             seen_top[key] = number
@@ -221,7 +224,7 @@ def read_socket_keys(text: str, path: str) -> Dict[str, Tuple[str, int]]:
         match = _KEY.match(body)
         if not match:
             raise fail(number, "socket: expected 'key: value'")
-        child = _scalar(match.group("key"), number, fail)
+        child = _scalar(match.group("key"), number, fail) or ""
         if child in seen_socket:
             raise fail(number, f"duplicate key 'socket.{child}' (first defined at line {seen_socket[child]})")
         seen_socket[child] = number
@@ -235,7 +238,7 @@ def read_socket_keys(text: str, path: str) -> Dict[str, Tuple[str, int]]:
     return found
 
 
-def _non_empty(value: str, key: str, line: int, fail) -> str:
+def _non_empty(value: str, key: str, line: int, fail: Fail) -> str:
     if not value.strip():
         raise fail(line, f"{key} is empty")
     return value
@@ -285,7 +288,7 @@ def _depth_change(text: str) -> int:
     return depth
 
 
-def _scalar(text: str, line: int, fail) -> Optional[str]:
+def _scalar(text: str, line: int, fail: Fail) -> Optional[str]:
     """A one-line scalar's value; None for null (empty, `~`, `null`)."""
     text = text.strip()
     if text in ("", "~", "null", "Null", "NULL"):
@@ -323,7 +326,7 @@ _ESCAPES = {"\\": "\\", '"': '"', "/": "/", "n": "\n", "t": "\t", "r": "\r", "0"
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
 
 
-def _double_quoted(inner: str, line: int, fail) -> str:
+def _double_quoted(inner: str, line: int, fail: Fail) -> str:
     out: List[str] = []
     index = 0
     while index < len(inner):
@@ -347,7 +350,7 @@ def _double_quoted(inner: str, line: int, fail) -> str:
     return "".join(out)
 
 
-def _flow_mapping(text: str, line: int, fail) -> List[Tuple[str, str]]:
+def _flow_mapping(text: str, line: int, fail: Fail) -> List[Tuple[str, str]]:
     """The `key: value` pairs of a one-line flow mapping `{a: 1, b: [2, 3]}` (values as written)."""
     text = text.strip()
     if not text.endswith("}") or _depth_change(text) != 0:

@@ -4,13 +4,19 @@ answer, the wait for a fresh session, and the hand-back of Set-Cookie values."""
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 from ._client import Client, Duration, SiteDetail
 from .errors import AccessDeniedError, SessionKeeperError
 
 logger = logging.getLogger("sessionkeeper")
+
+#: The longest a site's description (User-Agent, logged-out rule) is used without asking the daemon again, while the
+#: cookies it serves stay the same. The User-Agent belongs to a session, so new cookies mean asking at once; the
+#: rule changes with the site file, which the daemon itself takes up to 2 s to notice.
+DETAIL_MAX_AGE = 1.0
 
 
 @dataclass(frozen=True)
@@ -32,12 +38,24 @@ class SiteKeeper:
         self.min_valid = min_valid
         # Cleared by the daemon's 403 to a hand-back: this user reads the site and may not manage it.
         self.hands_back = True
+        # The last description read: (the Cookie header served with it, the description, when it was read).
+        self._detail: Optional[Tuple[str, SiteDetail, float]] = None
 
     def served(self, url: str) -> Served:
-        """The cookies and site description for a request to `url`, as the daemon has them now."""
-        cookie = self.client.cookies(self.site, url, min_valid=self.min_valid,
-                                     wait=self.wait if self.min_valid is not None else None)
-        return Served(cookie, self.client.site(self.site))
+        """The cookies for a request to `url` as the daemon serves them now, and the site's description: read
+        again when the cookies differ from the last ones served, or after DETAIL_MAX_AGE."""
+        cookie: str = self.client.cookies(self.site, url, min_valid=self.min_valid,
+                                          wait=self.wait if self.min_valid is not None else None)
+        return Served(cookie, self._described(cookie))
+
+    def _described(self, cookie: str) -> SiteDetail:
+        now = time.monotonic()
+        last = self._detail
+        if last is not None and last[0] == cookie and now - last[2] < DETAIL_MAX_AGE:
+            return last[1]
+        detail = self.client.site(self.site)
+        self._detail = (cookie, detail, now)
+        return detail
 
     def is_logged_out(self, served: Served, status: int, urls: Sequence[str], body: Optional[bytes]) -> bool:
         return served.detail.logged_out.judge(status, urls, body)
@@ -56,7 +74,7 @@ class SiteKeeper:
         cookie = self.client.renewed_cookie(self.site, url, failed.cookie, self.wait, self.min_valid)
         if cookie is None:
             return None
-        return Served(cookie, self.client.site(self.site))
+        return Served(cookie, self._described(cookie))
 
     def report(self, status: int) -> None:
         """Reports a logged-out answer to a request that is not sent again; a failure to report is logged, never

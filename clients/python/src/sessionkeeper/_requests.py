@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Mapping, Optional, Union
 from urllib.parse import urljoin
 
 import requests
@@ -53,7 +53,10 @@ class _KeptAdapter(BaseAdapter):
         self.inner = inner
         self.keeper = keeper
 
-    def send(self, request: requests.PreparedRequest, stream: bool = False, **kwargs: Any) -> requests.Response:
+    def send(self, request: requests.PreparedRequest, stream: bool = False, timeout: Any = None,
+             verify: Union[bool, str] = True, cert: Any = None,
+             proxies: Optional[Mapping[str, str]] = None) -> requests.Response:
+        kwargs: Dict[str, Any] = dict(timeout=timeout, verify=verify, cert=cert, proxies=proxies)
         url = request.url or ""
         own_cookie = request.headers.get("Cookie")
         served = self.keeper.served(url)
