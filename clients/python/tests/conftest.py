@@ -82,10 +82,14 @@ def wait_for(condition, timeout: float, what: str, interval: float = 0.05):
 class World:
     """The demo site on a free port and a daemon keeping its `demo` site (plus any `extra_sites`) logged in."""
 
-    def __init__(self, extra_sites: Optional[Dict[str, str]] = None, site_options: str = "") -> None:
+    def __init__(self, extra_sites: Optional[Dict[str, str]] = None, site_options: str = "",
+                 socket_group: Optional[str] = None) -> None:
         self.work = tempfile.mkdtemp(prefix="sk-py-")
         self.env = {"PATH": "/usr/bin:/bin", "HOME": self.work, "DEMO_PASSWORD": PASSWORD, "LANG": "C.UTF-8"}
-        self.socket = os.path.join(self.work, "state", "sk.sock")
+        # With socket_group, the socket is in a folder of its own, open to that group (0660), and the folder above
+        # it may be passed through by anyone.
+        self.socket_group = socket_group
+        self.socket = os.path.join(self.work, "run" if socket_group else "state", "sk.sock")
         self.config = os.path.join(self.work, "config.yaml")
         self.extra_sites = extra_sites or {}
         self.site_options = site_options
@@ -121,9 +125,12 @@ class World:
 
     def write_config(self) -> None:
         os.makedirs(os.path.join(self.work, "sites"))
+        if self.socket_group:
+            os.chmod(self.work, 0o711)
         with open(self.config, "w") as config:
+            group = f', mode: "0660", group: {self.socket_group}' if self.socket_group else ""
             config.write(f"sites_dir: sites\nplugins_dir: {ROOT}/plugins\nstate_dir: state\n"
-                         f"socket: {{path: {self.socket}}}\n"
+                         f"socket: {{path: {self.socket}{group}}}\n"
                          "vault: {key: {file: state/master.key}}\nscheduler: {per_host_interval: 0s}\n")
         with open(os.path.join(ROOT, "sites", "demo.yaml")) as handle:
             demo = handle.read().replace("http://127.0.0.1:8480", self.base_url) + self.site_options

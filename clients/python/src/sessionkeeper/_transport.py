@@ -15,7 +15,7 @@ import socket as _socket
 import threading
 from typing import Dict, List, Optional, Tuple
 
-from .errors import DaemonError, DaemonNotRunningError
+from .errors import DaemonError, DaemonNotRunningError, SessionKeeperError
 
 # Idle connections kept per socket path; more than this are closed after their answer.
 POOL_SIZE = 4
@@ -119,10 +119,11 @@ class Transport:
             connection.close()
             raise DaemonError(f"the exchange with the daemon at {self.path} failed ({_reason(problem)})") from None
 
-    def not_running(self, problem: OSError) -> DaemonNotRunningError:
-        """Says why nothing answers, in the CLI's words, and what to do."""
+    def not_running(self, problem: OSError) -> SessionKeeperError:
+        """Says why nothing answers, in the CLI's words, and what to do: DaemonNotRunningError, or DaemonError when
+        the socket is there but this user may not open it."""
         if problem.errno in (errno.EACCES, errno.EPERM):
-            return DaemonNotRunningError(
+            return DaemonError(
                 f"cannot connect to {self.path}: permission denied; the socket's mode and group "
                 "(socket.mode, socket.group in config.yaml) decide who may connect")
         reason = _CONNECT_REASONS.get(problem.errno or 0) or _reason(problem)
