@@ -139,11 +139,16 @@ class World:
             with open(os.path.join(self.work, "sites", f"{name}.yaml"), "w") as out:
                 out.write(text)
 
-    def start_daemon(self) -> None:
+    def start_daemon(self, until_valid: bool = True) -> None:
+        """`sessionkeeper run`; with `until_valid`, returns once the demo site's session is served, else once the
+        socket answers."""
         log = open(os.path.join(self.work, "daemon.log"), "ab")
         self.daemon = start([program("sessionkeeper"), "run", "--config", self.config], cwd=self.work, env=self.env,
                             stdout=log, stderr=log)
         log.close()
+        if not until_valid:
+            wait_for(lambda: self.daemon_get("/v1/health") or self._daemon_died(), 60, "the daemon's socket")
+            return
         wait_for(lambda: self.site_state("demo") == "valid" or self._daemon_died(), 60, "the daemon's demo session")
         self._daemon_died()
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 import time
 
 import pytest
@@ -77,6 +79,14 @@ def test_the_site_description_is_read_again_when_the_cookies_change(world):
     before = world.socket_requests("/v1/sites/{name}")
     assert session.get(world.url("/api/me")).status_code == 200
     assert world.socket_requests("/v1/sites/{name}") - before == 1, "new cookies: the description is read at once"
+
+
+def test_a_session_started_with_the_daemon_waits_for_the_first_login(world):
+    world.stop_daemon()
+    shutil.rmtree(os.path.join(world.work, "state"))
+    world.start_daemon(until_valid=False)
+    response = sessionkeeper.Session("demo", socket=world.socket).get(world.url("/api/me"))
+    assert response.status_code == 200
 
 
 def test_revoked_session_renewed_with_exactly_one_login(world):

@@ -42,10 +42,10 @@ class SiteKeeper:
         self._detail: Optional[Tuple[str, SiteDetail, float]] = None
 
     def served(self, url: str) -> Served:
-        """The cookies for a request to `url` as the daemon serves them now, and the site's description: read
-        again when the cookies differ from the last ones served, or after DETAIL_MAX_AGE."""
-        cookie: str = self.client.cookies(self.site, url, min_valid=self.min_valid,
-                                          wait=self.wait if self.min_valid is not None else None)
+        """The cookies for a request to `url` as the daemon serves them now (waiting up to `wait` for a login when
+        it has no session fit to serve), and the site's description: read again when the cookies differ from the
+        last ones served, or after DETAIL_MAX_AGE."""
+        cookie: str = self.client.cookies(self.site, url, min_valid=self.min_valid, wait=self.wait)
         return Served(cookie, self._described(cookie))
 
     def _described(self, cookie: str) -> SiteDetail:

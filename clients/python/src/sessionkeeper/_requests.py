@@ -23,9 +23,9 @@ class Session(requests.Session):
     An answer the site's `egress.logged_out` rule calls logged out (a 401 when the site says nothing) is reported
     to the daemon, which runs the site's check and logs in again if needed; the request is then sent once more
     with the new session when the site's `egress.retry` allows (GET, HEAD, OPTIONS, PUT, DELETE by default) and its
-    body can be sent again. `wait` bounds the wait for the new session (NoSessionError when none comes: the site
-    needs attention, its logins fail). With `min_valid`, every request asks for a session valid that much longer
-    and waits for the login that needs (up to `wait`).
+    body can be sent again. `wait` bounds every wait for a session: for the new one, and for a first one when the
+    daemon has none fit to serve (NoSessionError when none comes: the site needs attention, its logins fail). With
+    `min_valid`, every request asks for a session valid that much longer and waits for the login that needs.
 
     Set-Cookie headers the site answers are handed back to the daemon, so a site that rotates cookies on use stays
     in sync; when the daemon says this user only reads the site (403), hand-backs stop silently.
