@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import time
 
@@ -14,6 +15,7 @@ import pytest
 import requests
 
 import sessionkeeper
+from conftest import ROOT, World, wait_for
 from recorder import Recorder
 from sessionkeeper._keeper import DETAIL_MAX_AGE
 
@@ -103,6 +105,22 @@ def test_revoked_session_renewed_with_exactly_one_login(world):
     assert world.stats()["logins"] == before + 1
     assert session.get(world.url("/api/me")).status_code == 200
     assert world.stats()["logins"] == before + 1
+
+
+def test_a_site_without_check_is_logged_in_again_once(tmp_path):
+    with open(os.path.join(ROOT, "sites", "demo.yaml")) as handle:
+        demo = handle.read().replace("http://127.0.0.1:8480", "BASE_URL")
+    unchecked = re.sub(r"\ncheck:.*?\n(?=\S)", "\n", demo, flags=re.S)
+    assert "check:" not in unchecked
+    with World(extra_sites={"unchecked": unchecked}) as world:
+        wait_for(lambda: world.site_state("unchecked") == "valid", 60, "the unchecked site's session")
+        sessions = [sessionkeeper.Session("unchecked", socket=world.socket) for _ in range(3)]
+        assert sessions[0].get(world.url("/api/me")).status_code == 200
+        logins = world.stats()["logins"]
+        world.revoke_all()
+        assert [s.get(world.url("/api/me")).status_code for s in sessions] == [200, 200, 200]
+        # demo and unchecked both lost their session: demo's is not used here, so one login, unchecked's.
+        assert world.stats()["logins"] == logins + 1
 
 
 def test_rotating_cookie_is_handed_back(world):
