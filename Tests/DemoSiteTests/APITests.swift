@@ -75,4 +75,36 @@ struct APITests {
             #expect(response.cookie("demo_session") == nil)
         }
     }
+
+    @Test("GET /api/rotate: a new session id in demo_session with the remaining Max-Age, the old id dead at once, no login counted")
+    func rotatingCookie() async throws {
+        let clock = TestClock()
+        let app = try DemoSite.buildApplication(configuration: .init(sessionMaxAge: 120), now: clock.wallClock)
+        try await app.test(.router) { client in
+            let steps = LoginSteps(client: client)
+            let first = try await steps.logIn()
+            let expiresAt = try await steps.me(session: first).json()["expires_at"] as? String
+            clock.advance(seconds: 10)
+
+            let rotated = try await client.execute(uri: "/api/rotate", method: .get, headers: Headers.cookies(["demo_session": first]))
+            #expect(rotated.status == .ok)
+            #expect(try rotated.json()["expires_at"] as? String == expiresAt)
+            let cookie = try #require(rotated.cookie("demo_session"))
+            #expect(cookie.value != first)
+            #expect(cookie.attributes == ["Path=/", "HttpOnly", "SameSite=Lax", "Max-Age=110"])
+            #expect(try await steps.me(session: first).status == .unauthorized, "the old id is revoked")
+            let second = try await steps.me(session: cookie.value)
+            #expect(second.status == .ok)
+            #expect(try second.json()["expires_at"] as? String == expiresAt, "the session keeps its expiry")
+
+            let again = try await client.execute(uri: "/api/rotate", method: .get, headers: Headers.cookies(["demo_session": cookie.value]))
+            #expect(try #require(again.cookie("demo_session")).value != cookie.value, "every use rotates")
+            let stale = try await client.execute(uri: "/api/rotate", method: .get, headers: Headers.cookies(["demo_session": first]))
+            #expect(stale.status == .unauthorized)
+            #expect(stale.cookie("demo_session") == nil)
+            let stats = try await client.execute(uri: "/_control/stats", method: .get).json()
+            #expect(stats["logins"] as? Int == 1)
+            #expect(stats["active_sessions"] as? Int == 1)
+        }
+    }
 }

@@ -1,13 +1,14 @@
 import Foundation
 import Hummingbird
 
-/// The JSON API: `POST /api/login` and `GET /api/me`.
+/// The JSON API: `POST /api/login`, `GET /api/me` and `GET /api/rotate`.
 struct APIRoutes: Sendable {
     let site: SiteContext
 
     func register(on router: Router<BasicRequestContext>) {
         router.post("/api/login") { request, _ in await self.login(request) }
         router.get("/api/me") { request, _ in await self.me(request) }
+        router.get("/api/rotate") { request, _ in await self.rotate(request) }
     }
 
     /// A JSON login: no CSRF token (a cross-site form cannot send a JSON body), the TOTP code in `code`
@@ -47,6 +48,18 @@ struct APIRoutes: Sendable {
     func me(_ request: Request) async -> Response {
         guard let session = await site.session(of: request) else { return Reply.error(.unauthorized, "not logged in") }
         return Reply.json(MeResponse(user: UserInfo(name: session.user), expiresAt: RFC3339.string(from: session.expires)))
+    }
+
+    /// `/api/me` of a site that rotates its session cookie on use: the session gets a new id (the old one stops
+    /// working at once) and the answer sends it in `demo_session`, whose Max-Age is the session's remaining life.
+    func rotate(_ request: Request) async -> Response {
+        guard let session = await site.session(of: request), let renewed = await site.store.rotate(id: session.id) else {
+            return Reply.error(.unauthorized, "not logged in")
+        }
+        let remaining = max(1, Int(renewed.expires.timeIntervalSince(site.now()).rounded(.up)))
+        return Reply.json(
+            MeResponse(user: UserInfo(name: renewed.user), expiresAt: RFC3339.string(from: renewed.expires)),
+            cookies: [SiteCookie.session(renewed.id, maxAge: remaining)])
     }
 }
 

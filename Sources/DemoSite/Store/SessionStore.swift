@@ -96,6 +96,16 @@ actor SessionStore {
         return session
     }
 
+    /// The live session `id` under a new id, with the same user and expiry; the old id is revoked. Not a login:
+    /// the counters stay. nil when `id` is no live session.
+    func rotate(id: String) -> Session? {
+        guard let session = session(id: id) else { return nil }
+        sessions[id] = nil
+        let renewed = Session(id: RandomToken.make(), user: session.user, created: session.created, expires: session.expires)
+        sessions[renewed.id] = renewed
+        return renewed
+    }
+
     func revoke(id: String) {
         sessions[id] = nil
     }

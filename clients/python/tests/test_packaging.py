@@ -1,0 +1,39 @@
+"""`pip install ./clients/python` into a fresh virtualenv: it installs, needs nothing beyond requests, ships
+py.typed, and without httpx says how to get HTTPXAuth."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from conftest import HERE, run_to_end
+
+PACKAGE = os.path.dirname(HERE)
+# requests and what requests needs, and what a new virtualenv holds already.
+ALLOWED = {"sessionkeeper", "requests", "urllib3", "idna", "charset-normalizer", "certifi", "pip", "setuptools", "wheel"}
+
+
+def test_installs_into_a_fresh_virtualenv_with_requests_only(tmp_path):
+    venv = tmp_path / "venv"
+    made = run_to_end([sys.executable, "-m", "venv", str(venv)], 120)
+    assert made.returncode == 0, made.stderr
+    python = str(venv / "bin" / "python")
+    installed = run_to_end([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", PACKAGE], 600)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    listed = run_to_end([python, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"], 120)
+    names = {p["name"].lower() for p in json.loads(listed.stdout)}
+    assert "sessionkeeper" in names and "requests" in names
+    assert names <= ALLOWED, f"more than requests was installed: {sorted(names - ALLOWED)}"
+    probe = """
+import importlib.resources, sessionkeeper
+assert importlib.resources.files("sessionkeeper").joinpath("py.typed").is_file()
+assert issubclass(sessionkeeper.Session, __import__("requests").Session)
+try:
+    sessionkeeper.HTTPXAuth
+except ImportError as problem:
+    print(problem)
+"""
+    ran = run_to_end([python, "-c", probe], 60, cwd=str(tmp_path))
+    assert ran.returncode == 0, ran.stderr
+    assert "pip install 'sessionkeeper[httpx]'" in ran.stdout
