@@ -216,13 +216,31 @@ let package = Package(
             path: "Tests/VaultCrashWriter",
             swiftSettings: strict
         ),
+        // The streaming memory tests' child (CurlTransportTests/StreamingMemoryTests): streams one large body and
+        // reports its own RssAnon, in a process where no other test allocates.
+        .executableTarget(
+            name: "stream-memory-probe",
+            dependencies: [
+                "CurlTransport", "HTTPTransport", "Locking", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Tests/StreamMemoryProbe",
+            swiftSettings: strict
+        ),
         .testTarget(name: "LockingTests", dependencies: ["Locking"], swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "CookieJarTests", dependencies: ["Locking", "CookieJar", "JSON"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "XMLQueryTests", dependencies: ["XMLQuery"], swiftSettings: strict + libxml2Headers),
         .testTarget(name: "SiteConfigTests", dependencies: ["SiteConfig", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"], swiftSettings: strict),
-        .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "HTTPTransport", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(
+            name: "CurlTransportTests",
+            dependencies: [
+                "CurlTransport", "HTTPTransport", "TestSupport", "Locking",
+                // SHA-256 of the streamed upload test's body, compared with the server's.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            resources: [.copy("Fixtures")], swiftSettings: strict
+        ),
         .testTarget(
             name: "LoginFlowTests",
             dependencies: ["Locking", "LoginFlow", "HTTPTransport", "CurlTransport", "DemoSite", "CookieJar", "SiteConfig", "JSON", "TestSupport"],
