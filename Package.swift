@@ -5,7 +5,7 @@ import PackageDescription
 //   C shims:    CPSL  CYAML  CCurl  CXML2          (one per C library, imported by exactly one Swift module)
 //   Foundation: Platform (syscalls)  HTTPTransport (types + client protocol)
 //   Values:     JSON (one parser, one writer, Codable over it; depends on nothing)
-//   Engines:    CookieJar  XMLQuery  SiteConfig  CurlTransport  LoginFlow  Vault  Credentials
+//   Engines:    CookieJar  XMLQuery  SiteConfig  CurlTransport  LoginFlow  Vault  Credentials  Egress
 //   Daemon:     Scheduler  Daemon (the Keeper)  SocketAPI (the Unix-socket HTTP API, on Hummingbird)
 //   Programs:   sessionkeeper (CLI)  demo-site
 // Dependencies point one way: LoginFlow never imports CurlTransport; only the CLI wires real parts together.
@@ -37,6 +37,7 @@ let package = Package(
         .library(name: "LoginFlow", targets: ["LoginFlow"]),
         .library(name: "Vault", targets: ["Vault"]),
         .library(name: "Sessions", targets: ["Sessions"]),
+        .library(name: "Egress", targets: ["Egress"]),
         .library(name: "Platform", targets: ["Platform"]),
         .library(name: "DemoSite", targets: ["DemoSite"]),
     ],
@@ -121,6 +122,8 @@ let package = Package(
             dependencies: ["CookieJar", "SiteConfig", "HTTPTransport", "LoginFlow", "Vault", "Credentials", "Platform"],
             swiftSettings: strict
         ),
+        // The egress route's pure rules: whether an answer is logged out (SPEC section 10).
+        .target(name: "Egress", dependencies: ["SiteConfig", "HTTPTransport"], swiftSettings: strict),
         .target(name: "Scheduler", dependencies: ["Sessions", "SiteConfig"], swiftSettings: strict),
         .target(
             name: "Daemon",
@@ -269,6 +272,7 @@ let package = Package(
             resources: [.copy("Fixtures")],
             swiftSettings: strict
         ),
+        .testTarget(name: "EgressTests", dependencies: ["Egress", "SiteConfig", "HTTPTransport"], swiftSettings: strict),
         .testTarget(name: "SchedulerTests", dependencies: ["Scheduler", "Sessions", "SiteConfig"], swiftSettings: strict),
         .testTarget(
             name: "DaemonTests",
