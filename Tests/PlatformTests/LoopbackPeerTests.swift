@@ -56,17 +56,23 @@ import Glibc
             environment: .minimal(from: ProcessInfo.processInfo.environment), timeout: .seconds(30), outputLimit: 4096,
             outputOverflow: .truncate)
         let errors = Locked<[String]>([])
-        let run = Task { try await child.run { line in errors.withLock { $0.append(line) } } }
+        let ended = Locked(false)
+        let run = Task {
+            defer { ended.withLock { $0 = true } }
+            return try await child.run { line in errors.withLock { $0.append(line) } }
+        }
+        // No deadline of its own: the child starts only once its task gets a thread of the cooperative pool,
+        // which other tests may hold for a long time; it then has its own timeout.
         let connected = await onDedicatedThread { () -> Result<(TestSocket, Int32), any Error> in
             Result {
-                let accepted = try listener.accept()
+                let accepted = try listener.accept(timeout: nil, until: { ended.withLock { $0 } })
                 return (accepted, try accepted.readLine().flatMap { Int32($0) } ?? -1)
             }
         }
         guard case .success(let (accepted, childPID)) = connected else {
             run.cancel()
-            let ended = try? await run.value
-            Issue.record("the child did not connect: \(connected), \(ended?.termination.description ?? "-"), \(errors.withLock { $0 })")
+            let outcome = try? await run.value
+            Issue.record("the child did not connect: \(connected), \(outcome?.termination.description ?? "-"), \(errors.withLock { $0 })")
             return
         }
         let peer = try LoopbackPeer.lookup(local: accepted.localEndpoint, remote: accepted.remoteEndpoint)
@@ -157,11 +163,15 @@ private struct TestSocket: Sendable {
         return TestSocket(fd: fd)
     }
 
-    /// Waits at most a minute: a child's connection comes only once the test's task got a thread of the
-    /// cooperative pool to start it, which other tests may hold for seconds.
-    func accept() throws -> TestSocket {
+    /// Waits for a connection until `givingUp` says none will come, or `timeout` passed (nil: no limit).
+    func accept(timeout: Duration? = .seconds(10), until givingUp: () -> Bool = { false }) throws -> TestSocket {
+        let clock = ContinuousClock()
+        let start = clock.now
         var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard Glibc.poll(&ready, 1, 60_000) == 1 else { throw Failure(description: "no connection within 60 s") }
+        while Glibc.poll(&ready, 1, 100) != 1 {
+            if givingUp() { throw Failure(description: "no connection: the connecting process ended") }
+            if let timeout, clock.now - start > timeout { throw Failure(description: "no connection within \(timeout)") }
+        }
         let accepted = Glibc.accept(fd, nil, nil)
         guard accepted >= 0 else { throw Failure(description: "accept: errno \(errno)") }
         return TestSocket(fd: accepted)
