@@ -4,8 +4,9 @@ import Testing
 
 /// Backpressure as a user sees it: a stream of 100 MiB either way leaves the process's anonymous memory
 /// (RssAnon) nearly where it was. Measured in `stream-memory-probe` (Tests/StreamMemoryProbe), a process of its
-/// own, since the other tests of this process allocate while they run in parallel.
-@Suite("Streaming memory, measured in a process of its own")
+/// own, since the other tests of this process allocate while they run in parallel. One stream at a time: each
+/// keeps a core busy for a few seconds, and the rest of the suite shares the machine.
+@Suite("Streaming memory, measured in a process of its own", .serialized)
 struct StreamingMemoryTests {
     static let size = 100 * 1024 * 1024
     /// What a stream may add: a few parts, libcurl's buffers, the allocator's slack. Without backpressure the

@@ -19,8 +19,9 @@ import TestSupport
 let options = TransportOptions(timeout: .seconds(30), connectTimeout: .seconds(5))
 let chunkSize = 64 * 1024
 
-/// Deterministic pseudo-random chunks (xorshift, seeded by the chunk's index), made as they are read, hashed as
-/// they go, with RssAnon sampled every 16 chunks.
+/// Pseudo-random chunks made as they are read: one of 16 xorshift patterns, stamped with the chunk's number in
+/// its first 8 bytes so that no two chunks are alike (a lost, repeated or reordered chunk changes the hash).
+/// Hashed as they go, with RssAnon sampled every 16 chunks.
 final class GeneratedBody: AsyncSequence, Sendable {
     typealias Element = Data
 
@@ -31,8 +32,24 @@ final class GeneratedBody: AsyncSequence, Sendable {
 
     let size: Int
     let progress = Locked(Progress())
+    let patterns: [Data]
 
-    init(size: Int) { self.size = size }
+    init(size: Int) {
+        self.size = size
+        patterns = (0..<16).map { seed in
+            var state = UInt64(seed + 1) &* 0x9E37_79B9_7F4A_7C15
+            var pattern = Data(count: chunkSize)
+            pattern.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in
+                for index in raw.indices {
+                    state ^= state << 13
+                    state ^= state >> 7
+                    state ^= state << 17
+                    raw[index] = UInt8(truncatingIfNeeded: state)
+                }
+            }
+            return pattern
+        }
+    }
 
     func makeAsyncIterator() -> Iterator { Iterator(body: self) }
 
@@ -42,24 +59,19 @@ final class GeneratedBody: AsyncSequence, Sendable {
 
         mutating func next() async throws -> Data? {
             guard made < body.size else { return nil }
+            let number = made / chunkSize
             let count = Swift.min(chunkSize, body.size - made)
-            var state = UInt64(made / chunkSize) &* 0x9E37_79B9_7F4A_7C15 | 1
-            var chunk = Data(count: count)
-            chunk.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in
-                for index in 0..<count {
-                    state ^= state << 13
-                    state ^= state >> 7
-                    state ^= state << 17
-                    raw[index] = UInt8(truncatingIfNeeded: state)
-                }
+            var chunk = body.patterns[number % body.patterns.count].prefix(count)
+            withUnsafeBytes(of: UInt64(number).littleEndian) { stamp in
+                chunk.replaceSubrange(chunk.startIndex..<(chunk.startIndex + Swift.min(8, count)), with: stamp.prefix(count))
             }
-            let sample = (made / chunkSize) % 16 == 0 ? residentAnonymousBytes() : nil
+            let sample = number % 16 == 0 ? residentAnonymousBytes() : nil
             body.progress.withLock { progress in
                 progress.hasher.update(data: chunk)
                 if let sample { progress.peak = Swift.max(progress.peak, sample) }
             }
             made += count
-            return chunk
+            return Data(chunk)
         }
     }
 }
