@@ -82,10 +82,10 @@ public final class CurlHTTPClient: HTTPClient, StreamingHTTPClient, Sendable {
     /// options applied, except that nothing is decoded (no `Accept-Encoding` of libcurl's,
     /// `CURLOPT_HTTP_CONTENT_DECODING` off), ``TransportOptions/timeout`` bounds silence instead of the whole
     /// transfer (`CURLOPT_LOW_SPEED_LIMIT` 1 byte a second for that long; libcurl leaves a transfer paused for its
-    /// reader out of it), and ``TransportOptions/maxBodySize`` does not apply. Backpressure: at most
-    /// ``CurlResponseStream/capacity`` parts wait for the reader before the transfer pauses
-    /// (`CURL_WRITEFUNC_PAUSE`), and a streamed request body is read at most ``SequenceUpload/capacity``
-    /// chunks ahead of libcurl, which pauses its upload (`CURL_READFUNC_PAUSE`) while none is ready.
+    /// reader out of it), and ``TransportOptions/maxBodySize`` does not apply. Backpressure: at most 8 parts
+    /// (of up to 16 KiB) wait for the reader before the transfer pauses (`CURL_WRITEFUNC_PAUSE`), and a
+    /// streamed request body is read at most 2 chunks ahead of libcurl, which pauses its upload
+    /// (`CURL_READFUNC_PAUSE`) while none is ready.
     public func stream(_ request: StreamingRequest, options: TransportOptions) async throws(TransportError) -> StreamingResponse {
         let engine = self.engine
         let transfer = try CurlTransfer(id: engine.makeID(), streaming: request, options: options, engine: engine)
