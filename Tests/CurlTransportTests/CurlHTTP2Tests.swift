@@ -38,9 +38,9 @@ struct CurlHTTP2Tests {
         await Self.kill(server)
     }
 
-    /// 20 MiB that differ from one 4-byte word to the next, so that a lost, repeated or reordered part shows.
+    /// 8 MiB that differ from one 4-byte word to the next, so that a lost, repeated or reordered part shows.
     static let bigFile: Data = {
-        var data = Data(count: 20 * 1024 * 1024)
+        var data = Data(count: 8 * 1024 * 1024)
         data.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in
             let words = raw.bindMemory(to: UInt32.self)
             for index in words.indices { words[index] = UInt32(truncatingIfNeeded: index &* 2_654_435_761) }

@@ -19,9 +19,7 @@ struct StreamingTests {
         try await withServer { server, client in
             // The server sends the body only after /release, which this test asks for after the head came:
             // a head held back until the body's end would never arrive (and the transfer would time out).
-            var options = fast
-            options.timeout = .seconds(10)
-            let response = try await client.stream(StreamingRequest(url: server.url("/held-body")), options: options)
+            let response = try await client.stream(StreamingRequest(url: server.url("/held-body")), options: fast)
             #expect(response.status == 200)
             #expect(response.headers["Content-Length"] == "4")
             #expect(response.httpVersion == "1.1")
@@ -71,7 +69,10 @@ struct StreamingTests {
     @Test("a body in memory goes out with its length, for any method", arguments: ["POST", "PUT", "PATCH", "DELETE"])
     func uploadFromMemory(method: String) async throws {
         try await withServer { server, client in
-            let data = Data((0..<(3 * mebibyte)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            var data = Data(count: 300_000)
+            data.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in
+                for index in raw.indices { raw[index] = UInt8(truncatingIfNeeded: index &* 31 &+ index >> 8) }
+            }
             let response = try await client.stream(
                 StreamingRequest(method: method, url: server.url("/upload-hash"), body: .data(data)), options: fast)
             let answer = try JSONDecoder().decode(UploadAnswer.self, from: try await response.body.collect(upTo: mebibyte))
@@ -79,6 +80,26 @@ struct StreamingTests {
             #expect(answer.length == data.count)
             #expect(answer.content_length == String(data.count))
             #expect(answer.sha256 == SHA256.hash(data: data).hex)
+        }
+    }
+
+    @Test("a streamed body goes out chunked, or with its Content-Length when it has one, intact either way",
+          arguments: [Int64?.none, 2_500_000])
+    func streamedBody(length: Int64?) async throws {
+        try await withServer { server, client in
+            // Each part its own byte: a lost, repeated or reordered part changes the hash.
+            let parts = (0..<10).map { index in Data(repeating: UInt8(index + 1), count: 250_000) }
+            let request = StreamingRequest(
+                method: "PUT", url: server.url("/upload-hash"), body: .stream(length: length, chunks: Chunks(parts)))
+            let response = try await client.stream(request, options: fast)
+            let answer = try JSONDecoder().decode(UploadAnswer.self, from: try await response.body.collect(upTo: mebibyte))
+            #expect(answer.method == "PUT")
+            #expect(answer.length == 2_500_000)
+            var hasher = SHA256()
+            for part in parts { hasher.update(data: part) }
+            #expect(answer.sha256 == hasher.finalize().hex)
+            #expect(answer.content_length == length.map(String.init))
+            #expect(answer.transfer_encoding == (length == nil ? "chunked" : nil))
         }
     }
 

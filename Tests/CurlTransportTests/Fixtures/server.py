@@ -25,7 +25,7 @@ Routes (any method):
   /die?after=N&length=M  announces M bytes, sends N, then closes the connection
   /held-body         the head at once, the 4-byte body only after a request to /release (at most 30 s)
   /release           lets /held-body send its body
-  /upload-hash       reads the request body (Content-Length or chunked; &delay=S sleeps S seconds per 64 KiB
+  /upload-hash       reads the request body (Content-Length or chunked; &delay=S sleeps S seconds per 256 KiB
                      read) and answers JSON {length, sha256, content_length, transfer_encoding, method}
 """
 import argparse
@@ -84,7 +84,7 @@ class Handler(BaseHTTPRequestHandler):
                 return
             remaining = size
             while remaining > 0:
-                piece = self.rfile.read(min(remaining, 65536))
+                piece = self.rfile.read(min(remaining, 262144))
                 if not piece:
                     raise ConnectionError("the body ended inside a chunk")
                 remaining -= len(piece)
@@ -92,13 +92,13 @@ class Handler(BaseHTTPRequestHandler):
             self.rfile.readline()
 
     def read_pieces(self, delay):
-        """Yields the request body in pieces of at most 64 KiB, sleeping `delay` seconds after each."""
+        """Yields the request body in pieces of at most 256 KiB, sleeping `delay` seconds after each."""
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             pieces = self.read_chunks()
         else:
             def fixed(remaining):
                 while remaining > 0:
-                    piece = self.rfile.read(min(remaining, 65536))
+                    piece = self.rfile.read(min(remaining, 262144))
                     if not piece:
                         raise ConnectionError("the body ended early")
                     remaining -= len(piece)
@@ -167,7 +167,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"late")
         elif route == "/big":
             size = int(query.get("size", ["0"])[0])
-            chunk = b"x" * 65536
+            chunk = b"x" * 262144
             self.send_response(200)
             try:
                 if query.get("chunked") == ["1"]:
