@@ -5,7 +5,7 @@ import PackageDescription
 //   C shims:    CPSL  CYAML  CCurl  CXML2  CSQLite (one per C library, imported by exactly one Swift module)
 //   Foundation: Platform (syscalls)  HTTPTransport (types + client protocol)
 //   Values:     JSON (one parser, one writer, Codable over it; depends on nothing)
-//   Engines:    CookieJar  XMLQuery  SiteConfig  CurlTransport  LoginFlow  Vault  Credentials  BrowserCookies
+//   Engines:    CookieJar  XMLQuery  SiteConfig  CurlTransport  LoginFlow  Vault  Credentials  BrowserCookies  Egress
 //   Stores:     Vault (the folder, the item crypto)  PostgresStore (fleet mode: items, leases, changes on PostgreSQL)
 //   People:     Notify (notifications of sites that need a person)
 //   Daemon:     Scheduler  Daemon (the Keeper)  SocketAPI (the Unix-socket HTTP API, on Hummingbird)
@@ -39,6 +39,7 @@ let package = Package(
         .library(name: "LoginFlow", targets: ["LoginFlow"]),
         .library(name: "Vault", targets: ["Vault"]),
         .library(name: "Sessions", targets: ["Sessions"]),
+        .library(name: "Egress", targets: ["Egress"]),
         .library(name: "Platform", targets: ["Platform"]),
         .library(name: "DemoSite", targets: ["DemoSite"]),
         .library(name: "BrowserCookies", targets: ["BrowserCookies"]),
@@ -143,6 +144,8 @@ let package = Package(
             dependencies: ["CookieJar", "SiteConfig", "HTTPTransport", "LoginFlow", "Vault", "Credentials", "Platform"],
             swiftSettings: strict
         ),
+        // The egress route's pure rules: whether an answer is logged out (SPEC section 10).
+        .target(name: "Egress", dependencies: ["SiteConfig", "HTTPTransport"], swiftSettings: strict),
         .target(name: "Scheduler", dependencies: ["Sessions", "SiteConfig"], swiftSettings: strict),
         .target(
             name: "BrowserCookies",
@@ -258,13 +261,31 @@ let package = Package(
             path: "Tests/VaultCrashWriter",
             swiftSettings: strict
         ),
+        // The streaming memory tests' child (CurlTransportTests/StreamingMemoryTests): streams one large body and
+        // reports its own RssAnon, in a process where no other test allocates.
+        .executableTarget(
+            name: "stream-memory-probe",
+            dependencies: [
+                "CurlTransport", "HTTPTransport", "Locking", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Tests/StreamMemoryProbe",
+            swiftSettings: strict
+        ),
         .testTarget(name: "LockingTests", dependencies: ["Locking"], swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "CookieJarTests", dependencies: ["Locking", "CookieJar", "JSON"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "XMLQueryTests", dependencies: ["XMLQuery"], swiftSettings: strict + libxml2Headers),
         .testTarget(name: "SiteConfigTests", dependencies: ["SiteConfig", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"], swiftSettings: strict),
-        .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "HTTPTransport", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(
+            name: "CurlTransportTests",
+            dependencies: [
+                "CurlTransport", "HTTPTransport", "TestSupport", "Locking",
+                // SHA-256 of the streamed upload test's body, compared with the server's.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            resources: [.copy("Fixtures")], swiftSettings: strict
+        ),
         .testTarget(
             name: "LoginFlowTests",
             dependencies: ["Locking", "LoginFlow", "HTTPTransport", "CurlTransport", "DemoSite", "CookieJar", "SiteConfig", "JSON", "TestSupport"],
@@ -293,6 +314,7 @@ let package = Package(
             resources: [.copy("Fixtures")],
             swiftSettings: strict
         ),
+        .testTarget(name: "EgressTests", dependencies: ["Egress", "SiteConfig", "HTTPTransport"], swiftSettings: strict),
         .testTarget(name: "SchedulerTests", dependencies: ["Scheduler", "Sessions", "SiteConfig"], swiftSettings: strict),
         .testTarget(
             name: "DaemonTests",

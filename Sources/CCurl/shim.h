@@ -20,6 +20,7 @@
 #define CCURL_LIBRARY_SONAME "libcurl.so.4"
 
 typedef size_t (*ccurl_data_callback)(char *buffer, size_t size, size_t count, void *userdata);
+typedef int (*ccurl_seek_callback)(void *userdata, curl_off_t offset, int origin);
 
 struct ccurl_entry_points {
     CURLcode (*global_init)(long flags);
@@ -29,6 +30,7 @@ struct ccurl_entry_points {
     CURLcode (*easy_setopt)(CURL *handle, CURLoption option, ...);
     CURLcode (*easy_getinfo)(CURL *handle, CURLINFO info, ...);
     const char *(*easy_strerror)(CURLcode code);
+    CURLcode (*easy_pause)(CURL *handle, int bitmask);
     CURLM *(*multi_init)(void);
     CURLMcode (*multi_cleanup)(CURLM *multi);
     CURLMcode (*multi_setopt)(CURLM *multi, CURLMoption option, ...);
@@ -73,6 +75,7 @@ static inline void ccurl_open(void) {
     *(void **)&e.easy_setopt = ccurl_bind(library, "curl_easy_setopt");
     *(void **)&e.easy_getinfo = ccurl_bind(library, "curl_easy_getinfo");
     *(void **)&e.easy_strerror = ccurl_bind(library, "curl_easy_strerror");
+    *(void **)&e.easy_pause = ccurl_bind(library, "curl_easy_pause");
     *(void **)&e.multi_init = ccurl_bind(library, "curl_multi_init");
     *(void **)&e.multi_cleanup = ccurl_bind(library, "curl_multi_cleanup");
     *(void **)&e.multi_setopt = ccurl_bind(library, "curl_multi_setopt");
@@ -110,6 +113,8 @@ static inline CURL *ccurl_easy_init(void) { return ccurl()->easy_init(); }
 static inline void ccurl_easy_cleanup(CURL *handle) { ccurl()->easy_cleanup(handle); }
 static inline void ccurl_easy_reset(CURL *handle) { ccurl()->easy_reset(handle); }
 static inline const char *ccurl_easy_strerror(CURLcode code) { return ccurl()->easy_strerror(code); }
+/* Unpauses both directions of a paused transfer (CURLPAUSE_CONT, a macro of an expression Swift does not import). */
+static inline CURLcode ccurl_easy_unpause(CURL *handle) { return ccurl()->easy_pause(handle, CURLPAUSE_CONT); }
 static inline CURLM *ccurl_multi_init(void) { return ccurl()->multi_init(); }
 static inline CURLMcode ccurl_multi_cleanup(CURLM *multi) { return ccurl()->multi_cleanup(multi); }
 static inline CURLMcode ccurl_multi_add_handle(CURLM *multi, CURL *handle) { return ccurl()->multi_add_handle(multi, handle); }
@@ -147,6 +152,9 @@ static inline CURLcode ccurl_easy_setopt_off_t(CURL *handle, CURLoption option, 
 }
 static inline CURLcode ccurl_easy_setopt_data_callback(CURL *handle, CURLoption option, ccurl_data_callback cb) {
     return ccurl()->easy_setopt(handle, option, cb);
+}
+static inline CURLcode ccurl_easy_setopt_seek_callback(CURL *handle, ccurl_seek_callback cb) {
+    return ccurl()->easy_setopt(handle, CURLOPT_SEEKFUNCTION, cb);
 }
 static inline CURLcode ccurl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return ccurl()->easy_getinfo(handle, info, value);

@@ -1,9 +1,15 @@
 #ifndef CLINUX_SHIM_H
 #define CLINUX_SHIM_H
 // Linux system calls whose headers the Swift Glibc module does not import. Only Platform imports this module.
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <malloc.h>
+#include <netinet/in.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
 
@@ -74,4 +80,40 @@ static inline int clinux_protect(void *start, size_t length, int writable) {
 static inline int clinux_malloc_trim(void) {
     return malloc_trim(0);
 }
+// A socket-diagnostics request for one TCP socket (sock_diag(7)): a netlink header and inet_diag_req_v2.
+struct clinux_inet_diag_request {
+    struct nlmsghdr header;
+    struct inet_diag_req_v2 request;
+};
+
+// Fills `out` to ask NETLINK_SOCK_DIAG for the TCP socket whose own address is `source`:`source_port` and whose
+// peer is `destination`:`destination_port` (addresses in network byte order, 4 bytes for AF_INET, 16 for
+// AF_INET6; ports in host order), in any state. The kernel answers with one inet_diag_msg, or NLMSG_ERROR.
+static inline void clinux_inet_diag_request_make(
+    struct clinux_inet_diag_request *out, int family, const unsigned char *source, unsigned short source_port,
+    const unsigned char *destination, unsigned short destination_port, unsigned int sequence)
+{
+    size_t length = family == AF_INET6 ? 16 : 4;
+    memset(out, 0, sizeof *out);
+    out->header.nlmsg_len = sizeof *out;
+    out->header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    out->header.nlmsg_flags = NLM_F_REQUEST;
+    out->header.nlmsg_seq = sequence;
+    out->request.sdiag_family = (__u8)family;
+    out->request.sdiag_protocol = IPPROTO_TCP;
+    out->request.idiag_states = ~0U;
+    out->request.id.idiag_sport = htons(source_port);
+    out->request.id.idiag_dport = htons(destination_port);
+    memcpy(out->request.id.idiag_src, source, length);
+    memcpy(out->request.id.idiag_dst, destination, length);
+    // No cookie: the socket is found by its addresses alone.
+    out->request.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+    out->request.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+}
+
+// The netlink protocol number of socket diagnostics, the message types of its answer, and the header size.
+static inline int clinux_netlink_sock_diag(void) { return NETLINK_SOCK_DIAG; }
+static inline int clinux_sock_diag_by_family(void) { return SOCK_DIAG_BY_FAMILY; }
+static inline int clinux_netlink_error(void) { return NLMSG_ERROR; }
+static inline size_t clinux_netlink_header_length(void) { return NLMSG_HDRLEN; }
 #endif

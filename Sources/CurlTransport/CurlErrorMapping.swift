@@ -50,6 +50,9 @@ struct CurlFailure {
             return usedProxy ? .proxy : .connect
         case CURLE_INTERFACE_FAILED:
             return .connect
+        case CURLE_SEND_FAIL_REWIND:
+            // A reused connection was closed under a streamed request body that cannot be sent again.
+            return .connect
         case CURLE_SEND_ERROR, CURLE_RECV_ERROR:
             // A TLS alert read after the handshake (libcurl reports it as a receive error) or a reset right
             // after it is the server refusing the TLS session, not a network failure.

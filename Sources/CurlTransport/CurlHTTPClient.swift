@@ -19,7 +19,7 @@ import HTTPTransport
 /// never reused for a request with another.
 ///
 /// Call ``shutdown()`` to stop the thread; dropping the last reference does the same.
-public final class CurlHTTPClient: HTTPClient, Sendable {
+public final class CurlHTTPClient: HTTPClient, StreamingHTTPClient, Sendable {
     /// Limits of the shared connection pool.
     public struct Configuration: Sendable, Hashable {
         /// Simultaneous connections to one host; further transfers wait in libcurl's queue. 0 = no limit.
@@ -53,7 +53,7 @@ public final class CurlHTTPClient: HTTPClient, Sendable {
     /// task aborts the transfer and throws an error of kind `.other`.
     public func send(_ request: HTTPRequest, options: TransportOptions) async throws(TransportError) -> HTTPResponse {
         let transfer = try CurlTransfer(
-            id: engine.makeID(), request: request, options: options, makeEasyHandle: { self.engine.makeEasyHandle(for: options) })
+            id: engine.makeID(), request: request, options: options, makeEasyHandle: { self.engine.makeEasyHandle(for: $0) })
         let engine = self.engine
         let result = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: CurlTransfer.Completion) in
@@ -67,6 +67,38 @@ public final class CurlHTTPClient: HTTPClient, Sendable {
                 case .shutDown?:
                     transfer.continuation = nil
                     continuation.resume(returning: .failure(CurlMultiEngine.shutDownError(request.url)))
+                }
+            }
+        } onCancel: {
+            engine.cancel(id: transfer.id)
+        }
+        return try result.get()
+    }
+
+    /// Sends `request` and returns as soon as the final response head arrived; the body follows through
+    /// ``StreamingResponse/body`` as the server sends it (``StreamingHTTPClient`` has the contract).
+    ///
+    /// The transfer runs on the same thread and connection pool as ``send(_:options:)``, with the same
+    /// options applied, except that nothing is decoded (no `Accept-Encoding` of libcurl's,
+    /// `CURLOPT_HTTP_CONTENT_DECODING` off), ``TransportOptions/timeout`` bounds silence instead of the whole
+    /// transfer (`CURLOPT_LOW_SPEED_LIMIT` 1 byte a second for that long; libcurl leaves a transfer paused for its
+    /// reader out of it), and ``TransportOptions/maxBodySize`` does not apply. Backpressure: at most 8 parts
+    /// (of up to 16 KiB) wait for the reader before the transfer pauses (`CURL_WRITEFUNC_PAUSE`), and a
+    /// streamed request body is read at most 2 chunks ahead of libcurl, which pauses its upload
+    /// (`CURL_READFUNC_PAUSE`) while none is ready.
+    public func stream(_ request: StreamingRequest, options: TransportOptions) async throws(TransportError) -> StreamingResponse {
+        let engine = self.engine
+        let transfer = try CurlTransfer(id: engine.makeID(), streaming: request, options: options, engine: engine)
+        let result = await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: CurlTransfer.HeadCompletion) in
+                transfer.headContinuation = continuation
+                switch engine.submit(transfer) {
+                case nil:
+                    transfer.startUpload()
+                case .cancelled?:
+                    transfer.abandon(CurlMultiEngine.cancelledError(request.url))
+                case .shutDown?:
+                    transfer.abandon(CurlMultiEngine.shutDownError(request.url))
                 }
             }
         } onCancel: {

@@ -24,10 +24,10 @@ final class CurlEasyHandle: @unchecked Sendable {
     let raw: UnsafeMutableRawPointer
     /// `CURLOPT_ERRORBUFFER`'s memory, owned by the handle so it outlives every use libcurl makes of it.
     let errorBuffer: UnsafeMutablePointer<CChar>
-    /// The transport options the handle's per-handle settings (callbacks, protocols, timeouts, proxy, TLS,
-    /// HTTP version) were made for; nil while it has libcurl's defaults. A transfer with equal options sets
-    /// only its own request's settings.
-    var configuredOptions: TransportOptions?
+    /// What the handle's per-handle settings (callbacks, protocols, timeouts, decoding, proxy, TLS, HTTP
+    /// version) were made for; nil while it has libcurl's defaults. A transfer with an equal profile sets only
+    /// its own request's settings.
+    var configuredProfile: CurlHandleProfile?
     /// C memory the handle's per-handle options point at (the proxy header list, the connect-to pins): kept
     /// until the reset.
     private var handleAttachments: [CurlStringList] = []
@@ -62,7 +62,7 @@ final class CurlEasyHandle: @unchecked Sendable {
         handleAttachments.removeAll()
         requestAttachments.removeAll()
         nextRequestAttachments.removeAll()
-        configuredOptions = nil
+        configuredProfile = nil
         errorBuffer[0] = 0
     }
 
@@ -75,6 +75,10 @@ final class CurlEasyHandle: @unchecked Sendable {
         _ = ccurl_easy_setopt_string(raw, CURLOPT_URL, nil)
         _ = ccurl_easy_setopt_pointer(raw, CURLOPT_WRITEDATA, nil)
         _ = ccurl_easy_setopt_pointer(raw, CURLOPT_HEADERDATA, nil)
+        if configuredProfile?.kind == .streaming {
+            _ = ccurl_easy_setopt_pointer(raw, CURLOPT_READDATA, nil)
+            _ = ccurl_easy_setopt_pointer(raw, CURLOPT_SEEKDATA, nil)
+        }
         errorBuffer[0] = 0
     }
 
@@ -84,6 +88,16 @@ final class CurlEasyHandle: @unchecked Sendable {
         ccurl_easy_cleanup(raw)
         errorBuffer.deallocate()
     }
+}
+
+/// What an easy handle's per-handle settings are made for: the site's options, and whether its transfers
+/// are buffered (``CurlHTTPClient/send(_:options:)``: bodies decoded, the whole transfer timed) or streamed
+/// (``CurlHTTPClient/stream(_:options:)``: bytes as sent, silence timed, read and seek callbacks).
+struct CurlHandleProfile: Hashable {
+    enum Kind: Hashable { case buffered, streaming }
+
+    var options: TransportOptions
+    var kind: Kind
 }
 
 /// Owns one multi handle, which holds the connection cache and the DNS cache shared by every transfer;

@@ -25,6 +25,8 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
         /// Transfers submitted and not yet known to be finished (ids), to tell a late cancel from an early one.
         var live: Set<UInt64> = []
         var cancelRequests: [UInt64] = []
+        /// Streamed transfers whose reader took a part, or whose body's source brought one, while paused.
+        var unpauseRequests: [UInt64] = []
         var finishedSinceLastSwap: [UInt64] = []
         var stopping = false
         /// The thread may be (about to be) asleep in `curl_multi_poll`: the next submitter must wake it.
@@ -98,11 +100,11 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
         }
     }
 
-    /// An idle easy handle from the pool, preferably one already configured for `options` (the most
+    /// An idle easy handle from the pool, preferably one already configured for `profile` (the most
     /// recently used such one), or a new one (nil only when libcurl cannot allocate).
-    func makeEasyHandle(for options: TransportOptions) -> CurlEasyHandle? {
+    func makeEasyHandle(for profile: CurlHandleProfile) -> CurlEasyHandle? {
         let idle = state.withLock { state -> CurlEasyHandle? in
-            if let index = state.idleEasyHandles.lastIndex(where: { $0.configuredOptions == options }) {
+            if let index = state.idleEasyHandles.lastIndex(where: { $0.configuredProfile == profile }) {
                 return state.idleEasyHandles.remove(at: index)
             }
             return state.idleEasyHandles.popLast()
@@ -159,9 +161,23 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
             return nil
         }
         if let removed {
-            removed.continuation?.resume(returning: .failure(Self.cancelledError(removed.request.url)))
-            removed.continuation = nil
+            removed.abandon(Self.cancelledError(removed.url))
         } else {
+            multi.wakeUp()
+        }
+    }
+
+    /// Asks the engine thread to unpause a streamed transfer (`curl_easy_pause(CURLPAUSE_CONT)`); a no-op
+    /// when it already finished.
+    func unpause(id: UInt64) {
+        let wake: Bool = state.withLock { state in
+            guard state.live.contains(id), !state.stopping else { return false }
+            state.unpauseRequests.append(id)
+            defer { state.threadMayBeSleeping = false }
+            return state.threadMayBeSleeping
+        }
+        if wake {
+            queueWakeups.add(1, ordering: .relaxed)
             multi.wakeUp()
         }
     }
@@ -190,16 +206,15 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
         var byHandle: [UnsafeMutableRawPointer: UInt64] = [:]
         var finished: [UInt64] = []
 
-        func finish(_ id: UInt64, _ outcome: (CurlTransfer) -> Result<HTTPResponse, TransportError>) {
+        func finish(_ id: UInt64, _ ending: (CurlTransfer) -> CurlTransfer.Ending) {
             guard let transfer = active.removeValue(forKey: id) else { return }
             byHandle.removeValue(forKey: transfer.easy.raw)
-            // The outcome reads CURLINFO before the handle leaves the multi handle.
-            let result = outcome(transfer)
+            // The conclusion reads CURLINFO before the handle leaves the multi handle.
+            let result = transfer.conclude(ending(transfer))
             ccurl_multi_remove_handle(multi.raw, transfer.easy.raw)
             finished.append(id)
             recycle(transfer.easy)
-            transfer.continuation?.resume(returning: result)
-            transfer.continuation = nil
+            if let result { transfer.deliver(result) }
         }
 
         while true {
@@ -213,10 +228,11 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
             }
             for job in jobs { job.runSynchronously(on: asUnownedTaskExecutor()) }
 
-            let (incoming, cancels, stopping) = state.withLock { state in
-                let batch = (state.incoming, state.cancelRequests, state.stopping)
+            let (incoming, cancels, unpauses, stopping) = state.withLock { state in
+                let batch = (state.incoming, state.cancelRequests, state.unpauseRequests, state.stopping)
                 state.incoming.removeAll(keepingCapacity: true)
                 state.cancelRequests.removeAll(keepingCapacity: true)
+                state.unpauseRequests.removeAll(keepingCapacity: true)
                 for id in finished { state.live.remove(id) }
                 return batch
             }
@@ -230,19 +246,26 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
                 } else {
                     finished.append(transfer.id)
                     let message = "curl_multi_add_handle failed: \(String(cString: ccurl_multi_strerror(added)))"
-                    transfer.continuation?.resume(returning: .failure(
-                        TransportError(kind: .other, url: transfer.request.url, message: message)))
-                    transfer.continuation = nil
+                    transfer.abandon(TransportError(kind: .other, url: transfer.url, message: message))
                 }
             }
             for id in cancels {
-                finish(id) { .failure(Self.cancelledError($0.request.url)) }
+                finish(id) { .failed(Self.cancelledError($0.url)) }
             }
             if stopping {
                 for id in Array(active.keys) {
-                    finish(id) { .failure(Self.shutDownError($0.request.url)) }
+                    finish(id) { .failed(Self.shutDownError($0.url)) }
                 }
                 break
+            }
+            for id in unpauses {
+                // libcurl may call the write callback from inside curl_easy_pause with the part it kept.
+                guard let transfer = active[id] else { continue }
+                let resumed = ccurl_easy_unpause(transfer.easy.raw)
+                if resumed != CURLE_OK {
+                    let message = "curl_easy_pause failed: \(String(cString: ccurl_easy_strerror(resumed)))"
+                    finish(id) { .failed(TransportError(kind: .other, url: $0.url, message: message)) }
+                }
             }
 
             var running: Int32 = 0
@@ -250,7 +273,7 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
             if performed != CURLM_OK {
                 let message = "curl_multi_perform failed: \(String(cString: ccurl_multi_strerror(performed)))"
                 for id in Array(active.keys) {
-                    finish(id) { .failure(TransportError(kind: .other, url: $0.request.url, message: message)) }
+                    finish(id) { .failed(TransportError(kind: .other, url: $0.url, message: message)) }
                 }
             }
             var remaining: Int32 = 0
@@ -259,11 +282,13 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
                     let id = byHandle[handle]
                 else { continue }
                 let code = message.pointee.data.result
-                finish(id) { $0.outcome(code) }
+                finish(id) { _ in .done(code) }
             }
 
             let mayPoll = state.withLock { state in
-                guard state.incoming.isEmpty, state.cancelRequests.isEmpty, state.jobs.isEmpty, !state.stopping else {
+                guard state.incoming.isEmpty, state.cancelRequests.isEmpty, state.unpauseRequests.isEmpty,
+                    state.jobs.isEmpty, !state.stopping
+                else {
                     return false
                 }
                 state.threadMayBeSleeping = true
@@ -282,8 +307,7 @@ final class CurlMultiEngine: TaskExecutor, Sendable {
             return state.incoming
         }
         for transfer in leftovers {
-            transfer.continuation?.resume(returning: .failure(Self.shutDownError(transfer.request.url)))
-            transfer.continuation = nil
+            transfer.abandon(Self.shutDownError(transfer.url))
         }
     }
 

@@ -9,21 +9,43 @@ enum RequestValidation {
     static let methodsWithBodySemantics: Set<String> = ["POST", "PUT", "PATCH"]
 
     static func validate(_ request: HTTPRequest, _ options: TransportOptions) throws(TransportError) {
+        try validate(
+            method: request.method, url: request.url, headers: request.headers,
+            hasBody: !(request.body?.isEmpty ?? true), options)
+    }
+
+    static func validate(_ request: StreamingRequest, _ options: TransportOptions) throws(TransportError) {
+        let hasBody: Bool
+        switch request.body {
+        case .empty: hasBody = false
+        case .data(let data): hasBody = !data.isEmpty
+        case .stream(let length, _): hasBody = length != 0
+        }
+        if case .stream(let length?, _) = request.body, length < 0 {
+            throw TransportError(kind: .invalidRequest, url: request.url, message: "the body's length must not be negative")
+        }
+        try validate(method: request.method, url: request.url, headers: request.headers, hasBody: hasBody, options)
+    }
+
+    /// `hasBody`: the request carries a body that may not be empty.
+    private static func validate(
+        method: String, url: URL, headers: HTTPHeaders, hasBody: Bool, _ options: TransportOptions
+    ) throws(TransportError) {
         func fail(_ message: String) -> TransportError {
-            TransportError(kind: .invalidRequest, url: request.url, message: message)
+            TransportError(kind: .invalidRequest, url: url, message: message)
         }
         // Compared and tested as written: no lower-cased copy, no percent-decoded host (only its presence counts).
-        guard let scheme = request.url.scheme, scheme.caseInsensitiveEquals("http") || scheme.caseInsensitiveEquals("https") else {
+        guard let scheme = url.scheme, scheme.caseInsensitiveEquals("http") || scheme.caseInsensitiveEquals("https") else {
             throw fail("only http and https URLs are supported")
         }
-        guard let host = request.url.host(percentEncoded: true), !host.isEmpty else { throw fail("the URL has no host") }
-        guard isToken(request.method) else {
+        guard let host = url.host(percentEncoded: true), !host.isEmpty else { throw fail("the URL has no host") }
+        guard isToken(method) else {
             throw fail("the method is not an RFC 9110 token (section 9.1)")
         }
-        if request.method == "HEAD", let body = request.body, !body.isEmpty {
+        if method == "HEAD", hasBody {
             throw fail("a HEAD request cannot carry a body")
         }
-        for field in request.headers {
+        for field in headers {
             guard isToken(field.name) else { throw fail("header name \"\(printable(field.name))\" is not a token") }
             guard isFieldValue(field.value) else {
                 throw fail("the value of header \(field.name) holds a control character (CR, LF or NUL)")

@@ -5,8 +5,8 @@ import HTTPTransport
 /// libcurl passes every block it reads: interim 1xx responses (RFC 9110 section 15.2: `100 Continue`,
 /// `103 Early Hints`), a proxy's CONNECT answer, the final response, and afterwards any chunked trailers
 /// (RFC 9112 section 7.1.2). Each block starts with a status line and ends with an empty line. A new status
-/// line discards what came before; lines after the final block's empty line (trailers) are not headers of
-/// the response and are dropped.
+/// line discards what came before; lines after the final block's empty line are trailers, not headers of the
+/// response, and are kept apart (``trailers``).
 struct ResponseHeaderParser {
     enum State: Equatable {
         /// No status line seen yet, or the last block ended: only a status line starts something.
@@ -22,6 +22,11 @@ struct ResponseHeaderParser {
     private(set) var status: Int?
     /// How many status lines were seen, interim ones included.
     private(set) var blockCount = 0
+    /// The block whose empty line arrived last was a final one (not 1xx, RFC 9110 section 15.2): the response
+    /// head is complete, and what follows is the body, then the trailers.
+    private(set) var headComplete = false
+    /// Trailer fields (RFC 9110 section 6.5): lines after the final block's empty line.
+    private(set) var trailerFields: [HTTPHeaders.Field] = []
 
     /// Fields room is made for at each status line.
     static let expectedFieldCount = 16
@@ -33,11 +38,14 @@ struct ResponseHeaderParser {
         let line = UnsafeRawBufferPointer(rebasing: bytes[0..<end])
 
         if line.isEmpty {
+            if state == .inBlock, let status, !(100...199).contains(status) { headComplete = true }
             state = .betweenBlocks
             return
         }
         if startsWithHTTPVersion(line) {
             state = .inBlock
+            headComplete = false
+            trailerFields.removeAll()
             fields.removeAll(keepingCapacity: true)
             // A typical response has a dozen fields: one allocation instead of five doublings.
             fields.reserveCapacity(Self.expectedFieldCount)
@@ -45,20 +53,27 @@ struct ResponseHeaderParser {
             blockCount += 1
             return
         }
-        guard state == .inBlock else { return }
+        switch state {
+        case .inBlock: Self.add(line, to: &fields)
+        case .betweenBlocks where headComplete: Self.add(line, to: &trailerFields)
+        case .betweenBlocks: break
+        }
+    }
 
+    /// Adds a field line to `list`, or continues its last field's value.
+    private static func add(_ line: UnsafeRawBufferPointer, to list: inout [HTTPHeaders.Field]) {
         if line[0] == 0x20 || line[0] == 0x09 {
             // obs-fold (RFC 9112 section 5.2): a continuation of the previous field's value, joined by a space.
-            guard !fields.isEmpty else { return }
-            let continuation = Self.decode(Self.trimmed(line))
-            fields[fields.count - 1].value += (fields[fields.count - 1].value.isEmpty ? "" : " ") + continuation.text
-            if !continuation.isUTF8 { fields[fields.count - 1].valueIsUTF8 = false }
+            guard !list.isEmpty else { return }
+            let continuation = decode(trimmed(line))
+            list[list.count - 1].value += (list[list.count - 1].value.isEmpty ? "" : " ") + continuation.text
+            if !continuation.isUTF8 { list[list.count - 1].valueIsUTF8 = false }
             return
         }
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return }
-        let name = Self.decode(UnsafeRawBufferPointer(rebasing: line[0..<colon]))
-        let value = Self.decode(Self.trimmed(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...])))
-        fields.append(HTTPHeaders.Field(name: name.text, value: value.text, valueIsUTF8: value.isUTF8))
+        let name = decode(UnsafeRawBufferPointer(rebasing: line[0..<colon]))
+        let value = decode(trimmed(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...])))
+        list.append(HTTPHeaders.Field(name: name.text, value: value.text, valueIsUTF8: value.isUTF8))
     }
 
     /// Convenience for tests and callers holding a Swift string.
@@ -68,6 +83,8 @@ struct ResponseHeaderParser {
     }
 
     var headers: HTTPHeaders { HTTPHeaders(fields) }
+
+    var trailers: HTTPHeaders { HTTPHeaders(trailerFields) }
 
     private func startsWithHTTPVersion(_ line: UnsafeRawBufferPointer) -> Bool {
         line.count >= 5 && line[0] == 0x48 && line[1] == 0x54 && line[2] == 0x54 && line[3] == 0x50 && line[4] == 0x2F

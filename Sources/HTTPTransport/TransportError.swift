@@ -19,6 +19,12 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case invalidRequest
         /// The server broke the protocol (bad status line, truncated body...).
         case protocolError
+        /// A streamed response's connection failed or closed after its head arrived, before the body's end
+        /// (``StreamingHTTPClient``; a buffered response reports such a body as `protocolError`).
+        case interrupted
+        /// A streamed request body could not be sent as announced: its sequence threw, or its bytes did not
+        /// add up to its length (``RequestBody/stream(length:chunks:)``).
+        case requestBody
         /// The calling task was cancelled, or the client was shut down, before the response arrived.
         case cancelled
         /// Anything else libcurl reports.
@@ -35,6 +41,8 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
             case .proxy: "the proxy failed"
             case .invalidRequest: "the request cannot be sent"
             case .protocolError: "the server's answer is not usable HTTP"
+            case .interrupted: "the server's answer was cut off"
+            case .requestBody: "the request body could not be read"
             case .cancelled: "the request was cancelled"
             case .other: "the request failed"
             }

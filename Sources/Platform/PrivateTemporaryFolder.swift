@@ -16,7 +16,8 @@ public struct PrivateTemporaryFolder: Sendable {
         var template = Array("\(base.hasSuffix("/") ? String(base.dropLast()) : base)/\(prefix)XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!) }
         guard made != nil else { throw SystemError(call: "mkdtemp", path: base, errno: errno) }
-        return PrivateTemporaryFolder(path: String(cString: template))
+        return PrivateTemporaryFolder(
+            path: String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 
     /// The path of the file `name` inside the folder.

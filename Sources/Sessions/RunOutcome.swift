@@ -68,13 +68,13 @@ public enum RunOutcome: Sendable, Hashable {
     /// A request that got no response.
     static func classify(transport kind: TransportError.Kind, reason: String) -> RunOutcome {
         switch kind {
-        case .dns, .connect, .tls, .timeout, .proxy, .protocolError:
+        case .dns, .connect, .tls, .timeout, .proxy, .protocolError, .interrupted:
             .siteDown(reason: reason, retryAfter: nil)
         case .cancelled:
             .cancelled
         case .invalidRequest:
             .misconfigured(reason: reason)
-        case .bodyTooLarge, .other:
+        case .bodyTooLarge, .requestBody, .other:
             .failed(reason: reason)
         }
     }

@@ -20,6 +20,7 @@ struct CurlHTTP2Tests {
         let root = material.directory.appendingPathComponent("root")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         try Data("hello over h2\n".utf8).write(to: root.appendingPathComponent("hello.txt"))
+        try Self.bigFile.write(to: root.appendingPathComponent("big.bin"))
 
         let port = try freeLoopbackPort()
         let server = Process()
@@ -36,6 +37,16 @@ struct CurlHTTP2Tests {
         }
         await Self.kill(server)
     }
+
+    /// 8 MiB that differ from one 4-byte word to the next, so that a lost, repeated or reordered part shows.
+    static let bigFile: Data = {
+        var data = Data(count: 8 * 1024 * 1024)
+        data.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in
+            let words = raw.bindMemory(to: UInt32.self)
+            for index in words.indices { words[index] = UInt32(truncatingIfNeeded: index &* 2_654_435_761) }
+        }
+        return data
+    }()
 
     /// SIGKILLs nghttpd and waits for it on a dedicated thread.
     private static func kill(_ server: Process) async {
@@ -74,6 +85,29 @@ struct CurlHTTP2Tests {
         }
         #expect(statuses.count == 50)
         #expect(statuses.allSatisfy { $0 == 200 })
+
+        // Streams over HTTP/2: two at once on the one connection, one read slowly (its stream pauses and
+        // resumes), both arriving whole and in order.
+        let bigURL = URL(string: "https://secure.test:\(port)/big.bin")!
+        let bodies = try await withThrowingTaskGroup(of: Data.self) { group in
+            for slow in [true, false] {
+                group.addTask {
+                    let response = try await client.stream(StreamingRequest(url: bigURL), options: sharedOptions)
+                    #expect(response.httpVersion == "2")
+                    var body = Data()
+                    var parts = 0
+                    for try await part in response.body {
+                        body.append(part)
+                        parts += 1
+                        if slow, parts % 8 == 0 { try await Task.sleep(for: .milliseconds(2)) }
+                    }
+                    return body
+                }
+            }
+            return try await group.reduce(into: [Data]()) { $0.append($1) }
+        }
+        #expect(bodies.count == 2)
+        #expect(bodies.allSatisfy { $0 == Self.bigFile })
     }
 }
 

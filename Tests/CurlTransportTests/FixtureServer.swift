@@ -113,6 +113,8 @@ struct Echo: Decodable {
 struct Stats: Decodable {
     var connections: Int
     var requests: Int
+    /// `/big` answers whose client went away before their end.
+    var aborted: Int
 }
 
 /// Throws unless `operation` fails with a TransportError; returns that error.

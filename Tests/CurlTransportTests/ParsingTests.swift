@@ -26,11 +26,34 @@ struct ParsingTests {
         #expect(parser.headers["Link"] == nil)
     }
 
-    @Test("trailers after the final block are not response headers")
-    func trailersIgnored() {
-        let parser = parse(["HTTP/1.1 200 OK\r\n", "Transfer-Encoding: chunked\r\n", "\r\n", "X-Checksum: abc\r\n", "\r\n"])
+    @Test("trailers after the final block are not response headers; they are kept apart")
+    func trailersApart() {
+        let parser = parse([
+            "HTTP/1.1 200 OK\r\n", "Transfer-Encoding: chunked\r\n", "\r\n", "X-Checksum: abc\r\n", " folded\r\n",
+            "Server-Timing: total;dur=3\r\n", "\r\n",
+        ])
         #expect(parser.headers.count == 1)
         #expect(parser.headers["X-Checksum"] == nil)
+        #expect(parser.trailers["X-Checksum"] == "abc folded")
+        #expect(parser.trailers.fields.map(\.name) == ["X-Checksum", "Server-Timing"])
+    }
+
+    @Test("the head is complete at the empty line of a final block, never of an interim one")
+    func headCompletion() {
+        var parser = ResponseHeaderParser()
+        for (line, complete) in [
+            ("HTTP/1.1 100 Continue\r\n", false), ("\r\n", false),
+            ("HTTP/1.1 103 Early Hints\r\n", false), ("Link: </a.css>\r\n", false), ("\r\n", false),
+            ("HTTP/1.1 204 No Content\r\n", false), ("Server: x\r\n", false), ("\r\n", true),
+        ] {
+            parser.consume(line: line)
+            #expect(parser.headComplete == complete, "after \(line.debugDescription)")
+        }
+        #expect(parser.trailers.isEmpty)
+        // Lines before any status line are neither headers nor trailers.
+        let stray = parse(["X-Stray: 1\r\n", "\r\n"])
+        #expect(!stray.headComplete)
+        #expect(stray.trailers.isEmpty && stray.headers.isEmpty)
     }
 
     @Test("HTTP/2 status lines, optional whitespace, obs-fold and empty values")

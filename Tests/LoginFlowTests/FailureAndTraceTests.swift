@@ -56,7 +56,7 @@ struct FailureAndTraceTests {
     @Test func transportErrorsReadAsSentences() {
         let error = FlowError(kind: .transport(.connect), site: "wiki", step: "login page", detail: "http://127.0.0.1:9/: refused")
         #expect(error.description == "site 'wiki', step 'login page': cannot connect to the server; http://127.0.0.1:9/: refused")
-        for kind in [TransportError.Kind.dns, .connect, .tls, .timeout, .bodyTooLarge, .proxy, .invalidRequest, .protocolError, .cancelled, .other] {
+        for kind in [TransportError.Kind.dns, .connect, .tls, .timeout, .bodyTooLarge, .proxy, .invalidRequest, .protocolError, .interrupted, .requestBody, .cancelled, .other] {
             #expect(!kind.summary.hasSuffix(" error") && kind.summary.contains(" "), "\(kind) reads as words, not its case name")
         }
     }

@@ -29,7 +29,8 @@ import Testing
                 + StepFile.ExtractionFile.CodingKeys.allCases.map(\.rawValue) + StepFile.ExpectFile.CodingKeys.allCases.map(\.rawValue)
                 + ConfigFile.CodingKeys.allCases.map(\.rawValue) + ConfigFile.SocketFile.CodingKeys.allCases.map(\.rawValue)
                 + ConfigFile.KeyFile.CodingKeys.allCases.map(\.rawValue) + ConfigFile.SchedulerFile.CodingKeys.allCases.map(\.rawValue)
-                + ConfigFile.NotifierFile.CodingKeys.allCases.map(\.rawValue) + ConfigFile.HeaderSourceFile.CodingKeys.allCases.map(\.rawValue))
+                + ConfigFile.NotifierFile.CodingKeys.allCases.map(\.rawValue) + ConfigFile.HeaderSourceFile.CodingKeys.allCases.map(\.rawValue)
+                + SiteFile.EgressFile.CodingKeys.allCases.map(\.rawValue) + SiteFile.LoggedOutFile.CodingKeys.allCases.map(\.rawValue))
         for key in keys.sorted() {
             let documented = text.contains("`\(key)") || text.contains(".\(key)`") || text.contains("\(key):")
             #expect(documented, "docs/SITES.md does not mention \(key)")

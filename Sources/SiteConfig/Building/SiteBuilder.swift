@@ -74,6 +74,7 @@ struct SiteBuilder {
                 }
                 return group.value
             })
+        let egress = buildEgress(site.egress)
         if let description = site.description, description.value.contains("\n") {
             checker.error(description.mark, "description: keep it to one line")
         }
@@ -83,7 +84,7 @@ struct SiteBuilder {
             name: name, file: file, description: site.description?.value, baseURL: baseURL, http: http,
             credentials: credentials, login: login, check: check, keepalive: keepalive, refresh: refresh,
             cookies: cookies, outputs: outputs, access: access, enabled: site.enabled?.value ?? true,
-            allowEnv: allowEnv)
+            allowEnv: allowEnv, egress: egress)
         definition.warnings = checker.warnings
         return definition
     }

@@ -14,10 +14,29 @@ struct SiteFile: Decodable {
     var access: AccessFile?
     var enabled: Marked<Bool>?
     var allowEnv: [Marked<String>]?
+    var egress: EgressFile?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case name, description, baseURL = "base_url", http, credentials, login, check, keepalive, refresh, cookies
-        case outputs, access, enabled, allowEnv = "allow_env"
+        case outputs, access, enabled, allowEnv = "allow_env", egress
+    }
+
+    struct EgressFile: Decodable {
+        var loggedOut: Marked<LoggedOutFile>?
+        var retry: Marked<String>?
+        var listen: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case loggedOut = "logged_out", retry, listen }
+    }
+
+    struct LoggedOutFile: Decodable {
+        var status: OneOrMany<Marked<Int>>?
+        var urlMatches: Marked<String>?
+        var bodyContains: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case status, urlMatches = "url_matches", bodyContains = "body_contains"
+        }
     }
 
     struct HTTPFile: Decodable {

@@ -184,6 +184,7 @@ public struct ConfigurationLoader: Sendable {
             outcomes.withLock { $0[index] = outcome }
         }
         var owners: [String: String] = [:]
+        var listeners: [(address: LoopbackListenAddress, site: String)] = []
         for (file, outcome) in zip(files, outcomes.withLock { $0 }) {
             switch outcome {
             case .success(let site):
@@ -191,7 +192,14 @@ public struct ConfigurationLoader: Sendable {
                     result.failures.append(ConfigError(ConfigDiagnostic(
                         SourceMark(file: file, line: 1, column: 1),
                         "site name '\(site.name)' is already used by \(first)")))
+                } else if let listen = site.egress.listen,
+                    let other = listeners.first(where: { $0.address.clashes(with: listen) })
+                {
+                    result.failures.append(ConfigError(ConfigDiagnostic(
+                        listen.mark ?? SourceMark(file: file, line: 1, column: 1),
+                        "egress.listen: \(listen) is already the listener of site '\(other.site)'")))
                 } else {
+                    if let listen = site.egress.listen { listeners.append((listen, site.name)) }
                     owners[site.name] = file
                     result.sites.append(site)
                 }

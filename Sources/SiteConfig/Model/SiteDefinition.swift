@@ -33,6 +33,8 @@ public struct SiteDefinition: Sendable, Hashable {
     public var enabled: Bool
     /// Environment variable names that templates may read as `{{ env.NAME }}`.
     public var allowEnv: [String]
+    /// How clients' requests through the daemon are handled (SPEC section 10).
+    public var egress: EgressPolicy
     /// What loading found worth saying without refusing the file (an `outputs:` mode others may read), as
     /// `check` prints it and the daemon logs it.
     public var warnings: [ConfigDiagnostic] = []
@@ -41,7 +43,8 @@ public struct SiteDefinition: Sendable, Hashable {
         name: String, file: String, description: String? = nil, baseURL: URL, http: HTTPSettings = HTTPSettings(),
         credentials: [CredentialEntry] = [], login: Login, check: Probe? = nil, keepalive: Probe? = nil,
         refresh: RefreshPolicy = RefreshPolicy(), cookies: CookiePolicy = CookiePolicy(), outputs: [OutputFile] = [],
-        access: AccessPolicy = AccessPolicy(), enabled: Bool = true, allowEnv: [String] = []
+        access: AccessPolicy = AccessPolicy(), enabled: Bool = true, allowEnv: [String] = [],
+        egress: EgressPolicy = EgressPolicy()
     ) {
         self.name = name
         self.file = file
@@ -58,6 +61,7 @@ public struct SiteDefinition: Sendable, Hashable {
         self.access = access
         self.enabled = enabled
         self.allowEnv = allowEnv
+        self.egress = egress
     }
 
     /// The credential source of `name`, if declared.

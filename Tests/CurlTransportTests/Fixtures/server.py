@@ -19,10 +19,18 @@ Routes (any method):
   /http10            answers with an HTTP/1.0 status line
   /drop              closes the connection without answering
   CONNECT            403 (a proxy that refuses tunnels)
-  /stats             JSON {connections, requests}: TCP connections accepted and requests served so far
+  /stats             JSON {connections, requests, aborted}: TCP connections accepted, requests served, and
+                     /big answers whose client went away before the body's end
+  /trailers          a chunked body in three chunks, then the trailers X-Checksum and Server-Timing
+  /die?after=N&length=M  announces M bytes, sends N, then closes the connection
+  /held-body         the head at once, the 4-byte body only after a request to /release (at most 30 s)
+  /release           lets /held-body send its body
+  /upload-hash       reads the request body (Content-Length or chunked; &delay=S sleeps S seconds per 256 KiB
+                     read) and answers JSON {length, sha256, content_length, transfer_encoding, method}
 """
 import argparse
 import gzip
+import hashlib
 import json
 import os
 import signal
@@ -35,7 +43,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 STATS_LOCK = threading.Lock()
-STATS = {"connections": 0, "requests": 0}
+STATS = {"connections": 0, "requests": 0, "aborted": 0}
+RELEASED = threading.Event()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -58,8 +67,47 @@ class Handler(BaseHTTPRequestHandler):
         raise AttributeError(name)
 
     def read_body(self):
+        if self.path.startswith("/upload-hash"):
+            return b""  # read piece by piece by the route itself
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            return b"".join(self.read_chunks())
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
+
+    def read_chunks(self):
+        """Yields the pieces of a chunked request body (RFC 9112 section 7.1), then reads its trailer lines."""
+        while True:
+            size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+            if size == 0:
+                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                return
+            remaining = size
+            while remaining > 0:
+                piece = self.rfile.read(min(remaining, 262144))
+                if not piece:
+                    raise ConnectionError("the body ended inside a chunk")
+                remaining -= len(piece)
+                yield piece
+            self.rfile.readline()
+
+    def read_pieces(self, delay):
+        """Yields the request body in pieces of at most 256 KiB, sleeping `delay` seconds after each."""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            pieces = self.read_chunks()
+        else:
+            def fixed(remaining):
+                while remaining > 0:
+                    piece = self.rfile.read(min(remaining, 262144))
+                    if not piece:
+                        raise ConnectionError("the body ended early")
+                    remaining -= len(piece)
+                    yield piece
+            pieces = fixed(int(self.headers.get("Content-Length") or 0))
+        for piece in pieces:
+            yield piece
+            if delay:
+                time.sleep(delay)
 
     def reply(self, status, body=b"", headers=()):
         self.send_response(status)
@@ -119,25 +167,73 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"late")
         elif route == "/big":
             size = int(query.get("size", ["0"])[0])
-            chunk = b"x" * 65536
+            chunk = b"x" * 262144
             self.send_response(200)
-            if query.get("chunked") == ["1"]:
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                remaining = size
-                while remaining > 0:
-                    piece = chunk[: min(remaining, len(chunk))]
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-                    remaining -= len(piece)
-                self.wfile.write(b"0\r\n\r\n")
-            else:
-                self.send_header("Content-Length", str(size))
-                self.end_headers()
-                remaining = size
-                while remaining > 0:
-                    piece = chunk[: min(remaining, len(chunk))]
-                    self.wfile.write(piece)
-                    remaining -= len(piece)
+            try:
+                if query.get("chunked") == ["1"]:
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    remaining = size
+                    while remaining > 0:
+                        piece = chunk[: min(remaining, len(chunk))]
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                        remaining -= len(piece)
+                    self.wfile.write(b"0\r\n\r\n")
+                else:
+                    self.send_header("Content-Length", str(size))
+                    self.end_headers()
+                    remaining = size
+                    while remaining > 0:
+                        piece = chunk[: min(remaining, len(chunk))]
+                        self.wfile.write(piece)
+                        remaining -= len(piece)
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                with STATS_LOCK:
+                    STATS["aborted"] += 1
+                self.close_connection = True
+        elif route == "/trailers":
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Trailer", "X-Checksum, Server-Timing")
+            self.end_headers()
+            for piece in (b"first,", b"second,", b"third"):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\nX-Checksum: sum-123\r\nServer-Timing: total;dur=7\r\n\r\n")
+        elif route == "/die":
+            after = int(query.get("after", ["1000"])[0])
+            self.send_response(200)
+            self.send_header("Content-Length", query.get("length", ["1000000"])[0])
+            self.end_headers()
+            self.wfile.write(b"y" * after)
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+        elif route == "/held-body":
+            self.send_response(200)
+            self.send_header("Content-Length", "4")
+            self.end_headers()
+            self.wfile.flush()
+            RELEASED.wait(30)
+            self.wfile.write(b"late")
+        elif route == "/release":
+            RELEASED.set()
+            self.reply(200, b"released")
+        elif route == "/upload-hash":
+            digest = hashlib.sha256()
+            length = 0
+            for piece in self.read_pieces(float(query.get("delay", ["0"])[0])):
+                digest.update(piece)
+                length += len(piece)
+            payload = {
+                "length": length,
+                "sha256": digest.hexdigest(),
+                "content_length": self.headers.get("Content-Length"),
+                "transfer_encoding": self.headers.get("Transfer-Encoding"),
+                "method": self.command,
+            }
+            self.reply(200, json.dumps(payload).encode(), [("Content-Type", "application/json")])
         elif route == "/early-hints":
             self.wfile.write(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n")
             self.reply(200, b"final", [("X-Final", "yes")])
