@@ -1,6 +1,7 @@
 import CookieJar
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import SiteConfig
 
 /// The socket's routes (SPEC section 8): each one's method, path pattern and query parameters, in one table.
