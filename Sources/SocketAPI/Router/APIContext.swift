@@ -27,15 +27,17 @@ struct APIMiddleware: RouterMiddleware {
     let metrics: DaemonMetrics
 
     func handle(_ request: Request, context: APIContext, next: (Request, APIContext) async throws -> Response) async throws -> Response {
-        // The path's routes share their pattern, which labels the metrics whatever the method.
-        let routes = APIRoute.matching(request.uri.path)
-        let response = await answer(request, context: context, routes: routes, next: next)
-        metrics.requestAnswered(route: routes.first?.pattern ?? "unmatched", status: response.status.code)
+        // The route Hummingbird matched, by its pattern (read before `next`, which names an unmatched one
+        // "NotFound"); a path with no route for this method, or none at all, is looked up in the table.
+        let matched = context.endpointPath
+        let response = await answer(request, context: context, next: next)
+        let route = matched ?? APIRoute.matching(request.uri.path).first?.pattern ?? "unmatched"
+        metrics.requestAnswered(route: route, status: response.status.code)
         return response
     }
 
     private func answer(
-        _ request: Request, context: APIContext, routes: [APIRoute], next: (Request, APIContext) async throws -> Response
+        _ request: Request, context: APIContext, next: (Request, APIContext) async throws -> Response
     ) async -> Response {
         var context = context
         guard let peer = await peers.peer(of: context.channel) else {
@@ -47,6 +49,7 @@ struct APIMiddleware: RouterMiddleware {
         } catch let error as APIError {
             return error.response()
         } catch let error as HTTPError where error.status == .notFound {
+            let routes = APIRoute.matching(request.uri.path)
             if let pattern = routes.first?.pattern, !routes.contains(where: { $0.method == request.method }) {
                 let methods = routes.map(\.method.rawValue).joined(separator: ", ")
                 var response = APIError(
@@ -59,7 +62,7 @@ struct APIMiddleware: RouterMiddleware {
         } catch let error as HTTPError where error.status == .contentTooLarge {
             return APIError(.contentTooLarge, .tooLarge, "the request body is too large").response()
         } catch {
-            context.logger.error("request failed", metadata: ["route": "\(routes.first?.pattern ?? "unmatched")", "error": "\(error)"])
+            context.logger.error("request failed", metadata: ["route": "\(context.endpointPath ?? "unmatched")", "error": "\(error)"])
             return APIError(.internalServerError, .internal, "the daemon failed to answer; see its log").response()
         }
     }

@@ -71,22 +71,24 @@ struct APIRoutes: Sendable {
     }
 
     private func cookies(_ request: Request, _ context: APIContext) async throws -> Response {
-        let name = try await visibleSiteName(context)
-        let query = try RouteQuery(request, for: .cookies)
-        let minValid = query.minValid
-        // A session fit to serve comes from the Keeper's board, without an actor hop; only a request the
-        // board cannot answer (a login to start or wait for, an error to explain) asks the Keeper.
-        let served: ServedSession
-        if let fit = keeper.servedNow(name, minValid: minValid) {
-            served = fit
-        } else {
-            do {
-                served = try await keeper.session(for: name, minValid: minValid, wait: query.wait)
-            } catch {
-                throw APIError(error)
-            }
+        let name = context.parameters.get("name") ?? ""
+        let query = Result { () throws(APIError) in try RouteQuery(request, for: .cookies) }
+        // A session fit to serve comes from the Keeper's board, without an actor hop.
+        if case .success(let parameters) = query, let served = keeper.servedNow(name, minValid: parameters.minValid) {
+            try requireAccess(context, to: served.site)
+            return CookieAnswer(served, format: parameters.format ?? .header, url: parameters.url, now: now).response
         }
-        return CookieAnswer(served, format: query.format ?? .header, url: query.url, now: now).response
+        // Anything else as the Keeper sees it: the site (404, 403), then the parameters (400), then a login to
+        // start or wait for, or the reason there is no session.
+        _ = try await visibleSite(context)
+        let parameters = try query.get()
+        let served: ServedSession
+        do {
+            served = try await keeper.session(for: name, minValid: parameters.minValid, wait: parameters.wait)
+        } catch {
+            throw APIError(error)
+        }
+        return CookieAnswer(served, format: parameters.format ?? .header, url: parameters.url, now: now).response
     }
 
     private func refresh(_ request: Request, _ context: APIContext) async throws -> Response {
@@ -179,15 +181,6 @@ struct APIRoutes: Sendable {
         }
         try requireAccess(context, to: snapshot.site)
         return snapshot
-    }
-
-    /// The name of the site in the path, when it exists (404) and the peer may see it (403): from the Keeper's
-    /// board when it has the site, else as ``visibleSite(_:)`` finds it.
-    private func visibleSiteName(_ context: APIContext) async throws -> String {
-        let name = context.parameters.get("name") ?? ""
-        guard let entry = keeper.board.entry(of: name) else { return try await visibleSite(context).site.name }
-        try requireAccess(context, to: entry.site)
-        return name
     }
 
     /// 403 unless the peer may read `site`.
