@@ -14,13 +14,22 @@ import SiteConfig
 /// at some moment no older than the last change. Whatever needs more (a login, a wait, an error with its
 /// reason) still asks the Keeper.
 public final class ServedBoard: Sendable {
-    /// One site as the Keeper last published it.
-    public struct Entry: Sendable {
-        public var site: SiteDefinition
-        public var record: SessionRecord?
+    /// One site as the Keeper last published it. A reference to an immutable publication, so the board's
+    /// table holds a pointer per site (a site's definition inline is about a kilobyte, and a dictionary keeps
+    /// up to twice its count in slots), and a reader copies a pointer under the lock, not the entry.
+    public final class Entry: Sendable {
+        public let site: SiteDefinition
+        public let record: SessionRecord?
         /// The schedule's view of the session (nil: none it would serve).
-        public var session: SessionSummary?
-        public var phase: SiteSchedule.Phase
+        public let session: SessionSummary?
+        public let phase: SiteSchedule.Phase
+
+        public init(site: SiteDefinition, record: SessionRecord?, session: SessionSummary?, phase: SiteSchedule.Phase) {
+            self.site = site
+            self.record = record
+            self.session = session
+            self.phase = phase
+        }
     }
 
     private let entries = Locked<[String: Entry]>([:])
