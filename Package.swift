@@ -53,7 +53,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // Platform reads a socket's peer credentials through NIOCore's SocketOptionProvider (SocketAPI).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
-        // The socket's fast path handles HTTP/1.1 parts as Hummingbird's pipeline carries them (NIOHTTPTypes).
+        // The socket's connection handlers read HTTP/1.1 parts as Hummingbird's pipeline carries them (NIOHTTPTypes).
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // GET /metrics: counters and histograms through swift-metrics, written by swift-prometheus.
@@ -220,23 +220,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict,
-            // Issue 15: client commands start in about a curl's time. A release binary links with lld so that
-            // its ~120,000 relative relocations are packed (DT_RELR: 24 KB instead of 2.8 MB read and kept at
-            // every start), and exports no symbols (nothing loads against the executable; an exported table of
-            // 32,000 Swift symbols was read at every start). The functions client commands run come first, in
-            // the order a trace saw them (scripts/sessionkeeper.order, made by Benchmarks/tools/make-order; a
-            // function no longer there is skipped): the kernel maps code in 64 KiB windows around each page
-            // touched, and packed together they take a third of the pages. Release builds are made by
-            // scripts/build-release, which adds what cannot be set here because it changes how every module,
-            // the dependencies' too, is compiled: --static-swift-stdlib, and a section per function so that the
-            // order reaches inside each module. docs/BENCHMARKS.md ("Start-up") has the figures.
+            // Client commands start in about a curl's time. A release binary links with lld so that its ~120,000
+            // relative relocations are packed (DT_RELR: 24 KB instead of 2.8 MB read and kept at every start), and
+            // exports no symbols (nothing loads against the executable; an exported table of 32,000 Swift symbols
+            // was read at every start). scripts/build-release adds --static-swift-stdlib, which cannot be set here.
+            // docs/BENCHMARKS.md ("Client start-up") has the figures.
             linkerSettings: [
                 .unsafeFlags(
                     [
                         "-use-ld=lld",
                         "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic",
-                        "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/scripts/sessionkeeper.order",
-                        "-Xlinker", "--no-warn-symbol-ordering",
                     ],
                     .when(platforms: [.linux], configuration: .release)
                 ),

@@ -1,6 +1,6 @@
-"""The release demo site and a release daemon logged into it, in a private temporary folder: what the start-up
-benchmark (Benchmarks/run-startup) and the link-order trace (Benchmarks/tools/make-order) run client commands
-against."""
+"""What the benchmarks share: the release build, the demo site's login as a site file, the daemon's memory as
+the kernel counts it, and (DemoDaemon) the release demo site and a release daemon logged into it, in a private
+temporary folder, which the start-up benchmark (Benchmarks/run-startup) runs client commands against."""
 import os
 import shutil
 import subprocess
@@ -32,11 +32,54 @@ def read_from_disk_next_time(path):
 
 def status_field(pid, name):
     """A number field of /proc/PID/status (`VmRSS`, `RssAnon`, `Threads`...), in its unit; 0 when it is missing."""
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
+    return _field(f"/proc/{pid}/status", name)
+
+
+def smaps_field(pid, name):
+    """A field of /proc/PID/smaps_rollup (`Pss`, `Pss_Anon`, `Pss_File`...) in KiB; 0 when it is missing."""
+    return _field(f"/proc/{pid}/smaps_rollup", name)
+
+
+def _field(path, name):
+    with open(path) as lines:
+        for line in lines:
             if line.startswith(name + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def demo_site_yaml(port):
+    """The demo site's form login as a site file, against the demo site on `port` (no check, no keepalive)."""
+    return f"""base_url: http://127.0.0.1:{port}
+credentials: {{username: alice, password: {{env: DEMO_PASSWORD}}}}
+login:
+  steps:
+    - name: login page
+      get: /login
+      extract: {{csrf: {{xpath: "//form[@id='login']//input[@name='csrf']/@value"}}}}
+    - name: submit
+      post: /login
+      form: {{username: "{{{{ credentials.username }}}}", password: "{{{{ credentials.password }}}}", csrf: "{{{{ csrf }}}}"}}
+      follow_redirects: false
+      expect: {{status: 303, cookie: demo_session}}
+cookies: {{essential: [demo_session]}}
+"""
+
+
+def start_demo_site(bin_path, folder, password, max_age=3600):
+    """Starts the release demo site on a free port (sessions living `max_age` seconds); returns (process, port)."""
+    port_file = os.path.join(folder, "demo.port")
+    demo = subprocess.Popen([os.path.join(bin_path, "demo-site"), "--port", "0", "--port-file", port_file,
+                             "--session-max-age", str(max_age)],
+                            env={"PATH": "/usr/bin:/bin", "DEMO_PASSWORD": password},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(300):
+        if os.path.exists(port_file) and os.path.getsize(port_file) > 0:
+            with open(port_file) as file:
+                return demo, int(file.read().strip())
+        time.sleep(0.1)
+    demo.terminate()
+    raise SystemExit("demo-site did not start")
 
 
 class DemoDaemon:

@@ -13,92 +13,46 @@
 #include <libxml/xpathInternals.h>
 #include "../CLazyLibrary/lazy_library.h"
 
-/* libxml2 is bound at run time, on first use, rather than linked (as libcurl is: Sources/CCurl/shim.h).
+/* libxml2 is bound at run time, on first use, rather than linked (Sources/CLazyLibrary/lazy_library.h, the same
+ * way as libcurl in Sources/CCurl/shim.h).
  *
  * Linked, it was loaded at every start of the program with ICU, liblzma and zlib behind it, their
  * relocations applied and their pages touched, by commands that never read HTML (`cookie`, `status`,
- * `jar header`): about 1.5 ms and 1 MB of a client command's start (docs/BENCHMARKS.md, "Start-up"). So
- * nothing here references a libxml2 symbol directly: `cxml2_load_error` opens the library once and fills a
- * table of entry points, and every wrapper below calls through that table. The module map links nothing,
- * and the headers' folder comes from Package.swift (`libxml2Headers`), not pkg-config, whose `-lxml2` would
- * link the library again. (lazy_library.h holds the loading, shared with CCurl.) */
+ * `jar header`). So nothing here references a libxml2 symbol directly: every wrapper below calls through the
+ * table `cxml2()` returns. The module map links nothing, and the headers' folder comes from Package.swift
+ * (`libxml2Headers`), not pkg-config, whose `-lxml2` would link the library again. XMLQuery checks
+ * `cxml2_load_error()` before any other call (LibXML.prepare). Its dependencies (ICU among them) stay away from
+ * the copy of ICU inside Foundation (lazy_library_open's RTLD_LOCAL). */
 
-/* The run-time name of libxml2's ABI 2 (every libxml2 since 2.0), from Debian's libxml2 package. */
-#define CXML2_LIBRARY_SONAME "libxml2.so.2"
+/* Each entry point XMLQuery calls, by its libxml2 name; and xmlFree, a variable holding libxml2's deallocator
+ * (a macro over it in threaded builds, hence a field name of its own). */
+#define CXML2_ENTRY_POINTS(FUNCTION, VARIABLE) \
+    FUNCTION(xmlInitParser) \
+    FUNCTION(htmlReadMemory) \
+    FUNCTION(htmlCtxtReadMemory) \
+    FUNCTION(htmlNewParserCtxt) \
+    FUNCTION(htmlFreeParserCtxt) \
+    FUNCTION(xmlReadMemory) \
+    FUNCTION(xmlFreeDoc) \
+    FUNCTION(xmlGetLastError) \
+    FUNCTION(xmlResetError) \
+    FUNCTION(xmlResetLastError) \
+    FUNCTION(xmlGetProp) \
+    FUNCTION(xmlHasProp) \
+    FUNCTION(xmlXPathCastNodeToString) \
+    FUNCTION(xmlXPathCastToString) \
+    FUNCTION(xmlXPathCompiledEval) \
+    FUNCTION(xmlXPathCtxtCompile) \
+    FUNCTION(xmlXPathFreeCompExpr) \
+    FUNCTION(xmlXPathFreeContext) \
+    FUNCTION(xmlXPathFreeObject) \
+    FUNCTION(xmlXPathNewContext) \
+    FUNCTION(xmlSetStructuredErrorFunc) \
+    FUNCTION(xmlSetGenericErrorFunc) \
+    VARIABLE(free_function, "xmlFree", xmlFreeFunc)
 
-/* Each entry point XMLQuery calls, by its libxml2 name. */
-#define CXML2_ENTRY_POINTS(X) \
-    X(xmlInitParser) \
-    X(htmlReadMemory) \
-    X(htmlCtxtReadMemory) \
-    X(htmlNewParserCtxt) \
-    X(htmlFreeParserCtxt) \
-    X(xmlReadMemory) \
-    X(xmlFreeDoc) \
-    X(xmlGetLastError) \
-    X(xmlResetError) \
-    X(xmlResetLastError) \
-    X(xmlGetProp) \
-    X(xmlHasProp) \
-    X(xmlXPathCastNodeToString) \
-    X(xmlXPathCastToString) \
-    X(xmlXPathCompiledEval) \
-    X(xmlXPathCtxtCompile) \
-    X(xmlXPathFreeCompExpr) \
-    X(xmlXPathFreeContext) \
-    X(xmlXPathFreeObject) \
-    X(xmlXPathNewContext) \
-    X(xmlSetStructuredErrorFunc) \
-    X(xmlSetGenericErrorFunc)
-
-struct cxml2_entry_points {
-#define CXML2_FIELD(name) __typeof__(name) *name;
-    CXML2_ENTRY_POINTS(CXML2_FIELD)
-#undef CXML2_FIELD
-    /* xmlFree is a variable holding libxml2's deallocator (a macro over it in threaded builds). */
-    xmlFreeFunc *free_function;
-};
-
-struct cxml2_state {
-    struct lazy_library library;
-    struct cxml2_entry_points entry;
-};
-
-static inline struct cxml2_state *cxml2_state(void) {
-    static struct cxml2_state state = {LAZY_LIBRARY_INIT, {0}};
-    return &state;
-}
-
-static inline void cxml2_open(void) {
-    struct cxml2_state *state = cxml2_state();
-    /* Its dependencies (ICU among them) stay away from the copy of ICU inside Foundation (RTLD_LOCAL). Never
-     * closed: libxml2 keeps global parser state once initialised. */
-    void *library = lazy_library_open(&state->library, CXML2_LIBRARY_SONAME);
-    if (library == NULL) return;
-    struct cxml2_entry_points e;
-#define CXML2_BIND(name) *(void **)&e.name = lazy_library_bind(&state->library, library, CXML2_LIBRARY_SONAME, #name);
-    CXML2_ENTRY_POINTS(CXML2_BIND)
-#undef CXML2_BIND
-    *(void **)&e.free_function = lazy_library_bind(&state->library, library, CXML2_LIBRARY_SONAME, "xmlFree");
-    if (state->library.failure == NULL) state->entry = e;
-}
-
-/* NULL once libxml2 is loaded and bound (loading it on the first call), else why it could not be: the
- * dynamic loader's message, which names the missing file or symbol. XMLQuery checks it before any other
- * call (LibXML.prepare). */
-static inline const char *cxml2_load_error(void) {
-    struct cxml2_state *state = cxml2_state();
-    pthread_once(&state->library.once, cxml2_open);
-    return state->library.failure;
-}
-
-/* Every wrapper below requires a successful cxml2_load_error() first in the process; each makes sure its
- * own object file's table is bound (a no-op after the first call). */
-static inline const struct cxml2_entry_points *cxml2(void) {
-    struct cxml2_state *state = cxml2_state();
-    pthread_once(&state->library.once, cxml2_open);
-    return &state->entry;
-}
+/* libxml2's ABI 2 (every libxml2 since 2.0), from Debian's libxml2 package. */
+LAZY_LIBRARY(cxml2, "libxml2.so.2", "libxml2", CXML2_ENTRY_POINTS)
 
 static inline void cxml2_xmlInitParser(void) { cxml2()->xmlInitParser(); }
 static inline htmlDocPtr cxml2_htmlReadMemory(const char *buffer, int size, const char *url, const char *encoding, int options) {

@@ -8,9 +8,7 @@ import HTTPTransport
 /// an HTTP request start without loading it and its dependencies. `curl_global_init` is not thread-safe in
 /// libcurl 7.88, so a Swift global (lazily and atomically initialised) serialises it.
 let curlUnavailableReason: String? = {
-    if let failure = ccurl_load_error() {
-        return "libcurl could not be loaded (\(String(cString: failure))); install it with `apt install libcurl4`"
-    }
+    if let failure = ccurl_load_error() { return String(cString: failure) }
     let initialised = ccurl_global_init_default()
     guard initialised == CURLE_OK else { return "curl_global_init failed with \(initialised.rawValue)" }
     return nil

@@ -444,7 +444,7 @@ public actor Keeper {
     public nonisolated func servedNow(_ name: String, minValid: Duration?) -> ServedSession? {
         guard let entry = board.entry(of: name), entry.phase != .disabled else { return nil }
         return ServedBoard.usable(
-            site: entry.site, record: entry.record, session: entry.session, minValid: minValid, now: wallClock(), generation: entry.generation)
+            site: entry.site, record: entry.record, session: entry.session, minValid: minValid, now: wallClock())
     }
 
     /// Publishes `name`'s entry as it is now to the ``board``.
@@ -684,16 +684,10 @@ public struct SiteSnapshot: Sendable {
 public struct ServedSession: Sendable {
     public var site: SiteDefinition
     public var record: SessionRecord
-    /// The ``ServedBoard`` publication it was read from (0: read from the Keeper itself): equal for two reads
-    /// of the same unchanged entry.
-    public var generation: UInt64 = 0
-    /// The session is fit to serve for a request made at `t` with `min_valid` `m` exactly when `t + m` is before
-    /// this (as long as its publication is the same): ``isFit(until:at:minValid:)``.
-    public var fitUntil: Date = .distantPast
 
     /// Whether a session fit until `until` serves a request made at `now` that asks for `minValid` more: when
-    /// `now + minValid` is before `until`. The one fitness rule: the Keeper's board, the socket's kept answers
-    /// and the CLI's stored session all apply it.
+    /// `now + minValid` is before `until`. The one fitness rule: the Keeper's board and the CLI's stored
+    /// session both apply it.
     public static func isFit(until: Date, at now: Date, minValid: Duration?) -> Bool {
         now.addingTimeInterval(minValid.map { $0 / .seconds(1) } ?? 0) < until
     }

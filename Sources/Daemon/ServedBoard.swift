@@ -14,67 +14,51 @@ import SiteConfig
 /// at some moment no older than the last change. Whatever needs more (a login, a wait, an error with its
 /// reason) still asks the Keeper.
 public final class ServedBoard: Sendable {
-    /// One site as the Keeper last published it.
-    public struct Entry: Sendable {
-        public var site: SiteDefinition
-        public var record: SessionRecord?
+    /// One site as the Keeper last published it. A reference to an immutable publication, so the board's
+    /// table holds a pointer per site (a site's definition inline is about a kilobyte, and a dictionary keeps
+    /// up to twice its count in slots), and a reader copies a pointer under the lock, not the entry.
+    public final class Entry: Sendable {
+        public let site: SiteDefinition
+        public let record: SessionRecord?
         /// The schedule's view of the session (nil: none it would serve).
-        public var session: SessionSummary?
-        public var phase: SiteSchedule.Phase
-        /// Which publication this is: each one is numbered anew, so a reader that kept something made from an
-        /// entry can tell whether the entry is still the same.
-        public internal(set) var generation: UInt64 = 0
+        public let session: SessionSummary?
+        public let phase: SiteSchedule.Phase
+
+        public init(site: SiteDefinition, record: SessionRecord?, session: SessionSummary?, phase: SiteSchedule.Phase) {
+            self.site = site
+            self.record = record
+            self.session = session
+            self.phase = phase
+        }
     }
 
-    private struct State {
-        var entries: [String: Entry] = [:]
-        /// Each entry's generation, apart, so reading one copies no entry.
-        var generations: [String: UInt64] = [:]
-        var published: UInt64 = 0
-    }
-
-    private let state = Locked(State())
+    private let entries = Locked<[String: Entry]>([:])
 
     public init() {}
 
     /// The entry of `name`; nil when the Keeper keeps no such site.
     public func entry(of name: String) -> Entry? {
-        state.withLock { $0.entries[name] }
-    }
-
-    /// The ``Entry/generation`` of `name`'s entry (nil: no such site), without copying the entry: enough to
-    /// tell whether something made from an earlier read still stands.
-    public func generation(of name: String) -> UInt64? {
-        state.withLock { $0.generations[name] }
+        entries.withLock { $0[name] }
     }
 
     func publish(_ entry: Entry) {
-        var entry = entry
-        state.withLock { state in
-            state.published &+= 1
-            entry.generation = state.published
-            state.entries[entry.site.name] = entry
-            state.generations[entry.site.name] = entry.generation
-        }
+        entries.withLock { $0[entry.site.name] = entry }
     }
 
     func remove(_ name: String) {
-        state.withLock { state in
-            state.entries[name] = nil
-            state.generations[name] = nil
-        }
+        _ = entries.withLock { $0.removeValue(forKey: name) }
     }
 
     /// The session to serve for `entry` when it is fit: present, its essential cookies all there and (with
     /// `minValid`) the first of them unexpired for at least `minValid` more. The one rule the Keeper and the
     /// board's readers both apply.
     static func usable(
-        site: SiteDefinition, record: SessionRecord?, session: SessionSummary?, minValid: Duration?, now: Date, generation: UInt64 = 0
+        site: SiteDefinition, record: SessionRecord?, session: SessionSummary?, minValid: Duration?, now: Date
     ) -> ServedSession? {
         guard let record, let session else { return nil }
         let until = fitUntil(site: site, record: record, session: session)
         guard ServedSession.isFit(until: until, at: now, minValid: minValid) else { return nil }
-        return ServedSession(site: site, record: record, generation: generation, fitUntil: until)
+        return ServedSession(site: site, record: record)
     }
 
     /// The end of the time a session is fit at: fit at `horizon` exactly when `horizon` is before it

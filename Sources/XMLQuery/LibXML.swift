@@ -7,7 +7,8 @@ import Locking
 /// (`xmlInitParser` is not reentrant before initialisation; everything afterwards is thread-safe for distinct
 /// documents).
 enum LibXML {
-    /// Nil once libxml2 is loaded and initialised, else the dynamic loader's reason.
+    /// Nil once libxml2 is loaded and initialised, else why not (the library, the package to install, the
+    /// dynamic loader's reason).
     private static let unavailable: String? = {
         if let failure = cxml2_load_error() { return String(cString: failure) }
         cxml2_xmlInitParser()
@@ -18,7 +19,7 @@ enum LibXML {
     /// Every entry point of XMLQuery calls it before any other libxml2 call.
     static func prepare() throws(XMLQueryError) {
         if let unavailable {
-            throw XMLQueryError(kind: .unavailable, message: "cannot load libxml2 (install Debian's libxml2 package): \(unavailable)")
+            throw XMLQueryError(kind: .unavailable, message: unavailable)
         }
         cxml2_silence_errors()
     }

@@ -66,7 +66,7 @@ struct RunCommand: AsyncParsableCommand {
             // that has stopped.
             let socket = SocketServer(
                 settings: daemonConfig.socket, metricsEnabled: daemonConfig.metrics, keeper: keeper,
-                reload: { service.reload() }, logger: logger, idleWatch: idleWatch)
+                reload: { service.reload() }, logger: logger)
             do throws(SocketFileError) {
                 try socket.prepareSocketFile()
             } catch {

@@ -92,12 +92,12 @@ struct SocketWorld {
     /// The socket server for this world (not started).
     func socketServer(
         settings: SocketSettings? = nil, metrics: Bool = true, limits: SocketServer.Limits = SocketServer.Limits(),
-        idleWatch: IdleWatch? = nil
+        now: @escaping @Sendable () -> Date = { Date() }
     ) -> SocketServer {
         SocketServer(
             settings: settings ?? SocketSettings(path: socketPath, mode: 0o666), metricsEnabled: metrics, keeper: keeper,
-            reload: { [reloads] in reloads.increment() }, logger: logger, limits: limits,
-            onListening: { [listens] in listens.increment() }, idleWatch: idleWatch)
+            reload: { [reloads] in reloads.increment() }, logger: logger, limits: limits, now: now,
+            onListening: { [listens] in listens.increment() })
     }
 
     /// Runs `server` in a service group until `body` returns, then shuts it down gracefully.
@@ -125,16 +125,20 @@ struct SocketWorld {
         }
     }
 
-    /// `curl --unix-socket` as root, or as nobody (uid and gid 65534, no supplementary groups unless given).
-    func curl(_ path: String, asNobody: Bool = false, groups: [UInt32]? = nil, maxTime: Int = 30) async throws -> Answer {
-        try await curl("GET", path, asNobody: asNobody, groups: groups, maxTime: maxTime)
+    /// `curl --unix-socket` as root, or as nobody (uid and gid 65534, no supplementary groups unless given),
+    /// with `headers` (`Name: value`) added to the request.
+    func curl(
+        _ path: String, asNobody: Bool = false, groups: [UInt32]? = nil, maxTime: Int = 30, headers: [String] = []
+    ) async throws -> Answer {
+        try await curl("GET", path, asNobody: asNobody, groups: groups, maxTime: maxTime, headers: headers)
     }
 
     func curl(
         _ method: String, _ path: String, body: String? = nil, asNobody: Bool = false, groups: [UInt32]? = nil,
-        maxTime: Int = 30
+        maxTime: Int = 30, headers: [String] = []
     ) async throws -> Answer {
         var arguments = ["-sS", "--unix-socket", socketPath, "-X", method, "-o", "-", "-w", "\n%{http_code}", "--max-time", "\(maxTime)"]
+        arguments += headers.flatMap { ["-H", $0] }
         // No `Expect: 100-continue` pause before a larger body.
         if body != nil { arguments += ["--data-binary", "@-", "-H", "Content-Type: text/plain", "-H", "Expect:"] }
         arguments.append("http://localhost" + path)

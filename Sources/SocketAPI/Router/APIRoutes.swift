@@ -24,23 +24,34 @@ struct APIRoutes: Sendable {
     /// The wall clock cookies are judged by.
     let now: @Sendable () -> Date
 
+    /// Every route of ``APIRoute``, on the method and path its table gives.
     func register(on router: Router<APIContext>) {
-        router.get("/v1/health") { request, _ in try health(request) }
-        router.get("/v1/sites") { request, context in try await sites(request, context) }
-        router.get("/v1/sites/:name") { request, context in try await site(request, context) }
-        router.get("/v1/sites/:name/cookies") { request, context in try await cookies(request, context) }
-        router.post("/v1/sites/:name/refresh") { request, context in try await refresh(request, context) }
-        router.post("/v1/sites/:name/report") { request, context in try await report(request, context) }
-        router.post("/v1/sites/:name/set-cookie") { request, context in try await setCookie(request, context) }
-        router.get("/v1/events") { request, context in try events(request, context) }
-        router.post("/v1/reload") { request, context in try reload(request, context) }
-        router.get("/metrics") { request, context in try await metricsText(request, context) }
+        for route in APIRoute.allCases {
+            router.on(RouterPath(route.pattern), method: route.method) { request, context in
+                try await answer(route, request, context)
+            }
+        }
+    }
+
+    private func answer(_ route: APIRoute, _ request: Request, _ context: APIContext) async throws -> Response {
+        switch route {
+        case .health: try health(request)
+        case .sites: try await sites(request, context)
+        case .site: try await site(request, context)
+        case .cookies: try await cookies(request, context)
+        case .refresh: try await refresh(request, context)
+        case .report: try await report(request, context)
+        case .setCookie: try await setCookie(request, context)
+        case .events: try events(request, context)
+        case .reload: try reload(request, context)
+        case .metrics: try await metricsText(request, context)
+        }
     }
 
     // MARK: Routes
 
     private func health(_ request: Request) throws -> Response {
-        _ = try Query(request, allowed: [])
+        _ = try RouteQuery(request, for: .health)
         let uptime = (ContinuousClock.now - started).components.seconds
         return WireBody.json(.object([
             ("status", .string("ok")), ("version", .string(SessionKeeperVersion.string)), ("uptime_s", .number(String(uptime))),
@@ -48,42 +59,41 @@ struct APIRoutes: Sendable {
     }
 
     private func sites(_ request: Request, _ context: APIContext) async throws -> Response {
-        _ = try Query(request, allowed: [])
+        _ = try RouteQuery(request, for: .sites)
         let visible = await keeper.snapshots().filter { access.allows(context.peer, site: $0.site) }
         return WireBody.json(.object([("sites", .array(visible.map { SiteWire.site($0.status) }))]))
     }
 
     private func site(_ request: Request, _ context: APIContext) async throws -> Response {
         let snapshot = try await visibleSite(context)
-        _ = try Query(request, allowed: [])
+        _ = try RouteQuery(request, for: .site)
         return WireBody.json(SiteWire.detail(snapshot, now: now()))
     }
 
     private func cookies(_ request: Request, _ context: APIContext) async throws -> Response {
-        let name = try await visibleSiteName(context)
-        let query = try Query(request, allowed: ["format", "url", "min_valid", "wait"])
-        let format = try query.format("format") ?? .header
-        let url = try query.url("url")
-        let minValid = try query.duration("min_valid")
-        let wait = try query.duration("wait")
-        // A session fit to serve comes from the Keeper's board, without an actor hop; only a request the
-        // board cannot answer (a login to start or wait for, an error to explain) asks the Keeper.
-        let served: ServedSession
-        if let fit = keeper.servedNow(name, minValid: minValid) {
-            served = fit
-        } else {
-            do {
-                served = try await keeper.session(for: name, minValid: minValid, wait: wait)
-            } catch {
-                throw APIError(error)
-            }
+        let name = context.parameters.get("name") ?? ""
+        let query = Result { () throws(APIError) in try RouteQuery(request, for: .cookies) }
+        // A session fit to serve comes from the Keeper's board, without an actor hop.
+        if case .success(let parameters) = query, let served = keeper.servedNow(name, minValid: parameters.minValid) {
+            try requireAccess(context, to: served.site)
+            return CookieAnswer(served, format: parameters.format ?? .header, url: parameters.url, now: now).response
         }
-        return CookieAnswer(served, format: format, url: url, now: now).response
+        // Anything else as the Keeper sees it: the site (404, 403), then the parameters (400), then a login to
+        // start or wait for, or the reason there is no session.
+        _ = try await visibleSite(context)
+        let parameters = try query.get()
+        let served: ServedSession
+        do {
+            served = try await keeper.session(for: name, minValid: parameters.minValid, wait: parameters.wait)
+        } catch {
+            throw APIError(error)
+        }
+        return CookieAnswer(served, format: parameters.format ?? .header, url: parameters.url, now: now).response
     }
 
     private func refresh(_ request: Request, _ context: APIContext) async throws -> Response {
         let snapshot = try await visibleSite(context)
-        let wait = try Query(request, allowed: ["wait"]).duration("wait")
+        let wait = try RouteQuery(request, for: .refresh).wait
         let status: Keeper.SiteStatus
         do {
             status = try await keeper.refresh(snapshot.site.name, wait: wait)
@@ -96,7 +106,7 @@ struct APIRoutes: Sendable {
 
     private func report(_ request: Request, _ context: APIContext) async throws -> Response {
         let snapshot = try await visibleSite(context)
-        let status = try Query(request, allowed: ["status"]).integer("status", in: 100...599)
+        let status = try RouteQuery(request, for: .report).status
         let answer: Keeper.ReportAnswer
         do {
             answer = try await keeper.report(snapshot.site.name)
@@ -112,8 +122,7 @@ struct APIRoutes: Sendable {
 
     private func setCookie(_ request: Request, _ context: APIContext) async throws -> Response {
         let snapshot = try await visibleSite(context)
-        let query = try Query(request, allowed: ["url"])
-        guard let url = try query.url("url") else { throw APIError.badParameter("url", "required: the URL of the response that carried the values") }
+        guard let url = try RouteQuery(request, for: .setCookie).url else { throw APIError.badParameter("url", "required: the URL of the response that carried the values") }
         var request = request
         let body: ByteBuffer
         do {
@@ -134,7 +143,7 @@ struct APIRoutes: Sendable {
     }
 
     private func events(_ request: Request, _ context: APIContext) throws -> Response {
-        _ = try Query(request, allowed: [])
+        _ = try RouteQuery(request, for: .events)
         let channel = context.channel
         let stream = hub.subscribe(context.peer, close: { channel.close(promise: nil) })
         return Response(
@@ -149,7 +158,7 @@ struct APIRoutes: Sendable {
 
     private func reload(_ request: Request, _ context: APIContext) throws -> Response {
         try requireEverySite(context, for: "reload the configuration")
-        _ = try Query(request, allowed: [])
+        _ = try RouteQuery(request, for: .reload)
         reload()
         return WireBody.json(.object([("status", .string("reloading"))]), status: .accepted)
     }
@@ -157,7 +166,7 @@ struct APIRoutes: Sendable {
     private func metricsText(_ request: Request, _ context: APIContext) async throws -> Response {
         guard let metrics else { throw APIError(.notFound, .notFound, "metrics are off (metrics: false in config.yaml)") }
         try requireEverySite(context, for: "read the metrics (they name every site)")
-        _ = try Query(request, allowed: [])
+        _ = try RouteQuery(request, for: .metrics)
         let text = metrics.render(await keeper.status(), now: now())
         return WireBody.text(text, contentType: "text/plain; version=0.0.4; charset=utf-8")
     }
@@ -172,15 +181,6 @@ struct APIRoutes: Sendable {
         }
         try requireAccess(context, to: snapshot.site)
         return snapshot
-    }
-
-    /// The name of the site in the path, when it exists (404) and the peer may see it (403): from the Keeper's
-    /// board when it has the site, else as ``visibleSite(_:)`` finds it.
-    private func visibleSiteName(_ context: APIContext) async throws -> String {
-        let name = context.parameters.get("name") ?? ""
-        guard let entry = keeper.board.entry(of: name) else { return try await visibleSite(context).site.name }
-        try requireAccess(context, to: entry.site)
-        return name
     }
 
     /// 403 unless the peer may read `site`.
@@ -207,61 +207,5 @@ struct APIRoutes: Sendable {
             let trimmed = value.trimmingCharacters(in: .whitespaces)
             return trimmed.isEmpty ? nil : trimmed
         }
-    }
-}
-
-/// A request's query parameters, checked: an unknown parameter or a repeated one is a 400 naming it.
-struct Query {
-    private var values: [String: String] = [:]
-
-    init(_ request: Request, allowed: Set<String>) throws(APIError) {
-        try self.init(request.uri, allowed: allowed)
-    }
-
-    init(_ uri: URI, allowed: Set<String>) throws(APIError) {
-        for (key, value) in uri.queryParameters {
-            let name = String(key)
-            guard allowed.contains(name) else {
-                let known = allowed.isEmpty ? "this route takes none" : "expected \(allowed.sorted().joined(separator: ", "))"
-                throw APIError.badParameter(name, "unknown parameter (\(known))")
-            }
-            guard values[name] == nil else { throw APIError.badParameter(name, "given more than once") }
-            values[name] = String(value)
-        }
-    }
-
-    func format(_ name: String) throws(APIError) -> CookieFormat? {
-        guard let text = values[name] else { return nil }
-        guard let format = CookieFormat(rawValue: text.lowercased()) else {
-            throw APIError.badParameter(name, "unknown format '\(text)' (expected \(CookieFormat.allCases.map(\.rawValue).joined(separator: ", ")))")
-        }
-        return format
-    }
-
-    func duration(_ name: String) throws(APIError) -> Duration? {
-        guard let text = values[name] else { return nil }
-        guard let duration = DurationText.parse(text) else {
-            throw APIError.badParameter(name, "'\(text)' is not a duration (like 500ms, 30s, 10m, 1h)")
-        }
-        return duration
-    }
-
-    /// An absolute http or https URL with a host, as the jar needs one.
-    func url(_ name: String) throws(APIError) -> URL? {
-        guard let text = values[name] else { return nil }
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
-              CookieRules.canonicalHost(of: url) != nil
-        else {
-            throw APIError.badParameter(name, "'\(text)' is not an absolute http or https URL with a host")
-        }
-        return url
-    }
-
-    func integer(_ name: String, in range: ClosedRange<Int>) throws(APIError) -> Int? {
-        guard let text = values[name] else { return nil }
-        guard let value = Int(text), range.contains(value) else {
-            throw APIError.badParameter(name, "'\(text)' is not a number from \(range.lowerBound) to \(range.upperBound)")
-        }
-        return value
     }
 }

@@ -4,15 +4,11 @@ import Foundation
 import Hummingbird
 import Sessions
 
-/// The answer to `GET /v1/sites/NAME/cookies` for a session fit to serve. The router and the
-/// ``CookieFastPath`` both make it here, so the two give the same bytes.
+/// The answer to `GET /v1/sites/NAME/cookies` for a session fit to serve.
 struct CookieAnswer: Sendable {
     /// The body.
     var text: String
     var contentType: String
-    /// When the same session's answer may next change: the first expiry after now among its cookies (an expired
-    /// cookie drops out of the answer). nil: none of them expires.
-    var changesAt: Date?
 
     /// - Parameters:
     ///   - url: with it, only the cookies a request to `url` carries, by the jar's rules (RFC 6265 section 5.4).
@@ -40,9 +36,8 @@ struct CookieAnswer: Sendable {
             text = encoded
             contentType = "text/plain; charset=utf-8"
         }
-        changesAt = served.record.cookies.lazy.compactMap(\.expires).filter { $0 > instant }.min()
     }
 
-    /// The answer as the router sends it.
+    /// The answer as the route sends it.
     var response: Response { WireBody.text(text, contentType: contentType) }
 }

@@ -1,70 +1,41 @@
 import HummingbirdCore
 import Logging
 import NIOCore
-import NIOHTTP1
-import NIOHTTPTypes
-import NIOHTTPTypesHTTP1
 
-/// One connection to the socket: HTTP/1.1 as Hummingbird's `HTTP1Channel` serves it, with the socket's own
-/// handlers around the router.
-///
-/// The pipeline, from the socket in:
-/// 1. ``WireReplay``: a repeated cookies request answered from the bytes of its last answer;
-/// 2. NIO's HTTP/1 decoder and encoder, and the conversion to HTTP types (as `HTTP1Channel` sets them up,
-///    with the decoder's limits from ``SocketServer/Limits``);
-/// 3. the peer registry's handler (SO_PEERCRED, read once);
-/// 4. ``CookieFastPath``: a cookies request answered on the event loop from the Keeper's board;
-/// 5. ``ConnectionLifetime``: the idle timeout and graceful shutdown, in place of Hummingbird's
-///    connection-state handler, which could not see the answers of the first and fourth;
-/// 6. the router, through Hummingbird's async channel, in a task that prefers the connection's event loop as
-///    its executor (``EventLoopExecutor``), so a routed request does not cross threads either.
-struct SocketHTTPChannel: ServerChildChannel, HTTPChannelHandler {
-    typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+/// One connection to the socket: Hummingbird's `HTTP1Channel` (its decoder limits, idle timeout and graceful
+/// shutdown), with the socket's handlers added after the conversion to HTTP types (the peer registry's,
+/// ``ConnectionCloseOption``), and the task that serves the connection preferring the connection's event loop
+/// as its executor (``EventLoopExecutor``), so a request does not cross threads between its bytes and its route.
+struct SocketHTTPChannel: ServerChildChannel {
+    typealias Value = HTTP1Channel.Value
 
-    let responder: HTTPChannelHandler.Responder
-    let limits: SocketServer.Limits
-    let fastPath: CookieFastPathParts
-    /// Handlers placed between the conversion to HTTP types and the fast path (the peer registry's).
-    let additionalHandlers: @Sendable () -> [any ChannelHandler]
+    let http1: HTTP1Channel
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        // The connection's end is news for the idle watch, as each answer is (``CookieFastPathParts/counted()``).
-        if let idleWatch = fastPath.idleWatch { channel.closeFuture.whenComplete { _ in idleWatch.activity() } }
-        return channel.eventLoop.makeCompletedFuture {
-            var decoderLimits = NIOHTTPDecoderLimitConfiguration()
-            decoderLimits.maxHeaderFieldSize = limits.maxHeaderFieldBytes
-            decoderLimits.maxHeaderListSize = limits.maxHeaderListBytes
-            decoderLimits.maxHeaderFieldCount = limits.maxHeaderFieldCount
-            let operations = channel.pipeline.syncOperations
-            try operations.configureHTTPServerPipeline(
-                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
-                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: decoderLimits)
-            try operations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-            try operations.addHandlers(additionalHandlers())
-            let ledger = ConnectionLedger()
-            try operations.addHandler(CookieFastPath(parts: fastPath, ledger: ledger))
-            try operations.addHandler(ConnectionLifetime(ledger: ledger, idleTimeout: .init(limits.idleTimeout)))
-            // A head longer than the decoder lets header fields be is the decoder's to judge.
-            try operations.addHandler(
-                WireReplay(parts: fastPath, ledger: ledger, maxHeadBytes: limits.maxHeaderListBytes), position: .first)
-            return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
-        }
+        http1.setup(channel: channel, logger: logger)
     }
 
     func handle(value: Value, logger: Logger) async {
         await withTaskExecutorPreference(EventLoopExecutor(value.channel.eventLoop)) {
-            await handleHTTP(asyncChannel: value, logger: logger)
+            await http1.handle(value: value, logger: logger)
         }
     }
 }
 
 extension HTTPServerBuilder {
-    /// HTTP/1.1 on the socket, each connection a ``SocketHTTPChannel``.
+    /// HTTP/1.1 on the socket, each connection a ``SocketHTTPChannel`` bounded by `limits`, with
+    /// `additionalHandlers` (the peer registry's) after the conversion to HTTP types.
     static func socketHTTP1(
-        limits: SocketServer.Limits, fastPath: CookieFastPathParts, additionalHandlers: @escaping @Sendable () -> [any ChannelHandler]
+        limits: SocketServer.Limits, additionalHandlers: @escaping @Sendable () -> [any RemovableChannelHandler]
     ) -> HTTPServerBuilder {
-        .init { responder in
-            SocketHTTPChannel(responder: responder, limits: limits, fastPath: fastPath, additionalHandlers: additionalHandlers)
+        let configuration = HTTP1Channel.Configuration(
+            additionalChannelHandlers: additionalHandlers() + [ConnectionCloseOption()],
+            idleTimeout: TimeAmount(limits.idleTimeout),
+            httpDecoderConfiguration: .init(
+                maxHeaderFieldSize: limits.maxHeaderFieldBytes, maxHeaderListSize: limits.maxHeaderListBytes,
+                maxHeaderFieldCount: limits.maxHeaderFieldCount))
+        return .init { responder in
+            SocketHTTPChannel(http1: HTTP1Channel(responder: responder, configuration: configuration))
         }
     }
 }

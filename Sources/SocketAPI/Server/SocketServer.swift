@@ -49,18 +49,30 @@ public final class SocketServer: Service, Sendable {
     private let peers = PeerRegistry()
     private let hub: EventHub
     private let onListening: @Sendable () -> Void
-    private let idleWatch: IdleWatch?
+
+    /// The one event-loop thread that serves the socket's connections, for the life of the process.
+    ///
+    /// One thread: a request costs microseconds on it (the cookies are read from the Keeper's board, logins run
+    /// elsewhere), and with a second loop on the same core the two took turns by the scheduler's time slice
+    /// (p99 at 16 connections about 4 ms instead of 1 ms, no gain in throughput).
+    ///
+    /// For the life of the process, never shut down: the server's graceful shutdown ends in a task of
+    /// Hummingbird's own (`Server.shutdownGracefully`, started from its graceful-shutdown handler) that awaits
+    /// a future of this loop, and `Application.run()` returns without waiting for it. A loop shut down when
+    /// ``run()`` returns may be gone before that task asks it to run its callback (NIO refuses: "Cannot schedule
+    /// tasks on an EventLoop that has already shut down"); this one ends with the process, after everything
+    /// that runs on it.
+    private static let eventLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     /// - Parameters:
     ///   - settings: `socket:` of config.yaml (read once: a changed socket needs a restart).
     ///   - metricsEnabled: `metrics:` of config.yaml (serve `GET /metrics`).
     ///   - reload: what `POST /v1/reload` does (``KeeperService/reload()``, as SIGHUP).
     ///   - onListening: called once the socket listens with its mode and group set.
-    ///   - idleWatch: told of every answer and every connection that ended.
     public init(
         settings: SocketSettings, metricsEnabled: Bool, keeper: Keeper, reload: @escaping @Sendable () -> Void,
         logger: Logger, limits: Limits = Limits(), now: @escaping @Sendable () -> Date = { Date() },
-        onListening: @escaping @Sendable () -> Void = {}, idleWatch: IdleWatch? = nil
+        onListening: @escaping @Sendable () -> Void = {}
     ) {
         self.settings = settings
         self.limits = limits
@@ -73,7 +85,6 @@ public final class SocketServer: Service, Sendable {
         self.now = now
         self.hub = EventHub(keeper: keeper, access: access, metrics: metrics, readerBuffer: limits.eventBuffer, logger: logger)
         self.onListening = onListening
-        self.idleWatch = idleWatch
     }
 
     /// Checks the socket path before anything else starts, so a daemon that cannot serve there stops before
@@ -91,15 +102,9 @@ public final class SocketServer: Service, Sendable {
         let gid = try SocketFile.prepare(settings)
         let bound = BoundFlag()
         let (ready, readyFeed) = AsyncStream.makeStream(of: SocketFileError?.self)
-        // One event-loop thread serves every connection. A request costs microseconds on it (the cookies are
-        // read from the Keeper's board, logins run elsewhere), and with a second loop on the same core the two
-        // took turns by the scheduler's time slice: the benchmark's p99 at 16 connections went from about 1 ms
-        // to 4 ms with no gain in throughput.
-        let loop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        defer { loop.shutdownGracefully { _ in } }
         let application = Application(
             router: buildRouter(),
-            server: .socketHTTP1(limits: limits, fastPath: fastPathParts()) { [peers] in [peers.makeHandler()] },
+            server: .socketHTTP1(limits: limits) { [peers] in [peers.makeHandler()] },
             configuration: ApplicationConfiguration(address: .unixDomainSocket(path: settings.path), serverName: nil),
             onServerRunning: { [settings] _ in
                 bound.set()
@@ -111,7 +116,7 @@ public final class SocketServer: Service, Sendable {
                 }
                 readyFeed.finish()
             },
-            eventLoopGroupProvider: .shared(loop),
+            eventLoopGroupProvider: .shared(Self.eventLoop),
             logger: logger)
         defer {
             if bound.isSet { SocketFile.remove(settings.path) }
@@ -150,18 +155,12 @@ public final class SocketServer: Service, Sendable {
 
     private func buildRouter() -> Router<APIContext> {
         let router = Router(context: APIContext.self)
-        router.add(middleware: APIMiddleware(peers: peers, metrics: metrics, idleWatch: idleWatch))
+        router.add(middleware: APIMiddleware(peers: peers, metrics: metrics))
         APIRoutes(
             keeper: keeper, access: access, hub: hub, metrics: metricsEnabled ? metrics : nil, reload: reload, limits: limits,
             started: .now, logger: logger, now: now
         ).register(on: router)
         return router
-    }
-
-    private func fastPathParts() -> CookieFastPathParts {
-        CookieFastPathParts(
-            keeper: keeper, access: access, peer: { [peers] in peers.known($0) },
-            answered: metrics.requestCounter(route: "/v1/sites/{name}/cookies", status: 200), now: now, idleWatch: idleWatch)
     }
 }
 

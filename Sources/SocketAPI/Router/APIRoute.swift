@@ -1,0 +1,143 @@
+import CookieJar
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import SiteConfig
+
+/// The socket's routes (SPEC section 8): each one's method, path pattern and query parameters, in one table.
+/// The router is built from it (``APIRoutes/register(on:)``), the answers the router cannot give read it
+/// (405 for a known path with another method, the bounded `route` label of the metrics), and so does the fuzz
+/// target `socket-request`.
+enum APIRoute: CaseIterable, Sendable {
+    case health, sites, site, cookies, refresh, report, setCookie, events, reload, metrics
+
+    var method: HTTPRequest.Method {
+        switch self {
+        case .health, .sites, .site, .cookies, .events, .metrics: .get
+        case .refresh, .report, .setCookie, .reload: .post
+        }
+    }
+
+    /// The path, with `{name}` for a site's name (one non-empty segment).
+    var pattern: String {
+        switch self {
+        case .health: "/v1/health"
+        case .sites: "/v1/sites"
+        case .site: "/v1/sites/{name}"
+        case .cookies: "/v1/sites/{name}/cookies"
+        case .refresh: "/v1/sites/{name}/refresh"
+        case .report: "/v1/sites/{name}/report"
+        case .setCookie: "/v1/sites/{name}/set-cookie"
+        case .events: "/v1/events"
+        case .reload: "/v1/reload"
+        case .metrics: "/metrics"
+        }
+    }
+
+    /// The query parameters the route takes, in the order they are checked.
+    var parameters: [QueryParameter] {
+        switch self {
+        case .health, .sites, .site, .events, .reload, .metrics: []
+        case .cookies: [.format, .url, .minValid, .wait]
+        case .refresh: [.wait]
+        case .report: [.status]
+        case .setCookie: [.url]
+        }
+    }
+
+    /// Each route's pattern, split into segments once.
+    private static let segments = allCases.map { ($0, $0.pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst()) }
+
+    /// The routes whose pattern `path` matches, whatever their method.
+    static func matching(_ path: String) -> [APIRoute] {
+        let given = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        return segments.compactMap { route, parts in
+            guard parts.count == given.count else { return nil }
+            let matches = zip(parts, given).allSatisfy { part, segment in part.hasPrefix("{") ? !segment.isEmpty : part == segment }
+            return matches ? route : nil
+        }
+    }
+}
+
+/// A query parameter one of the routes takes.
+enum QueryParameter: String, Sendable {
+    /// `cookies`: the output format (SPEC section 8).
+    case format
+    /// `cookies`, `set-cookie`: an absolute http or https URL with a host.
+    case url
+    /// `cookies`: a duration the session must stay valid for.
+    case minValid = "min_valid"
+    /// `cookies`, `refresh`: how long to wait for a login.
+    case wait
+    /// `report`: the HTTP status the client saw.
+    case status
+}
+
+/// A request's query parameters, read and checked for its route: an unknown parameter, a repeated one or a
+/// value of the wrong shape is a 400 naming it.
+struct RouteQuery: Sendable {
+    var format: CookieFormat?
+    var url: URL?
+    var minValid: Duration?
+    var wait: Duration?
+    var status: Int?
+
+    init(_ request: Request, for route: APIRoute) throws(APIError) {
+        try self.init(request.uri, for: route)
+    }
+
+    init(_ uri: URI, for route: APIRoute) throws(APIError) {
+        let allowed = route.parameters
+        var values: [QueryParameter: String] = [:]
+        for (key, value) in uri.queryParameters {
+            guard let parameter = QueryParameter(rawValue: String(key)), allowed.contains(parameter) else {
+                let known = allowed.isEmpty ? "this route takes none" : "expected \(allowed.map(\.rawValue).sorted().joined(separator: ", "))"
+                throw APIError.badParameter(String(key), "unknown parameter (\(known))")
+            }
+            guard values[parameter] == nil else { throw APIError.badParameter(parameter.rawValue, "given more than once") }
+            values[parameter] = String(value)
+        }
+        for parameter in allowed {
+            guard let text = values[parameter] else { continue }
+            switch parameter {
+            case .format: format = try Self.format(text, parameter)
+            case .url: url = try Self.url(text, parameter)
+            case .minValid: minValid = try Self.duration(text, parameter)
+            case .wait: wait = try Self.duration(text, parameter)
+            case .status: status = try Self.integer(text, parameter, in: 100...599)
+            }
+        }
+    }
+
+    private static func format(_ text: String, _ parameter: QueryParameter) throws(APIError) -> CookieFormat {
+        guard let format = CookieFormat(rawValue: text.lowercased()) else {
+            throw APIError.badParameter(
+                parameter.rawValue, "unknown format '\(text)' (expected \(CookieFormat.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
+        return format
+    }
+
+    private static func duration(_ text: String, _ parameter: QueryParameter) throws(APIError) -> Duration {
+        guard let duration = DurationText.parse(text) else {
+            throw APIError.badParameter(parameter.rawValue, "'\(text)' is not a duration (like 500ms, 30s, 10m, 1h)")
+        }
+        return duration
+    }
+
+    /// An absolute http or https URL with a host, as the jar needs one.
+    private static func url(_ text: String, _ parameter: QueryParameter) throws(APIError) -> URL {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+              CookieRules.canonicalHost(of: url) != nil
+        else {
+            throw APIError.badParameter(parameter.rawValue, "'\(text)' is not an absolute http or https URL with a host")
+        }
+        return url
+    }
+
+    private static func integer(_ text: String, _ parameter: QueryParameter, in range: ClosedRange<Int>) throws(APIError) -> Int {
+        guard let value = Int(text), range.contains(value) else {
+            throw APIError.badParameter(parameter.rawValue, "'\(text)' is not a number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+}
