@@ -1,8 +1,6 @@
 #ifndef CLINUX_SHIM_H
 #define CLINUX_SHIM_H
 // Linux system calls whose headers the Swift Glibc module does not import. Only Platform imports this module.
-#include <malloc.h>
-#include <sys/mman.h>
 #include <sys/timerfd.h>
 #include <time.h>
 
@@ -23,16 +21,5 @@ static inline int clinux_timerfd_arm_at(int fd, long long seconds, int cancel_on
 static inline int clinux_timerfd_fire_now(int fd) {
     struct itimerspec spec = { .it_interval = { 0, 0 }, .it_value = { 0, 1 } };
     return timerfd_settime(fd, 0, &spec, 0);
-}
-
-// Drops this process's page-table entries for [start, start + length): for a private file mapping that holds no
-// private copy of a page, the next access maps the file's page again from the page cache (madvise(2)).
-static inline int clinux_madvise_dontneed(void *start, size_t length) {
-    return madvise(start, length, MADV_DONTNEED);
-}
-
-// Gives the heap's free pages back to the system (glibc's malloc_trim(3)); returns 1 when it released any.
-static inline int clinux_malloc_trim(void) {
-    return malloc_trim(0);
 }
 #endif

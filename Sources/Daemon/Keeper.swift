@@ -56,8 +56,6 @@ public actor Keeper {
     private var nextID: UInt64 = 0
     /// Both clocks when the keeper last woke: the next wake compares how far each moved.
     private var clockReference: Now?
-    /// Told of every run's start and end, and of each `apply`: the daemon's idle memory release.
-    private let idleWatch: IdleWatch?
 
     /// How far the wall clock may move apart from the monotonic clock between two wakes before the keeper takes
     /// it as a jump (the clock was set, or the machine slept) and plans every site again.
@@ -70,16 +68,14 @@ public actor Keeper {
     /// - Parameters:
     ///   - login: the login path (client, store, credentials) every run goes through.
     ///   - wallClock: the wall clock (cookie expiry); timers always use the monotonic clock.
-    ///   - idleWatch: told of every run's start and end, and of each ``apply(_:settings:)``.
     public init(
         login: SiteLogin, settings: SchedulerSettings, logger: Logger,
-        wallClock: @escaping @Sendable () -> Date = { Date() }, idleWatch: IdleWatch? = nil
+        wallClock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.login = login
         self.settings = settings
         self.logger = logger
         self.wallClock = wallClock
-        self.idleWatch = idleWatch
         self.gate = LoginGate(maxConcurrent: settings.maxConcurrentLogins, perHostInterval: settings.perHostInterval)
     }
 
@@ -117,8 +113,6 @@ public actor Keeper {
         }
         if clockReference == nil { clockReference = now }
         rearm()
-        // Sites restored with valid sessions start nothing: loading them was the activity.
-        idleWatch?.activity()
     }
 
     /// Every site's status, sorted by name.
@@ -160,7 +154,6 @@ public actor Keeper {
         stopped = true
         sleeper?.cancel()
         sleeper = nil
-        idleWatch?.stop()
         for entry in entries.values {
             for task in entry.runs.values { task.cancel() }
         }
@@ -227,8 +220,6 @@ public actor Keeper {
             gate.request(site: name, host: site.baseURL.host ?? "")
             admitLogins()
         case .check, .keepalive:
-            // Counted until its …Ended, which every run calls once, even when cancelled or its site removed.
-            idleWatch?.runBegan()
             entries[name]?.runs[action] = Task { await self.probe(action, site: site) }
         }
     }
@@ -240,7 +231,6 @@ public actor Keeper {
                 gate.finish(site: name)
                 continue
             }
-            idleWatch?.runBegan()  // as for a probe
             entries[name]?.runs[.logIn] = Task { await self.runLogin(site) }
         }
     }
@@ -263,7 +253,6 @@ public actor Keeper {
     }
 
     private func loginEnded(_ name: String, outcome: RunOutcome, record: SessionRecord?, duration: Duration) {
-        defer { idleWatch?.runEnded() }
         gate.finish(site: name)
         guard let entry = entries[name] else { return }
         entries[name]?.runs[.logIn] = nil
@@ -316,7 +305,6 @@ public actor Keeper {
     }
 
     private func probeEnded(_ action: SiteSchedule.Action, site name: String, outcome: RunOutcome, record: SessionRecord?, duration: Duration) {
-        defer { idleWatch?.runEnded() }
         guard let entry = entries[name] else { return }
         entries[name]?.runs[action] = nil
         if let record, record.lastLogin >= (entry.record?.lastLogin ?? .distantPast) {

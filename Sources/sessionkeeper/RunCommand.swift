@@ -51,8 +51,7 @@ struct RunCommand: AsyncParsableCommand {
             })
             defer { wiring.close() }
             let login = wiring.login
-            let idleWatch = IdleWatch(after: Self.releaseAfter) { Self.releaseResidentCode(logger) }
-            let keeper = Keeper(login: login, settings: daemonConfig.scheduler, logger: logger, idleWatch: idleWatch)
+            let keeper = Keeper(login: login, settings: daemonConfig.scheduler, logger: logger)
             let service = KeeperService(
                 configPath: path, config: daemonConfig, loader: loader, keeper: keeper, notifier: ServiceNotifier(),
                 logger: logger)
@@ -60,7 +59,7 @@ struct RunCommand: AsyncParsableCommand {
             // that has stopped.
             let socket = SocketServer(
                 settings: daemonConfig.socket, metricsEnabled: daemonConfig.metrics, keeper: keeper,
-                reload: { service.reload() }, logger: logger, idleWatch: idleWatch)
+                reload: { service.reload() }, logger: logger)
             do throws(SocketFileError) {
                 try socket.prepareSocketFile()
             } catch {
@@ -73,27 +72,6 @@ struct RunCommand: AsyncParsableCommand {
             } catch {
                 throw CLIFailure.failed("the daemon stopped: \(error)")
             }
-        }
-    }
-
-    /// How long the daemon must have been quiet (no run in flight, no client's request) before it gives back
-    /// the memory its code occupies: longer than the gaps inside one burst of work (logins to one host one
-    /// `per_host_interval` apart, a check followed by the login it asks for, a script's requests), short next to
-    /// the minutes between a site's checks and keepalives.
-    static let releaseAfter: Duration = .seconds(10)
-
-    /// Between runs and requests the daemon only waits; the code it ran (logins, libcurl, OpenSSL, YAML, the socket's
-    /// server) would otherwise stay resident for good (`ResidentCode`).
-    static func releaseResidentCode(_ logger: Logger) {
-        do {
-            let started = ContinuousClock.now
-            let released = try ResidentCode.release()
-            logger.debug("idle: released resident code", metadata: [
-                "mappings": "\(released.mappings)", "kib": "\(released.bytes / 1024)", "refused": "\(released.refused)",
-                "duration_ms": "\((ContinuousClock.now - started).wholeMilliseconds)",
-            ])
-        } catch {
-            logger.debug("idle: cannot release resident code", metadata: ["error": "\(error)"])
         }
     }
 }

@@ -41,15 +41,14 @@ import Vault
         }
 
         func keeper(
-            password: String = DemoSite.Configuration.defaultPassword, wallClock: @escaping @Sendable () -> Date = { Date() },
-            idleWatch: IdleWatch? = nil
+            password: String = DemoSite.Configuration.defaultPassword, wallClock: @escaping @Sendable () -> Date = { Date() }
         ) -> Keeper {
             let login = SiteLogin(
                 client: client, store: VaultSessionStore(vault: vault), credentials: { _ in Credentials(password: password) },
                 environment: [:])
             return Keeper(
                 login: login, settings: SchedulerSettings(maxConcurrentLogins: 4, perHostInterval: .zero, jitter: 0), logger: Logger(label: "test"),
-                wallClock: wallClock, idleWatch: idleWatch)
+                wallClock: wallClock)
         }
 
         /// Whether the site accepts `record`'s cookies now.
@@ -101,26 +100,6 @@ import Vault
         return try loader.loadSite(
             text: KeeperTests.siteYAML(world.server.baseURL).replacingOccurrences(of: "check: {get: /api/me, expect: {status: 200}, every: 1s}\n", with: ""),
             file: world.folder.appendingPathComponent("unchecked.yaml").path, config: loader.defaultConfig(directory: world.folder.path))
-    }
-
-    /// The keeper tells its ``IdleWatch`` of every run's start and end and of the sites it applies: each quiet
-    /// stretch (after the first login, after a refresh's login) ends in the idle action. A start without its end,
-    /// or an end without its start, would leave the watch waiting for ever.
-    @Test func everyRunIsReportedToTheIdleWatch() async throws {
-        try await Self.withWorld(sessionMaxAge: 3600) { world in
-            let actions = Locked(0)
-            let watch = IdleWatch(after: .milliseconds(200)) { actions.withLock { $0 += 1 } }
-            let keeper = world.keeper(idleWatch: watch)
-            await keeper.apply([try Self.siteWithoutCheck(world)])
-            #expect(try await waitUntil(.seconds(30)) { await keeper.status().first?.phase == .valid })
-            #expect(try await waitUntil(.seconds(30)) { actions.withLock { $0 } == 1 })
-            let before = world.requests.count("POST /login")
-            _ = try await keeper.refresh("unchecked", wait: .seconds(20))
-            #expect(world.requests.count("POST /login") == before + 1)
-            #expect(try await waitUntil(.seconds(30)) { actions.withLock { $0 } == 2 })
-            await keeper.stopAll()
-            #expect(!watch.isArmed)
-        }
     }
 
     /// A wall clock set a day ahead (NTP after a long suspend) is noticed at the keeper's next wake (here the

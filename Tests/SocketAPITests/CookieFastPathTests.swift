@@ -233,62 +233,6 @@ import TestSupport
         }
     }
 
-    /// Every answer (the fast path's, a replayed one, the router's) is a pulse for the daemon's idle watch, and
-    /// every connection that ends arms it; one that stays open does not. (How pulses postpone the action is
-    /// `IdleWatchTests`'s.)
-    @Test func everyAnswerAndEveryEndedConnectionIsReportedToTheIdleWatch() async throws {
-        try await SocketWorld.withWorld { world in
-            await world.keeper.apply([try world.site()])
-            #expect(try await Self.valid(world.keeper))
-            let sleeper = ManualSleeper()
-            let actions = Locked(0)
-            let watch = IdleWatch(after: .seconds(10), sleep: { try await sleeper.sleep($0) }) { actions.withLock { $0 += 1 } }
-            try await world.serving(world.socketServer(idleWatch: watch)) {
-                _ = try await world.curl("/v1/sites/demo/cookies")  // the fast path
-                #expect(watch.pulseCount == 1)
-                // The router (Connection: close), on a blocking client's own thread.
-                let router = UnixSocketHTTPClient(socketPath: world.socketPath, timeout: .seconds(10))
-                #expect(try await onDedicatedThread { try router.send("GET", "/v1/health") }.status == 200)
-                #expect(watch.pulseCount == 2)
-                // Twice the same request on one connection: the second is replayed from the first's bytes.
-                let open = try #require(Self.connect(world.socketPath))
-                let head = Array("GET /v1/sites/demo/cookies HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
-                let both = head + head
-                #expect(both.withUnsafeBytes { write(open, $0.baseAddress, $0.count) } == both.count)
-                #expect(try await waitUntil(.seconds(10)) { watch.pulseCount == 4 })
-                // Quiet from here: the watch acts once a whole wait passes without news.
-                #expect(try await waitUntil(.seconds(10)) {
-                    sleeper.wakeAll()
-                    return actions.withLock { $0 } == 1
-                })
-                #expect(!watch.isArmed)
-                // The open connection ends: news again.
-                close(open)
-                #expect(try await waitUntil(.seconds(10)) { watch.isArmed })
-                #expect(actions.withLock { $0 } == 1)
-            }
-        }
-    }
-
-    /// A plain connection to the socket, made by the test itself (nil when it cannot connect).
-    static func connect(_ path: String) -> Int32? {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in path.utf8.prefix(buffer.count - 1).enumerated() { buffer[index] = byte }
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else {
-            close(fd)
-            return nil
-        }
-        return fd
-    }
-
     @Test func pipelinedRequestsAreAnsweredInTheOrderTheyCame() async throws {
         try await SocketWorld.withWorld { world in
             await world.keeper.apply([try world.site()])

@@ -91,13 +91,12 @@ struct SocketWorld {
 
     /// The socket server for this world (not started).
     func socketServer(
-        settings: SocketSettings? = nil, metrics: Bool = true, limits: SocketServer.Limits = SocketServer.Limits(),
-        idleWatch: IdleWatch? = nil
+        settings: SocketSettings? = nil, metrics: Bool = true, limits: SocketServer.Limits = SocketServer.Limits()
     ) -> SocketServer {
         SocketServer(
             settings: settings ?? SocketSettings(path: socketPath, mode: 0o666), metricsEnabled: metrics, keeper: keeper,
             reload: { [reloads] in reloads.increment() }, logger: logger, limits: limits,
-            onListening: { [listens] in listens.increment() }, idleWatch: idleWatch)
+            onListening: { [listens] in listens.increment() })
     }
 
     /// Runs `server` in a service group until `body` returns, then shuts it down gracefully.

@@ -57,13 +57,11 @@ struct APIMiddleware: RouterMiddleware {
 
     let peers: PeerRegistry
     let metrics: DaemonMetrics
-    let idleWatch: IdleWatch?
 
     func handle(_ request: Request, context: APIContext, next: (Request, APIContext) async throws -> Response) async throws -> Response {
         let route = RouteTable.match(request.uri.path)
         let response = await answer(request, context: context, route: route, next: next)
         metrics.requestAnswered(route: route?.pattern ?? "unmatched", status: response.status.code)
-        idleWatch?.pulse()
         return response
     }
 

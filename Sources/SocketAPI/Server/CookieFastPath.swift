@@ -18,13 +18,10 @@ struct CookieFastPathParts: Sendable {
     let answered: CoreMetrics.Counter
     /// The wall clock cookies are judged by.
     let now: @Sendable () -> Date
-    /// Told of every answer (``IdleWatch/pulse()``).
-    var idleWatch: IdleWatch? = nil
 
     /// Counts an answer this handler or ``WireReplay`` sent, as the router counts its own.
     func counted() {
         answered.increment()
-        idleWatch?.pulse()
     }
 }
 

@@ -28,8 +28,6 @@ struct SocketHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     let additionalHandlers: @Sendable () -> [any ChannelHandler]
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        // The connection's end is news for the idle watch, as each answer is (``CookieFastPathParts/counted()``).
-        if let idleWatch = fastPath.idleWatch { channel.closeFuture.whenComplete { _ in idleWatch.activity() } }
         return channel.eventLoop.makeCompletedFuture {
             var decoderLimits = NIOHTTPDecoderLimitConfiguration()
             decoderLimits.maxHeaderFieldSize = limits.maxHeaderFieldBytes

@@ -49,18 +49,16 @@ public final class SocketServer: Service, Sendable {
     private let peers = PeerRegistry()
     private let hub: EventHub
     private let onListening: @Sendable () -> Void
-    private let idleWatch: IdleWatch?
 
     /// - Parameters:
     ///   - settings: `socket:` of config.yaml (read once: a changed socket needs a restart).
     ///   - metricsEnabled: `metrics:` of config.yaml (serve `GET /metrics`).
     ///   - reload: what `POST /v1/reload` does (``KeeperService/reload()``, as SIGHUP).
     ///   - onListening: called once the socket listens with its mode and group set.
-    ///   - idleWatch: told of every answer and every connection that ended.
     public init(
         settings: SocketSettings, metricsEnabled: Bool, keeper: Keeper, reload: @escaping @Sendable () -> Void,
         logger: Logger, limits: Limits = Limits(), now: @escaping @Sendable () -> Date = { Date() },
-        onListening: @escaping @Sendable () -> Void = {}, idleWatch: IdleWatch? = nil
+        onListening: @escaping @Sendable () -> Void = {}
     ) {
         self.settings = settings
         self.limits = limits
@@ -73,7 +71,6 @@ public final class SocketServer: Service, Sendable {
         self.now = now
         self.hub = EventHub(keeper: keeper, access: access, metrics: metrics, readerBuffer: limits.eventBuffer, logger: logger)
         self.onListening = onListening
-        self.idleWatch = idleWatch
     }
 
     /// Checks the socket path before anything else starts, so a daemon that cannot serve there stops before
@@ -150,7 +147,7 @@ public final class SocketServer: Service, Sendable {
 
     private func buildRouter() -> Router<APIContext> {
         let router = Router(context: APIContext.self)
-        router.add(middleware: APIMiddleware(peers: peers, metrics: metrics, idleWatch: idleWatch))
+        router.add(middleware: APIMiddleware(peers: peers, metrics: metrics))
         APIRoutes(
             keeper: keeper, access: access, hub: hub, metrics: metricsEnabled ? metrics : nil, reload: reload, limits: limits,
             started: .now, logger: logger, now: now
@@ -161,7 +158,7 @@ public final class SocketServer: Service, Sendable {
     private func fastPathParts() -> CookieFastPathParts {
         CookieFastPathParts(
             keeper: keeper, access: access, peer: { [peers] in peers.known($0) },
-            answered: metrics.requestCounter(route: "/v1/sites/{name}/cookies", status: 200), now: now, idleWatch: idleWatch)
+            answered: metrics.requestCounter(route: "/v1/sites/{name}/cookies", status: 200), now: now)
     }
 }
 
