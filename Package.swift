@@ -2,13 +2,16 @@
 import PackageDescription
 
 // Module graph (docs/ARCHITECTURE.md explains each):
-//   C shims:    CPSL  CYAML  CCurl  CXML2          (one per C library, imported by exactly one Swift module)
-//   Foundation: Platform (syscalls)  HTTPTransport (types + client protocol)
+//   C shims:    CPSL  CYAML  CCurl  CXML2  CLinux   (one per C library, imported by exactly one Swift module)
+//   Foundation: Locking (the one lock)  Platform (syscalls, child processes)  HTTPTransport (types + client protocol)
 //   Values:     JSON (one parser, one writer, Codable over it; depends on nothing)
 //   Engines:    CookieJar  XMLQuery  SiteConfig  CurlTransport  LoginFlow  Vault  Credentials
-//   Daemon:     Scheduler  Daemon (the Keeper)  SocketAPI (the Unix-socket HTTP API, on Hummingbird)
+//   Sessions:   the one login path, the store seam (SessionStore, StoreChangeFeed), jar files
+//   Daemon:     Scheduler (pure: SiteConfig only)  Daemon (the Keeper)  SocketAPI (the Unix-socket HTTP API, on Hummingbird)
+//   Clients:    SocketClient (the CLI's blocking HTTP/1.1 client on the socket)
 //   Programs:   sessionkeeper (CLI)  demo-site
-// Dependencies point one way: LoginFlow never imports CurlTransport; only the CLI wires real parts together.
+// Dependencies point one way: LoginFlow never imports CurlTransport, Scheduler never imports Sessions; only the CLI
+// wires real parts together.
 
 /// Issue 14: `Fuzz/run` builds the libFuzzer targets with SESSIONKEEPER_FUZZ=1, in the same scratch path as the
 /// tests. Only this package's modules then carry libFuzzer's coverage and AddressSanitizer (the fuzzers look for
@@ -46,7 +49,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        // Platform reads a socket's peer credentials through NIOCore's SocketOptionProvider (SocketAPI).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         // The socket's fast path handles HTTP/1.1 parts as Hummingbird's pipeline carries them (NIOHTTPTypes).
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
@@ -85,10 +87,11 @@ let package = Package(
                 "Locking",
                 "CLinux",
                 .product(name: "Subprocess", package: "swift-subprocess"),
-                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),
+        // The CLI's blocking HTTP/1.1 client on the daemon's Unix socket, with its Server-Sent Events reader.
+        .target(name: "SocketClient", dependencies: ["Locking", "Platform"], swiftSettings: strict),
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "CookieJar", dependencies: ["Locking", "CPSL", "JSON"], swiftSettings: strict),
         .target(name: "XMLQuery", dependencies: ["Locking", "CXML2"], swiftSettings: strict + libxml2Headers),
@@ -118,10 +121,10 @@ let package = Package(
         ),
         .target(
             name: "Sessions",
-            dependencies: ["CookieJar", "SiteConfig", "HTTPTransport", "LoginFlow", "Vault", "Credentials", "Platform"],
+            dependencies: ["Locking", "CookieJar", "SiteConfig", "HTTPTransport", "LoginFlow", "Vault", "Credentials", "Platform"],
             swiftSettings: strict
         ),
-        .target(name: "Scheduler", dependencies: ["Sessions", "SiteConfig"], swiftSettings: strict),
+        .target(name: "Scheduler", dependencies: ["SiteConfig"], swiftSettings: strict),
         .target(
             name: "Daemon",
             dependencies: [
@@ -171,7 +174,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "LoginFlow", "Vault", "Credentials",
-                "Platform", "Sessions", "Daemon", "JSON", "SocketAPI",
+                "Platform", "Sessions", "Daemon", "JSON", "SocketAPI", "SocketClient",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -207,7 +210,7 @@ let package = Package(
 
         // MARK: Tests (one target per module; fixtures as files beside them)
         // Shared by the test targets: blocking waits on dedicated threads, child processes run to their end.
-        .target(name: "TestSupport", dependencies: ["Locking"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Locking", "Platform"], path: "Tests/TestSupport", swiftSettings: strict),
         // The crash test's child (VaultTests/CrashTests): writes vault items until killed. Built for the tests
         // only, so the shipped sessionkeeper carries no test subcommand.
         .executableTarget(
@@ -222,7 +225,10 @@ let package = Package(
         .testTarget(name: "XMLQueryTests", dependencies: ["XMLQuery"], swiftSettings: strict + libxml2Headers),
         .testTarget(name: "SiteConfigTests", dependencies: ["SiteConfig", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"], swiftSettings: strict),
-        .testTarget(name: "CurlTransportTests", dependencies: ["CurlTransport", "HTTPTransport", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(
+            name: "CurlTransportTests", dependencies: ["CurlTransport", "HTTPTransport", "Platform", "TestSupport"], resources: [.copy("Fixtures")],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "LoginFlowTests",
             dependencies: ["Locking", "LoginFlow", "HTTPTransport", "CurlTransport", "DemoSite", "CookieJar", "SiteConfig", "JSON", "TestSupport"],
@@ -234,13 +240,15 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "DemoSite",
+                "Platform",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 "TestSupport",
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "PlatformTests", dependencies: ["Locking", "Platform", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "PlatformTests", dependencies: ["Locking", "Platform", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SocketClientTests", dependencies: ["SocketClient", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(
             name: "VaultTests", dependencies: ["Locking", "Vault", "Credentials", "Platform", "SiteConfig", "TestSupport"],
             resources: [.copy("Fixtures")], swiftSettings: strict
@@ -251,12 +259,13 @@ let package = Package(
             resources: [.copy("Fixtures")],
             swiftSettings: strict
         ),
-        .testTarget(name: "SchedulerTests", dependencies: ["Scheduler", "Sessions", "SiteConfig"], swiftSettings: strict),
+        .testTarget(name: "SchedulerTests", dependencies: ["Scheduler", "SiteConfig"], swiftSettings: strict),
         .testTarget(
             name: "DaemonTests",
             dependencies: [
                 "Locking",
                 "Daemon", "Scheduler", "Sessions", "SiteConfig", "CurlTransport", "DemoSite", "Vault", "TestSupport",
+                "LoginFlow", "HTTPTransport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -266,7 +275,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "SocketAPI", "Daemon", "Scheduler", "Sessions", "SiteConfig", "CurlTransport", "DemoSite", "Vault", "Platform",
-                "JSON", "LoginFlow", "TestSupport", "CookieJar",
+                "JSON", "LoginFlow", "TestSupport", "CookieJar", "SocketClient",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -278,7 +287,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "CLITests", dependencies: ["CookieJar", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["CookieJar", "Platform", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
     ]
 )
 

@@ -14,9 +14,10 @@ public struct PrivateTemporaryFolder: Sendable {
     public static func create(prefix: String) throws(SystemError) -> PrivateTemporaryFolder {
         let base = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"
         var template = Array("\(base.hasSuffix("/") ? String(base.dropLast()) : base)/\(prefix)XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!) }
-        guard made != nil else { throw SystemError(call: "mkdtemp", path: base, errno: errno) }
-        return PrivateTemporaryFolder(path: String(cString: template))
+        // mkdtemp fills in the X's of the template it is handed and returns it: the folder's path.
+        let made = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.flatMap { mkdtemp($0) }.map { String(cString: $0) } }
+        guard let made else { throw SystemError(call: "mkdtemp", path: base, errno: errno) }
+        return PrivateTemporaryFolder(path: made)
     }
 
     /// The path of the file `name` inside the folder.

@@ -4,7 +4,9 @@ import Foundation
 import JSON
 import Locking
 import Platform
+import Sessions
 import SiteConfig
+import SocketClient
 
 /// `sessionkeeper exec SITE [--url U] [--signal SIG] -- CMD...` (SPEC section 9): runs a command with a
 /// site's session in its environment and in a private cookie file.
@@ -49,7 +51,7 @@ struct ExecCommand: AsyncParsableCommand {
             guard let program = command.first else {
                 throw CLIFailure.usage("no command given: write it after --, as in 'sessionkeeper exec \(site) -- curl ...'")
             }
-            let requestURL = try url.map(JarFiles.parseURL)
+            let requestURL = try url.map(JarOptions.parseURL)
             let reloadSignal = try signal.map(Self.parseSignal)
             let path = try socket.socketPath()
             let client = DaemonClient(socket: path)

@@ -44,7 +44,7 @@ struct ImportCommand: AsyncParsableCommand {
             let now = Date()
             let bytes = try JarFiles.readBytes(file) ?? []
             let text = try JarFiles.text(of: bytes, name: JarFiles.displayName(file))
-            let chosen = try format.map { try JarFiles.parseFormat($0, option: "--format") }
+            let chosen = try format.map { try JarOptions.parseFormat($0, option: "--format") }
             let (decisions, jar) = try CookieImport.admit(text, bytes: bytes, format: chosen, file: file, site: definition, now: now)
 
             for case let .rejected(name, reason) in decisions {

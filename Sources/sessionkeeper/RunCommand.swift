@@ -52,9 +52,18 @@ struct RunCommand: AsyncParsableCommand {
             defer { wiring.close() }
             let login = wiring.login
             let keeper = Keeper(login: login, settings: daemonConfig.scheduler, logger: logger)
+            let storeChanges: VaultChangeFeed?
+            do {
+                storeChanges = try VaultChangeFeed(vault: wiring.vault)
+            } catch {
+                storeChanges = nil
+                logger.error(
+                    "cannot watch the vault; secrets set and sessions stored by other processes are seen at each site's next check",
+                    metadata: ["error": "\(error)"])
+            }
             let service = KeeperService(
                 configPath: path, config: daemonConfig, loader: loader, keeper: keeper, notifier: ServiceNotifier(),
-                logger: logger)
+                logger: logger, storeChanges: storeChanges)
             // The socket is the last service: on shutdown it stops first, so no client is answered by a keeper
             // that has stopped.
             let socket = SocketServer(

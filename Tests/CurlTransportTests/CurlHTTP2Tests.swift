@@ -1,6 +1,7 @@
 import CurlTransport
 import Foundation
 import HTTPTransport
+import Platform
 import TestSupport
 import Testing
 
@@ -22,27 +23,17 @@ struct CurlHTTP2Tests {
         try Data("hello over h2\n".utf8).write(to: root.appendingPathComponent("hello.txt"))
 
         let port = try freeLoopbackPort()
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: try #require(nghttpdPath))
-        server.arguments = ["-a", "127.0.0.1", "-d", root.path, "\(port)", material.serverKey, material.serverCertificate]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try launch(server)
+        let server = try await startProgram(
+            try #require(nghttpdPath), ["-a", "127.0.0.1", "-d", root.path, "\(port)", material.serverKey, material.serverCertificate],
+            standardError: .discarded)
+        server.closeInput()
         do {
             try await exerciseHTTP2(port: port, material: material)
         } catch {
-            await Self.kill(server)
+            _ = await server.kill()
             throw error
         }
-        await Self.kill(server)
-    }
-
-    /// SIGKILLs nghttpd and waits for it on a dedicated thread.
-    private static func kill(_ server: Process) async {
-        await onDedicatedThread {
-            _ = Glibc.kill(server.processIdentifier, SIGKILL)
-            server.waitUntilExit()
-        }
+        _ = await server.kill()
     }
 
     private func exerciseHTTP2(port: Int, material: TLSMaterial) async throws {

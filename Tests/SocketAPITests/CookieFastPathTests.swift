@@ -9,6 +9,7 @@ import NIOEmbedded
 import NIOHTTPTypes
 import Platform
 @testable import SocketAPI
+import SocketClient
 import Testing
 import TestSupport
 
