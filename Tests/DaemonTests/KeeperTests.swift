@@ -71,7 +71,7 @@ import Vault
         }
 
         func control(_ path: String) async throws {
-            let url = try #require(URL(string: server.baseURL.absoluteString + "_control/" + path))
+            let url = try #require(URL(string: server.baseURL.absoluteString + "/_control/" + path))
             _ = try await client.send(HTTPRequest(method: "POST", url: url), options: TransportOptions())
         }
 
@@ -165,10 +165,10 @@ import Vault
             try await world.advance(keeper, by: .seconds(2))
             #expect(await keeper.record(for: "unchecked")?.lastLogin == lastLogin)
             // A day ahead: the session is over by the new wall time, and the site logs in again at once (spread
-            // over a second), not at its old timer an hour away.
+            // over the politeness window, at most 2 s), not at its old timer an hour away.
             world.clock.setWall(by: 86_400)
             await keeper.wallClockWasSet()
-            try await world.advance(keeper, by: .seconds(1))
+            try await world.advance(keeper, by: .seconds(2))
             #expect(await keeper.record(for: "unchecked")?.lastLogin != lastLogin)
             await keeper.stopAll()
         }
