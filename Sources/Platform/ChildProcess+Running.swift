@@ -59,16 +59,10 @@ extension ChildProcess {
     ) async {
         var options = PlatformOptions()
         options.processGroupID = 0
-        let target: Executable = executable.contains("/") ? .path(FilePath(executable)) : .name(executable)
-        var variables: [Environment.Key: String] = [:]
-        for (name, value) in environment.variables {
-            guard let key = Environment.Key(rawValue: name) else { continue }
-            variables[key] = value
-        }
         let commands = core.inputCommands
         do {
             let outcome = try await Subprocess.run(
-                target, arguments: Arguments(arguments), environment: .custom(variables),
+                Self.subprocessExecutable(executable), arguments: Arguments(arguments), environment: environment.subprocessEnvironment,
                 workingDirectory: workingDirectory.map { FilePath($0) }, platformOptions: options,
                 input: .inputWriter, output: .sequence, error: error
             ) { execution in

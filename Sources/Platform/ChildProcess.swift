@@ -188,18 +188,12 @@ public struct ChildProcess: Sendable {
         // Used when this task is cancelled (timeout or caller): SIGTERM to the group, then SIGKILL to the
         // group after the grace period if the program is still there.
         options.teardownSequence = [.gracefulShutDown(toProcessGroup: true, allowedDurationToNextStep: terminationGrace)]
-        let executable: Executable = self.executable.contains("/") ? .path(FilePath(self.executable)) : .name(self.executable)
-        var environment: [Environment.Key: String] = [:]
-        for (name, value) in self.environment.variables {
-            guard let key = Environment.Key(rawValue: name) else { continue }
-            environment[key] = value
-        }
         let input = self.input
         let limit = outputLimit
         let overflow = outputOverflow
         do {
             let outcome = try await Subprocess.run(
-                executable, arguments: Arguments(arguments), environment: .custom(environment),
+                Self.subprocessExecutable(executable), arguments: Arguments(arguments), environment: environment.subprocessEnvironment,
                 workingDirectory: workingDirectory.map { FilePath($0) }, platformOptions: options,
                 input: .inputWriter, output: .sequence, error: .sequence
             ) { execution in
@@ -255,6 +249,26 @@ public struct ChildProcess: Sendable {
     static let brokenPipesIgnored: Void = {
         _ = signal(SIGPIPE, SIG_IGN)
     }()
+}
+
+extension ChildProcess {
+    /// `executable` as swift-subprocess takes it: a path when it holds a `/`, else a name looked up on the child's
+    /// PATH.
+    static func subprocessExecutable(_ executable: String) -> Executable {
+        executable.contains("/") ? .path(FilePath(executable)) : .name(executable)
+    }
+}
+
+extension ChildEnvironment {
+    /// Exactly these variables, as swift-subprocess takes them (a name it cannot take is left out).
+    var subprocessEnvironment: Environment {
+        var variables: [Environment.Key: String] = [:]
+        for (name, value) in self.variables {
+            guard let key = Environment.Key(rawValue: name) else { continue }
+            variables[key] = value
+        }
+        return .custom(variables)
+    }
 }
 
 /// How a child process ended.
