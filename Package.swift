@@ -221,7 +221,10 @@ let package = Package(
         ),
         .testTarget(name: "LockingTests", dependencies: ["Locking"], swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], resources: [.copy("Fixtures")], swiftSettings: strict),
-        .testTarget(name: "CookieJarTests", dependencies: ["Locking", "CookieJar", "JSON"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(
+            name: "CookieJarTests", dependencies: ["Locking", "CookieJar", "JSON", "TestSupport"], resources: [.copy("Fixtures")],
+            swiftSettings: strict
+        ),
         .testTarget(name: "XMLQueryTests", dependencies: ["XMLQuery"], swiftSettings: strict + libxml2Headers),
         .testTarget(name: "SiteConfigTests", dependencies: ["SiteConfig", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"], swiftSettings: strict),
