@@ -15,7 +15,21 @@ struct InstalledLayoutTests {
         if let missing = BrowserLoginTests.missingParts { Issue.record(Comment(rawValue: missing)); return }
         let built = try #require(CLIRunner.executable).path
         let prefix = try TemporaryFolder()
-        defer { prefix.cleanUp() }
+        do {
+            try await Self.installAndLogIn(into: prefix, built: built)
+        } catch {
+            await Self.remove(prefix)
+            throw error
+        }
+        await Self.remove(prefix)
+    }
+
+    /// The installed virtualenv holds thousands of files: removed on a thread of its own, not the cooperative pool's.
+    static func remove(_ prefix: TemporaryFolder) async {
+        await onDedicatedThread { prefix.cleanUp() }
+    }
+
+    static func installAndLogIn(into prefix: TemporaryFolder, built: String) async throws {
         let install = try await runProgram(
             BrowserLoginTests.repository.appendingPathComponent("scripts/install").path, [prefix.path],
             environment: ProcessInfo.processInfo.environment.merging(["SESSIONKEEPER_BINARY": built]) { $1 },
