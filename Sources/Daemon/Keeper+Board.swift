@@ -1,11 +1,7 @@
-import CookieJar
 import Foundation
-import HTTPTransport
-import LoginFlow
-import Logging
 import Scheduler
-import Sessions
-import SiteConfig
+
+// MARK: The board: each site's entry, published for readers who need no actor hop
 
 extension Keeper {
     /// The session ``session(for:minValid:wait:)`` would return at once for `name`, read from the ``board``

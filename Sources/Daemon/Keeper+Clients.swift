@@ -1,15 +1,12 @@
 import CookieJar
 import Foundation
-import HTTPTransport
-import LoginFlow
-import Logging
 import Scheduler
 import Sessions
 import SiteConfig
 
-extension Keeper {
-    // MARK: Sessions as clients ask for them (the socket API)
+// MARK: Sessions as clients ask for them (the socket API), and their waits for a login
 
+extension Keeper {
     /// A session fit to serve: valid now, its essential cookies present, and (with `minValid`) every essential
     /// cookie unexpired for at least `minValid` more. Without one, a request that may wait or asks for
     /// `minValid` starts a login now (unless one runs, which it shares), then waits up to `wait` for a login

@@ -1,15 +1,11 @@
-import CookieJar
 import Foundation
-import HTTPTransport
-import LoginFlow
 import Logging
 import Scheduler
 import Sessions
-import SiteConfig
+
+// MARK: Events: what happened to each site, for the socket's event stream and metrics
 
 extension Keeper {
-    // MARK: Events
-
     /// Every state change, cookie change and finished login from now on. Each subscriber has a buffer of
     /// `buffer` events: one that falls that far behind is dropped (its stream ends) rather than buffered
     /// without bound.

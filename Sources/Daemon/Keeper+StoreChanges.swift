@@ -2,6 +2,8 @@ import Scheduler
 import Sessions
 import SiteConfig
 
+// MARK: What other processes change in the store
+
 extension Keeper {
     /// What changed in the store while the daemon runs (a ``StoreChangeFeed``'s batches; SPEC section 7): a secret
     /// a site's credentials read clears the site's needs-attention and logs it in (``SiteSchedule/Event/secretChanged``);

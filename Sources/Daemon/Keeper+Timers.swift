@@ -1,15 +1,10 @@
-import CookieJar
 import Foundation
-import HTTPTransport
-import LoginFlow
 import Logging
 import Scheduler
-import Sessions
-import SiteConfig
+
+// MARK: Timers: one sleeping task for the earliest deadline, and the wall clock's jumps
 
 extension Keeper {
-    // MARK: Timers
-
     /// Keeps exactly one sleeping task, for the earliest deadline of any site or of the gate.
     func rearm() {
         guard !stopped else { return }
