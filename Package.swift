@@ -2,15 +2,18 @@
 import PackageDescription
 
 // Module graph (docs/ARCHITECTURE.md explains each):
-//   C shims:    CPSL  CYAML  CCurl  CXML2  CSQLite (one per C library, imported by exactly one Swift module)
-//   Foundation: Platform (syscalls)  HTTPTransport (types + client protocol)
+//   C shims:    CPSL  CYAML  CCurl  CXML2  CSQLite  CLinux   (one per C library, imported by exactly one Swift module)
+//   Foundation: Locking (the one lock)  Platform (syscalls, child processes)  HTTPTransport (types + client protocols)
 //   Values:     JSON (one parser, one writer, Codable over it; depends on nothing)
 //   Engines:    CookieJar  XMLQuery  SiteConfig  CurlTransport  LoginFlow  Vault  Credentials  BrowserCookies  Egress
+//   Sessions:   the one login path, the store seam (SessionStore, StoreChangeFeed), jar files
 //   Stores:     Vault (the folder, the item crypto)  PostgresStore (fleet mode: items, leases, changes on PostgreSQL)
 //   People:     Notify (notifications of sites that need a person)
-//   Daemon:     Scheduler  Daemon (the Keeper)  SocketAPI (the Unix-socket HTTP API, on Hummingbird)
+//   Daemon:     Scheduler (pure: SiteConfig only)  Daemon (the Keeper)  SocketAPI (the Unix-socket HTTP API, on Hummingbird)
+//   Clients:    SocketClient (the CLI's blocking HTTP/1.1 client on the socket)
 //   Programs:   sessionkeeper (CLI)  demo-site
-// Dependencies point one way: LoginFlow never imports CurlTransport; only the CLI wires real parts together.
+// Dependencies point one way: LoginFlow never imports CurlTransport, Scheduler never imports Sessions; only the CLI
+// wires real parts together.
 
 /// Issue 14: `Fuzz/run` builds the libFuzzer targets with SESSIONKEEPER_FUZZ=1, in the same scratch path as the
 /// tests. Only this package's modules then carry libFuzzer's coverage and AddressSanitizer (the fuzzers look for
@@ -51,7 +54,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        // Platform reads a socket's peer credentials through NIOCore's SocketOptionProvider (SocketAPI).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         // The socket's connection handlers read HTTP/1.1 parts as Hummingbird's pipeline carries them (NIOHTTPTypes).
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
@@ -97,10 +99,11 @@ let package = Package(
                 "Locking",
                 "CLinux",
                 .product(name: "Subprocess", package: "swift-subprocess"),
-                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),
+        // The CLI's blocking HTTP/1.1 client on the daemon's Unix socket, with its Server-Sent Events reader.
+        .target(name: "SocketClient", dependencies: ["Locking", "Platform"], swiftSettings: strict),
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "CookieJar", dependencies: ["Locking", "CPSL", "JSON"], swiftSettings: strict),
         .target(name: "XMLQuery", dependencies: ["Locking", "CXML2"], swiftSettings: strict + libxml2Headers),
@@ -141,12 +144,12 @@ let package = Package(
         ),
         .target(
             name: "Sessions",
-            dependencies: ["CookieJar", "SiteConfig", "HTTPTransport", "LoginFlow", "Vault", "Credentials", "Platform"],
+            dependencies: ["Locking", "CookieJar", "SiteConfig", "HTTPTransport", "LoginFlow", "Vault", "Credentials", "Platform"],
             swiftSettings: strict
         ),
         // The egress route's pure rules: whether an answer is logged out (SPEC section 10).
         .target(name: "Egress", dependencies: ["SiteConfig", "HTTPTransport"], swiftSettings: strict),
-        .target(name: "Scheduler", dependencies: ["Sessions", "SiteConfig"], swiftSettings: strict),
+        .target(name: "Scheduler", dependencies: ["SiteConfig"], swiftSettings: strict),
         .target(
             name: "BrowserCookies",
             dependencies: [
@@ -214,7 +217,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "LoginFlow", "Vault", "Credentials",
-                "Platform", "Sessions", "Daemon", "JSON", "SocketAPI", "PostgresStore", "BrowserCookies", "Notify",
+                "Platform", "Sessions", "Daemon", "JSON", "SocketAPI", "SocketClient", "PostgresStore", "BrowserCookies", "Notify",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -266,14 +269,17 @@ let package = Package(
         ),
         .testTarget(name: "LockingTests", dependencies: ["Locking"], swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], resources: [.copy("Fixtures")], swiftSettings: strict),
-        .testTarget(name: "CookieJarTests", dependencies: ["Locking", "CookieJar", "JSON"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(
+            name: "CookieJarTests", dependencies: ["Locking", "CookieJar", "JSON", "TestSupport"], resources: [.copy("Fixtures")],
+            swiftSettings: strict
+        ),
         .testTarget(name: "XMLQueryTests", dependencies: ["XMLQuery"], swiftSettings: strict + libxml2Headers),
         .testTarget(name: "SiteConfigTests", dependencies: ["SiteConfig", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"], swiftSettings: strict),
         .testTarget(
             name: "CurlTransportTests",
             dependencies: [
-                "CurlTransport", "HTTPTransport", "TestSupport", "Locking",
+                "CurlTransport", "HTTPTransport", "Platform", "TestSupport", "Locking",
                 // SHA-256 of the streamed upload test's body, compared with the server's.
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -290,13 +296,15 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "DemoSite",
+                "Platform",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 "TestSupport",
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "PlatformTests", dependencies: ["Locking", "Platform", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "PlatformTests", dependencies: ["Locking", "Platform", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SocketClientTests", dependencies: ["SocketClient", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(
             name: "VaultTests", dependencies: ["Locking", "Vault", "Credentials", "Platform", "SiteConfig", "TestSupport"],
             resources: [.copy("Fixtures")], swiftSettings: strict
@@ -308,12 +316,13 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "EgressTests", dependencies: ["Egress", "SiteConfig", "HTTPTransport"], swiftSettings: strict),
-        .testTarget(name: "SchedulerTests", dependencies: ["Scheduler", "Sessions", "SiteConfig"], swiftSettings: strict),
+        .testTarget(name: "SchedulerTests", dependencies: ["Scheduler", "SiteConfig"], swiftSettings: strict),
         .testTarget(
             name: "DaemonTests",
             dependencies: [
                 "Locking",
                 "Daemon", "Scheduler", "Sessions", "SiteConfig", "CurlTransport", "DemoSite", "Vault", "TestSupport",
+                "LoginFlow", "HTTPTransport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -323,7 +332,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "SocketAPI", "Daemon", "Scheduler", "Sessions", "SiteConfig", "CurlTransport", "DemoSite", "Vault", "Platform",
-                "JSON", "LoginFlow", "TestSupport", "CookieJar",
+                "JSON", "LoginFlow", "TestSupport", "CookieJar", "SocketClient",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -346,7 +355,7 @@ let package = Package(
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "CookieJar", "JSON", "TestSupport",
+                "CookieJar", "JSON", "Platform", "TestSupport",
                 // Chromium's cookie encryption, for the profiles `import --from-browser` reads.
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),

@@ -1,7 +1,7 @@
 #ifndef SESSIONKEEPER_LAZY_LIBRARY_H
 #define SESSIONKEEPER_LAZY_LIBRARY_H
 /* Binding a C library at run time, on first use, instead of linking it: the one way the shims do it
- * (Sources/CCurl/shim.h for libcurl, Sources/CXML2/shim.h for libxml2). A linked library is loaded, relocated
+ * (Sources/CCurl/shim.h for libcurl, Sources/CXML2/shim.h for libxml2, Sources/CSQLite/shim.h for SQLite). A linked library is loaded, relocated
  * and initialised at every start of the program, with every library behind it, by commands that never use it
  * (docs/BENCHMARKS.md, "Client start-up"). Included by those shims, not a module of its own.
  *

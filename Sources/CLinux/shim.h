@@ -4,7 +4,6 @@
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
-#include <malloc.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -32,11 +31,6 @@ static inline int clinux_timerfd_fire_now(int fd) {
     return timerfd_settime(fd, 0, &spec, 0);
 }
 
-// Drops this process's page-table entries for [start, start + length): for a private file mapping that holds no
-// private copy of a page, the next access maps the file's page again from the page cache (madvise(2)).
-static inline int clinux_madvise_dontneed(void *start, size_t length) {
-    return madvise(start, length, MADV_DONTNEED);
-}
 
 // prctl(2) is variadic, which Swift cannot call: PR_SET_DUMPABLE with 0 makes the process non-dumpable (no core
 // file; its /proc/PID files owned by root; no ptrace by processes of the same uid without CAP_SYS_PTRACE).
@@ -76,10 +70,6 @@ static inline int clinux_protect(void *start, size_t length, int writable) {
     return mprotect(start, length, writable ? (PROT_READ | PROT_WRITE) : PROT_READ);
 }
 
-// Gives the heap's free pages back to the system (glibc's malloc_trim(3)); returns 1 when it released any.
-static inline int clinux_malloc_trim(void) {
-    return malloc_trim(0);
-}
 // A socket-diagnostics request for one TCP socket (sock_diag(7)): a netlink header and inet_diag_req_v2.
 struct clinux_inet_diag_request {
     struct nlmsghdr header;

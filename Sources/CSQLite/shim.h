@@ -11,71 +11,27 @@
 #include <sqlite3.h>
 #include "../CLazyLibrary/lazy_library.h"
 
-/* The run-time name of SQLite 3's library, from Debian's libsqlite3-0 package. */
-#define CSQLITE_LIBRARY_SONAME "libsqlite3.so.0"
-
 /* Each entry point BrowserCookies calls, by its SQLite name. */
-#define CSQLITE_ENTRY_POINTS(X) \
-    X(sqlite3_open_v2) \
-    X(sqlite3_close_v2) \
-    X(sqlite3_errstr) \
-    X(sqlite3_errmsg) \
-    X(sqlite3_extended_errcode) \
-    X(sqlite3_extended_result_codes) \
-    X(sqlite3_busy_timeout) \
-    X(sqlite3_exec) \
-    X(sqlite3_prepare_v2) \
-    X(sqlite3_step) \
-    X(sqlite3_finalize) \
-    X(sqlite3_column_type) \
-    X(sqlite3_column_int64) \
-    X(sqlite3_column_blob) \
-    X(sqlite3_column_bytes)
+#define CSQLITE_ENTRY_POINTS(FUNCTION, VARIABLE) \
+    FUNCTION(sqlite3_open_v2) \
+    FUNCTION(sqlite3_close_v2) \
+    FUNCTION(sqlite3_errstr) \
+    FUNCTION(sqlite3_errmsg) \
+    FUNCTION(sqlite3_extended_errcode) \
+    FUNCTION(sqlite3_extended_result_codes) \
+    FUNCTION(sqlite3_busy_timeout) \
+    FUNCTION(sqlite3_exec) \
+    FUNCTION(sqlite3_prepare_v2) \
+    FUNCTION(sqlite3_step) \
+    FUNCTION(sqlite3_finalize) \
+    FUNCTION(sqlite3_column_type) \
+    FUNCTION(sqlite3_column_int64) \
+    FUNCTION(sqlite3_column_blob) \
+    FUNCTION(sqlite3_column_bytes)
 
-struct csqlite_entry_points {
-#define CSQLITE_FIELD(name) __typeof__(name) *name;
-    CSQLITE_ENTRY_POINTS(CSQLITE_FIELD)
-#undef CSQLITE_FIELD
-};
-
-struct csqlite_state {
-    struct lazy_library library;
-    struct csqlite_entry_points entry;
-};
-
-static inline struct csqlite_state *csqlite_state(void) {
-    static struct csqlite_state state = {LAZY_LIBRARY_INIT, {0}};
-    return &state;
-}
-
-static inline void csqlite_open(void) {
-    struct csqlite_state *state = csqlite_state();
-    /* Never closed: connections may be open until the process ends. */
-    void *library = lazy_library_open(&state->library, CSQLITE_LIBRARY_SONAME);
-    if (library == NULL) return;
-    struct csqlite_entry_points e;
-#define CSQLITE_BIND(name) *(void **)&e.name = lazy_library_bind(&state->library, library, CSQLITE_LIBRARY_SONAME, #name);
-    CSQLITE_ENTRY_POINTS(CSQLITE_BIND)
-#undef CSQLITE_BIND
-    if (state->library.failure == NULL) state->entry = e;
-}
-
-/* NULL once libsqlite3 is loaded and bound (loading it on the first call), else why it could not be: the
- * dynamic loader's message, which names the missing file or symbol. BrowserCookies checks it before any
+/* SQLite 3's library, from Debian's libsqlite3-0 package. BrowserCookies checks csqlite_load_error() before any
  * other call (SQLiteDatabase.open). */
-static inline const char *csqlite_load_error(void) {
-    struct csqlite_state *state = csqlite_state();
-    pthread_once(&state->library.once, csqlite_open);
-    return state->library.failure;
-}
-
-/* Every wrapper below requires a successful csqlite_load_error() first in the process; each makes sure its
- * own object file's table is bound (a no-op after the first call). */
-static inline const struct csqlite_entry_points *csqlite(void) {
-    struct csqlite_state *state = csqlite_state();
-    pthread_once(&state->library.once, csqlite_open);
-    return &state->entry;
-}
+LAZY_LIBRARY(csqlite, "libsqlite3.so.0", "libsqlite3-0", CSQLITE_ENTRY_POINTS)
 
 static inline int csqlite_open_v2(const char *path, sqlite3 **database, int flags) {
     return csqlite()->sqlite3_open_v2(path, database, flags, NULL);

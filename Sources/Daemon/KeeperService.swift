@@ -4,13 +4,15 @@ import Logging
 import Platform
 import Scheduler
 import ServiceLifecycle
+import Sessions
 import SiteConfig
 import UnixSignals
 
 /// The daemon's long-lived part (SPEC section 7), a `Service` in the daemon's `ServiceGroup`: it loads the
 /// sites into the ``Keeper``, follows `sites_dir` (a file added, changed or removed takes effect within
-/// a fraction of a second), reloads `config.yaml` and every site on SIGHUP, tells systemd how it goes
-/// (`Type=notify`), and on graceful shutdown cancels the runs in flight.
+/// a fraction of a second) and the store (a secret set or a session stored by another process takes effect
+/// at once), reloads `config.yaml` and every site on SIGHUP, tells systemd how it goes (`Type=notify`), and on
+/// graceful shutdown cancels the runs in flight.
 public final class KeeperService: Service, Sendable {
     /// Changes arriving this close together are applied as one (an editor writes, renames and chmods).
     public static let settleTime: Duration = .milliseconds(100)
@@ -21,13 +23,16 @@ public final class KeeperService: Service, Sendable {
     private let keeper: Keeper
     private let notifier: ServiceNotifier
     private let logger: Logger
+    private let storeChanges: (any StoreChangeFeed)?
     private let inputs: AsyncStream<Input>
     private let feed: AsyncStream<Input>.Continuation
     private let pendingFiles = PendingFileNames()
 
+    /// - Parameter storeChanges: what other processes change in the store; nil: their changes are seen at each
+    ///   site's next check only.
     public init(
         configPath: String, config: DaemonConfig, loader: ConfigurationLoader, keeper: Keeper,
-        notifier: ServiceNotifier, logger: Logger
+        notifier: ServiceNotifier, logger: Logger, storeChanges: (any StoreChangeFeed)? = nil
     ) {
         self.configPath = configPath
         self.initialConfig = config
@@ -35,6 +40,7 @@ public final class KeeperService: Service, Sendable {
         self.keeper = keeper
         self.notifier = notifier
         self.logger = logger
+        self.storeChanges = storeChanges
         let (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
         self.inputs = inputs
         self.feed = feed
@@ -60,10 +66,14 @@ public final class KeeperService: Service, Sendable {
         var config = initialConfig
         var catalog = SiteCatalog()
         log(catalog.reloadAll(loader: loader, config: config))
-        await keeper.apply(catalog.sites, settings: config.scheduler)
+        await apply(catalog, settings: config.scheduler)
 
         var watcher = startWatching(config.sitesDirectory, feed: feed)
         let clockWatcher = startWatchingTheClock()
+        let storeWatch = Task { [storeChanges, keeper] in
+            guard let storeChanges else { return }
+            for await batch in storeChanges.changes { await keeper.storeChanged(batch) }
+        }
         let signals = Task {
             for await _ in await UnixSignalsSequence(trapping: .sighup) { self.reload() }
         }
@@ -90,6 +100,7 @@ public final class KeeperService: Service, Sendable {
         }
         defer {
             signals.cancel()
+            storeWatch.cancel()
             watchdog.cancel()
             statusUpdates.cancel()
         }
@@ -104,7 +115,7 @@ public final class KeeperService: Service, Sendable {
                 let names = pendingFiles.takeAll()
                 guard !names.isEmpty else { continue }
                 log(catalog.reload(names: names, loader: loader, config: config))
-                await keeper.apply(catalog.sites, settings: config.scheduler)
+                await apply(catalog, settings: config.scheduler)
                 continue
             case .reload:
                 await notify { try $0.reloading() }
@@ -128,7 +139,7 @@ public final class KeeperService: Service, Sendable {
                     }
                 }
                 log(catalog.reloadAll(loader: loader, config: config))
-                await keeper.apply(catalog.sites, settings: config.scheduler)
+                await apply(catalog, settings: config.scheduler)
                 await notify { try $0.ready(status: await self.statusLine()) }
                 continue
             case .watchdog:
@@ -143,8 +154,17 @@ public final class KeeperService: Service, Sendable {
         await notify { try $0.stopping() }
         watcher?.stop()
         clockWatcher?.stop()
+        storeChanges?.stop()
         await keeper.stopAll()
         logger.info("daemon stopped")
+    }
+
+    /// Makes the keeper's sites the catalog's, and has the store's changes followed for them.
+    private func apply(_ catalog: SiteCatalog, settings: SchedulerSettings) async {
+        let sites = catalog.sites
+        storeChanges?.follow(
+            sites: Set(sites.map(\.name)), secrets: sites.reduce(into: Set<String>()) { $0.formUnion(Keeper.secretNames(of: $1)) })
+        await keeper.apply(sites, settings: settings)
     }
 
     /// Follows `folder`; its changes wait in `pendingFiles`, announced by one `.files` input per batch. A folder

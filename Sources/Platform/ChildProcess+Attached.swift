@@ -34,16 +34,10 @@ extension ChildProcess {
     ) async throws(ChildProcessError) -> ProcessTermination {
         guard !executable.isEmpty else { throw .launchFailed(program: "(empty command)", reason: "no program named") }
         SignalForwarding.install(forwarded)
-        let target: Executable = executable.contains("/") ? .path(FilePath(executable)) : .name(executable)
-        var variables: [Environment.Key: String] = [:]
-        for (name, value) in environment.variables {
-            guard let key = Environment.Key(rawValue: name) else { continue }
-            variables[key] = value
-        }
         let outcome: ExecutionResult<Void, FileDescriptorOutput, FileDescriptorOutput>
         do {
             outcome = try await Subprocess.run(
-                target, arguments: Arguments(arguments), environment: .custom(variables),
+                subprocessExecutable(executable), arguments: Arguments(arguments), environment: environment.subprocessEnvironment,
                 platformOptions: PlatformOptions(),
                 input: .fileDescriptor(.standardInput, closeAfterSpawningProcess: false),
                 output: .fileDescriptor(.standardOutput, closeAfterSpawningProcess: false),

@@ -8,7 +8,8 @@ internal import Subprocess
 internal import SystemPackage
 
 /// One program to run as a child process: the project's only way to start one (plugins, credential
-/// commands, passphrase commands), built on swift-subprocess.
+/// commands, passphrase commands, a user's command under `exec`, and every program the tests start), built on
+/// swift-subprocess. ``run(standardErrorLine:)`` runs it to its end; ``start(standardError:)`` returns while it runs.
 ///
 /// What every run guarantees:
 /// - no shell: `executable` and `arguments` are passed to execve as given (a name without `/` is looked
@@ -50,11 +51,13 @@ public struct ChildProcess: Sendable {
     /// The most bytes of standard output kept.
     public var outputLimit: Int
     public var outputOverflow: OutputOverflow
+    /// The folder the program starts in; nil: the caller's.
+    public var workingDirectory: String?
 
     public init(
         executable: String, arguments: [String] = [], environment: ChildEnvironment, input: [UInt8] = [],
         timeout: Duration, terminationGrace: Duration = ChildProcess.defaultTerminationGrace,
-        outputLimit: Int, outputOverflow: OutputOverflow
+        outputLimit: Int, outputOverflow: OutputOverflow, workingDirectory: String? = nil
     ) {
         self.executable = executable
         self.arguments = arguments
@@ -64,6 +67,7 @@ public struct ChildProcess: Sendable {
         self.terminationGrace = terminationGrace
         self.outputLimit = outputLimit
         self.outputOverflow = outputOverflow
+        self.workingDirectory = workingDirectory
     }
 
     /// Runs the program to its end, its timeout, or the cancellation of the calling task.
@@ -184,19 +188,14 @@ public struct ChildProcess: Sendable {
         // Used when this task is cancelled (timeout or caller): SIGTERM to the group, then SIGKILL to the
         // group after the grace period if the program is still there.
         options.teardownSequence = [.gracefulShutDown(toProcessGroup: true, allowedDurationToNextStep: terminationGrace)]
-        let executable: Executable = self.executable.contains("/") ? .path(FilePath(self.executable)) : .name(self.executable)
-        var environment: [Environment.Key: String] = [:]
-        for (name, value) in self.environment.variables {
-            guard let key = Environment.Key(rawValue: name) else { continue }
-            environment[key] = value
-        }
         let input = self.input
         let limit = outputLimit
         let overflow = outputOverflow
         do {
             let outcome = try await Subprocess.run(
-                executable, arguments: Arguments(arguments), environment: .custom(environment),
-                platformOptions: options, input: .inputWriter, output: .sequence, error: .sequence
+                Self.subprocessExecutable(executable), arguments: Arguments(arguments), environment: environment.subprocessEnvironment,
+                workingDirectory: workingDirectory.map { FilePath($0) }, platformOptions: options,
+                input: .inputWriter, output: .sequence, error: .sequence
             ) { execution in
                 group.started(execution.processIdentifier.value)
                 return await withTaskGroup(of: Void.self, returning: Piped.self) { pipes in
@@ -247,9 +246,29 @@ public struct ChildProcess: Sendable {
     /// SIGPIPE, whose default action would end the daemon. Ignored once, process-wide, before the first
     /// child starts, as daemons do; the write then fails with EPIPE instead. Children start with default
     /// dispositions again (swift-subprocess resets every signal in the child).
-    private static let brokenPipesIgnored: Void = {
+    static let brokenPipesIgnored: Void = {
         _ = signal(SIGPIPE, SIG_IGN)
     }()
+}
+
+extension ChildProcess {
+    /// `executable` as swift-subprocess takes it: a path when it holds a `/`, else a name looked up on the child's
+    /// PATH.
+    static func subprocessExecutable(_ executable: String) -> Executable {
+        executable.contains("/") ? .path(FilePath(executable)) : .name(executable)
+    }
+}
+
+extension ChildEnvironment {
+    /// Exactly these variables, as swift-subprocess takes them (a name it cannot take is left out).
+    var subprocessEnvironment: Environment {
+        var variables: [Environment.Key: String] = [:]
+        for (name, value) in self.variables {
+            guard let key = Environment.Key(rawValue: name) else { continue }
+            variables[key] = value
+        }
+        return .custom(variables)
+    }
 }
 
 /// How a child process ended.

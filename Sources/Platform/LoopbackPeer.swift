@@ -4,7 +4,6 @@ import Glibc
 import Musl
 #endif
 internal import CLinux
-public import NIOCore
 
 /// One end of a TCP connection: an IPv4 or IPv6 address and a port.
 public struct TCPEndpoint: Sendable, Hashable, CustomStringConvertible {
@@ -31,20 +30,10 @@ public struct TCPEndpoint: Sendable, Hashable, CustomStringConvertible {
         self.port = port
     }
 
-    /// The endpoint of a NIO socket address; nil for a Unix-domain address.
-    public init?(_ socketAddress: SocketAddress) {
-        switch socketAddress {
-        case .v4(let ipv4):
-            var raw = ipv4.address.sin_addr
-            address = .ipv4(withUnsafeBytes(of: &raw) { Array($0) })
-            port = UInt16(bigEndian: ipv4.address.sin_port)
-        case .v6(let ipv6):
-            var raw = ipv6.address.sin6_addr
-            address = .ipv6(withUnsafeBytes(of: &raw) { Array($0) })
-            port = UInt16(bigEndian: ipv6.address.sin6_port)
-        case .unixDomainSocket:
-            return nil
-        }
+    /// The endpoint at `address` and `port` (host byte order).
+    public init(address: Address, port: UInt16) {
+        self.address = address
+        self.port = port
     }
 
     /// An IPv4 address written as IPv6 (`::ffff:127.0.0.1`, what a dual-stack socket reports for an IPv4

@@ -19,8 +19,10 @@ public struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
         self.errno = errno
     }
 
+    /// errno in the system's words (strerror(3)): "Permission denied".
+    public var reason: String { String(cString: strerror(errno)) }
+
     public var description: String {
-        let reason = String(cString: strerror(errno))
         if let path { return "\(call) \(path): \(reason)" }
         return "\(call): \(reason)"
     }

@@ -3,7 +3,6 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-public import NIOCore
 
 /// Who is at the other end of a Unix-domain socket connection, as the kernel saw it at `connect(2)`
 /// (SO_PEERCRED), plus the process's supplementary groups.
@@ -25,29 +24,43 @@ public struct PeerCredentials: Sendable, Hashable {
 
     /// The primary and supplementary groups.
     public var allGroups: [UInt32] { [gid] + supplementaryGroups }
-}
 
-extension SocketOptionProvider {
-    /// The peer's credentials (SO_PEERCRED) and its supplementary groups. Call it on the channel's event loop
-    /// when the connection is accepted: the `/proc` read is a memory read of the kernel's process table.
-    public func peerCredentials() -> EventLoopFuture<PeerCredentials> {
-        unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED)).map { (raw: KernelPeerCredentials) in
-            PeerCredentials(
-                pid: raw.pid, uid: raw.uid, gid: raw.gid,
-                supplementaryGroups: UnixSocket.supplementaryGroups(pid: raw.pid, uid: raw.uid))
+    /// What the kernel recorded for the peer (``KernelPeerCredentials``, as getsockopt(SO_PEERCRED) fills it),
+    /// with its process's supplementary groups. Call it when the connection is accepted: the `/proc` read is a
+    /// memory read of the kernel's process table.
+    public init(kernel: KernelPeerCredentials) {
+        self.init(
+            pid: kernel.pid, uid: kernel.uid, gid: kernel.gid,
+            supplementaryGroups: UnixSocket.supplementaryGroups(pid: kernel.pid, uid: kernel.uid))
+    }
+
+    /// The peer of the connected Unix-domain socket `fd` (getsockopt SO_PEERCRED), with its supplementary groups.
+    public init(socket fd: Int32) throws(SystemError) {
+        var raw = KernelPeerCredentials()
+        var length = socklen_t(MemoryLayout<KernelPeerCredentials>.size)
+        guard getsockopt(fd, KernelPeerCredentials.optionLevel, KernelPeerCredentials.optionName, &raw, &length) == 0 else {
+            throw SystemError(call: "getsockopt SO_PEERCRED", errno: Glibc.errno)
         }
+        self.init(kernel: raw)
     }
 }
 
 /// Linux's `struct ucred` (pid_t, uid_t, gid_t), which the Glibc module leaves out (it is declared under
-/// `_GNU_SOURCE` only): the same layout, for getsockopt(SO_PEERCRED) to fill.
-struct KernelPeerCredentials: Sendable {
-    var pid: Int32 = 0
-    var uid: UInt32 = 0
-    var gid: UInt32 = 0
+/// `_GNU_SOURCE` only): the same layout, for getsockopt(SO_PEERCRED) to fill, whoever makes the call (an event
+/// loop's socket option call hands it back as it is).
+public struct KernelPeerCredentials: Sendable {
+    public var pid: Int32 = 0
+    public var uid: UInt32 = 0
+    public var gid: UInt32 = 0
+
+    public init() {}
+
+    /// The socket option that reads it: level `SOL_SOCKET`, name `SO_PEERCRED`.
+    public static let optionLevel = Int32(SOL_SOCKET)
+    public static let optionName = Int32(SO_PEERCRED)
 }
 
-/// The system calls the socket API needs besides those NIO makes: finding out whether a socket file
+/// The system calls the socket API needs besides those its server makes: finding out whether a socket file
 /// is live, owning and protecting the socket file, and group lookups for peer checks.
 public enum UnixSocket {
     /// What `connect(2)` to an existing socket path says.

@@ -6,7 +6,7 @@ import Sessions
 import Vault
 
 /// A session or a secret that changed in the fleet's database.
-public struct StoreChange: Sendable {
+public struct StoreRowChange: Sendable {
     public enum Subject: Sendable, Hashable {
         /// A site's session (its name).
         case site(String)
@@ -69,7 +69,7 @@ final class ChangeFeed: Sendable {
 
     private struct State {
         var position: Position?
-        var subscribers: [UUID: AsyncStream<StoreChange>.Continuation] = [:]
+        var subscribers: [UUID: AsyncStream<StoreRowChange>.Continuation] = [:]
         var startWaiters: [CheckedContinuation<Void, Never>] = []
         var finished = false
         var reads = 0
@@ -79,8 +79,8 @@ final class ChangeFeed: Sendable {
     private let state = Locked(State())
 
     /// A new stream of every change read from now on.
-    func subscribe() -> AsyncStream<StoreChange> {
-        let (stream, continuation) = AsyncStream.makeStream(of: StoreChange.self, bufferingPolicy: .unbounded)
+    func subscribe() -> AsyncStream<StoreRowChange> {
+        let (stream, continuation) = AsyncStream.makeStream(of: StoreRowChange.self, bufferingPolicy: .unbounded)
         let id = UUID()
         let finished = state.withLock { state -> Bool in
             if !state.finished { state.subscribers[id] = continuation }
@@ -132,8 +132,8 @@ final class ChangeFeed: Sendable {
     func connected() { state.withLock { $0.connections += 1 } }
 
     /// Delivers what a read found and moves the position.
-    func deliver(_ changes: [StoreChange], newPosition: Position) {
-        let subscribers = state.withLock { state -> [AsyncStream<StoreChange>.Continuation] in
+    func deliver(_ changes: [StoreRowChange], newPosition: Position) {
+        let subscribers = state.withLock { state -> [AsyncStream<StoreRowChange>.Continuation] in
             state.position = newPosition
             state.reads += 1
             return Array(state.subscribers.values)
@@ -145,7 +145,7 @@ final class ChangeFeed: Sendable {
 
     /// Ends every subscriber's stream.
     func finish() {
-        let (subscribers, waiters) = state.withLock { state -> ([AsyncStream<StoreChange>.Continuation], [CheckedContinuation<Void, Never>]) in
+        let (subscribers, waiters) = state.withLock { state -> ([AsyncStream<StoreRowChange>.Continuation], [CheckedContinuation<Void, Never>]) in
             state.finished = true
             defer {
                 state.subscribers = [:]
@@ -263,7 +263,7 @@ extension PostgresStore {
             }
             return (pending, found)
         }
-        var changes: [StoreChange] = []
+        var changes: [StoreRowChange] = []
         var highest = position.version
         var keys = try self.keys()
         for (kind, id, bytes, present, version) in rows.1 {
@@ -281,7 +281,7 @@ extension PostgresStore {
             }
             switch item.item.kind {
             case .siteState:
-                var change = StoreChange(subject: .site(item.item.name), version: version, removed: !present)
+                var change = StoreRowChange(subject: .site(item.item.name), version: version, removed: !present)
                 if present {
                     do {
                         change.session = try VaultSessionStore.record(from: item.value, site: item.item.name)
@@ -291,7 +291,7 @@ extension PostgresStore {
                 }
                 changes.append(change)
             case .credential:
-                changes.append(StoreChange(subject: .secret(item.item.name), version: version, removed: !present))
+                changes.append(StoreRowChange(subject: .secret(item.item.name), version: version, removed: !present))
             }
         }
         feed.deliver(changes, newPosition: ChangeFeed.Position(version: highest, pending: rows.0))

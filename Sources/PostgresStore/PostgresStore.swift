@@ -178,7 +178,7 @@ public final class PostgresStore: Sendable {
     /// Every change of a session or a secret made by any keeper from now on (this one included), as the
     /// listener reads it back; see ``ChangeFeed`` for what is guaranteed. Subscribe before reading what
     /// must be current, so nothing falls between the read and the subscription.
-    public func changes() -> AsyncStream<StoreChange> {
+    public func changes() -> AsyncStream<StoreRowChange> {
         feed.subscribe()
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Sessions
 
 /// One site's schedule as a pure state machine (SPEC section 7): events in, actions out, no I/O and no
 /// clock of its own. The daemon's driver feeds it what happened (a timer fired, a login finished, the
@@ -155,6 +154,8 @@ public struct SiteSchedule: Sendable {
             clearFailures()
             if !loginRunning { phase = .valid }
             planLogin(now: now)
+            // Probes a site waiting for a person did without start again on the new session.
+            for timer in [Timer.check, .keepalive] where deadlines[timer] == nil { planProbe(timer, now: now) }
             return []
 
         case .clockJumped:
@@ -185,11 +186,23 @@ public struct SiteSchedule: Sendable {
             return []
         }
         guard policy.canLogIn else {
-            phase = .needsAttention
             lastError = lastError ?? "no valid session: import one with `sessionkeeper import`"
+            waitForPerson(now: now)
             return []
         }
         return beginLogin(now: now)
+    }
+
+    /// Needs-attention: nothing logs the site in until a person acts (its file, a secret, a refresh, a session
+    /// stored by another process). A session still valid is checked and kept alive meanwhile; with none, a probe
+    /// could only fail, and its warning each period would say nothing the state does not.
+    private mutating func waitForPerson(now: Now) {
+        phase = .needsAttention
+        deadlines[.login] = nil
+        if !sessionIsValid(now) {
+            deadlines[.check] = nil
+            deadlines[.keepalive] = nil
+        }
     }
 
     private mutating func fire(_ timer: Timer, now: Now) -> [Action] {
@@ -205,7 +218,7 @@ public struct SiteSchedule: Sendable {
             if siteDown && policy.checkEvery != nil { return fire(.check, now: now) }
             return beginLogin(now: now)
         case .check:
-            guard !checkRunning else { return [] }
+            guard !checkRunning, hasSessionToProbe(now) else { return [] }
             // A check while a login runs would carry the session being replaced (none at all on the first
             // login) and tell nothing the login's outcome will not: it waits a period, as a keepalive does.
             guard !loginRunning else {
@@ -215,6 +228,7 @@ public struct SiteSchedule: Sendable {
             checkRunning = true
             return [.check]
         case .keepalive:
+            guard hasSessionToProbe(now) else { return [] }
             guard !keepaliveRunning, !siteDown, !loginRunning else {
                 planProbe(.keepalive, now: now)
                 return []
@@ -228,7 +242,7 @@ public struct SiteSchedule: Sendable {
     private mutating func beginLogin(now: Now) -> [Action] {
         guard !loginRunning else { return [] }
         guard policy.canLogIn else {
-            phase = .needsAttention
+            waitForPerson(now: now)
             return []
         }
         if let notBefore, notBefore > now.monotonic {
@@ -257,8 +271,7 @@ public struct SiteSchedule: Sendable {
         case .credentialsRefused(let reason), .misconfigured(let reason):
             failureTimes.append(now.wall)
             lastError = reason
-            phase = .needsAttention
-            deadlines[.login] = nil
+            waitForPerson(now: now)
         case .siteDown(let reason, let retryAfter):
             // Not counted against the account: the credentials never reached anyone.
             lastError = reason
@@ -316,7 +329,7 @@ public struct SiteSchedule: Sendable {
             planProbe(timer, now: now)
             guard phase != .needsAttention else { return [] }
             guard policy.canLogIn else {
-                phase = .needsAttention
+                waitForPerson(now: now)
                 return []
             }
             return beginLogin(now: now)
@@ -395,7 +408,7 @@ public struct SiteSchedule: Sendable {
     }
 
     private mutating func planProbe(_ timer: Timer, now: Now) {
-        guard let every = period(of: timer) else {
+        guard let every = period(of: timer), hasSessionToProbe(now) else {
             deadlines[timer] = nil
             return
         }
@@ -416,8 +429,7 @@ public struct SiteSchedule: Sendable {
         failureTimes.append(now.wall)
         failureTimes.removeAll { now.wall.timeIntervalSince($0) >= 24 * 3600 }
         if failureTimes.count >= policy.maxFailuresPerDay {
-            phase = .needsAttention
-            deadlines[.login] = nil
+            waitForPerson(now: now)
             lastError = "\(failureTimes.count) failed logins in 24 hours (max_failures_per_day); last: \(reason)"
         } else {
             phase = sessionIsValid(now) ? .valid : .failed
@@ -441,6 +453,9 @@ public struct SiteSchedule: Sendable {
     }
 
     private func sessionIsValid(_ now: Now) -> Bool { session?.isValid(at: now.wall) ?? false }
+
+    /// A check or keepalive tells something: the site is not waiting for a person, or still has a session to keep.
+    private func hasSessionToProbe(_ now: Now) -> Bool { phase != .needsAttention || sessionIsValid(now) }
 
     static func seconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components

@@ -597,6 +597,23 @@ public final class Vault: Sendable {
         }
     }
 
+    /// The file names `items` have in ``folder``, under every key generation of the keyring as it is on disk now
+    /// (another process may have rotated the keys; until a rotation ends an item may be under an older
+    /// generation's name): what a watcher of the folder reports, mapped back to the items. Only the key's holder
+    /// can compute them.
+    public func fileNames(of items: some Sequence<ItemReference>) throws(VaultError) -> [String: ItemReference] {
+        let keys: Keys
+        do throws(VaultError) { keys = try refreshedKeys() } catch { keys = try currentKeys() }
+        var names: [String: ItemReference] = [:]
+        for item in items {
+            for generation in keys.generations { names[generation.fileID(kind: item.kind, name: item.name).hexString] = item }
+        }
+        return names
+    }
+
+    /// Whether `name` (in ``folder``) is the keyring's file: when it changes, items may have new file names.
+    public static func isKeyringFileName(_ name: String) -> Bool { name == keyringName }
+
     func path(of item: ItemReference, in generation: KeyGeneration) -> String {
         folder + "/" + generation.fileID(kind: item.kind, name: item.name).hexString
     }

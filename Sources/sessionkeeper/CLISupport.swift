@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Locking
 import Platform
+import Sessions
 
 /// Exit codes of SPEC section 9.
 enum Exit {
@@ -25,13 +26,28 @@ struct CLIFailure: Error, CustomStringConvertible {
     var description: String { message }
 }
 
+extension CLIFailure {
+    /// The failure a library's error in the user's words stands for: bad input exits 2, anything else 1. Nil
+    /// for an error that has no such words.
+    static func reporting(_ error: any Error) -> CLIFailure? {
+        switch error {
+        case let failure as CLIFailure: failure
+        case let jar as JarFileError: CLIFailure(message: jar.message, code: jar.kind == .badInput ? Exit.usage : Exit.failed)
+        case let stored as StoredSessionError:
+            if case .vault(let vault) = stored { CLIFailure(vaultError: vault) } else { CLIFailure.failed(stored.description) }
+        default: nil
+        }
+    }
+}
+
 extension AsyncParsableCommand {
     /// Runs `body`, turning a ``CLIFailure`` into its one-line message and exit code, so no subcommand
     /// prints a stack of Swift error descriptions.
     func reportingFailures(_ body: () async throws -> Void) async throws {
         do {
             try await body()
-        } catch let failure as CLIFailure {
+        } catch {
+            guard let failure = CLIFailure.reporting(error) else { throw error }
             Console.err("sessionkeeper: \(failure.message)")
             throw ExitCode(failure.code)
         }
@@ -45,7 +61,8 @@ extension ParsableCommand {
     func reportingFailuresOnThisThread(_ body: () throws -> Void) throws {
         do {
             try body()
-        } catch let failure as CLIFailure {
+        } catch {
+            guard let failure = CLIFailure.reporting(error) else { throw error }
             Console.err("sessionkeeper: \(failure.message)")
             throw ExitCode(failure.code)
         }

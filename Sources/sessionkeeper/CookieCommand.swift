@@ -2,6 +2,7 @@ import ArgumentParser
 import CookieJar
 import Daemon
 import Foundation
+import Sessions
 import SiteConfig
 
 /// `sessionkeeper cookie SITE [--url U] [--format F] [--min-valid M] [--wait D]` (SPEC section 9): a site's
@@ -40,8 +41,8 @@ struct CookieCommand: ParsableCommand {
 
     func run() throws {
         try reportingFailuresOnThisThread {
-            let outputFormat = try JarFiles.parseFormat(format, option: "--format")
-            let requestURL = try url.map(JarFiles.parseURL)
+            let outputFormat = try JarOptions.parseFormat(format, option: "--format")
+            let requestURL = try url.map(JarOptions.parseURL)
             let minimum = try minValid.map { try Self.duration($0, option: "--min-valid") }
             let waitFor = try wait.map { try Self.duration($0, option: "--wait") }
             let path = try socket.socketPath()
@@ -62,7 +63,7 @@ struct CookieCommand: ParsableCommand {
     /// The vault's session, when no daemon answers.
     private func printStored(format: CookieFormat, url: URL?, minimum: Duration?, waits: Bool, socket path: String) throws {
         let (config, definition) = try LoginSetup.load(site: site, explicitConfig: socket.config.path)
-        let record = try waitingFor { try await StoredSession.load(site: definition, config: config) }
+        let record = try waitingFor { try await VaultAccess.storedSession(site: definition, config: config) }
         Console.err(StoredSession.staleNote(socket: path))
         let now = Date()
         if let expiry = record.expiresAt, !ServedSession.isFit(until: expiry, at: now, minValid: minimum) {

@@ -3,6 +3,7 @@ import Foundation
 import JSON
 import Platform
 import SiteConfig
+import SocketClient
 
 /// `--socket` and `--config`, shared by the commands that talk to the running daemon.
 struct SocketOptions: ParsableArguments {

@@ -4,7 +4,9 @@ import Foundation
 import JSON
 import Locking
 import Platform
+import Sessions
 import SiteConfig
+import SocketClient
 
 /// `sessionkeeper exec SITE [--url U] [--signal SIG] -- CMD...` (SPEC section 9): runs a command with a
 /// site's session in its environment and in a private cookie file.
@@ -49,7 +51,7 @@ struct ExecCommand: AsyncParsableCommand {
             guard let program = command.first else {
                 throw CLIFailure.usage("no command given: write it after --, as in 'sessionkeeper exec \(site) -- curl ...'")
             }
-            let requestURL = try url.map(JarFiles.parseURL)
+            let requestURL = try url.map(JarOptions.parseURL)
             let reloadSignal = try signal.map(Self.parseSignal)
             let path = try socket.socketPath()
             let client = DaemonClient(socket: path)
@@ -179,7 +181,7 @@ struct ExecSession {
     /// From the vault, when no daemon answers.
     static func stored(site: String, config: ConfigOptions, url: URL?) async throws -> ExecSession {
         let (daemonConfig, definition) = try LoginSetup.load(site: site, explicitConfig: config.path)
-        let record = try await StoredSession.load(site: definition, config: daemonConfig)
+        let record = try await VaultAccess.storedSession(site: definition, config: daemonConfig)
         return ExecSession(cookies: SessionCookies.select(record.cookies, url: url, now: Date()), userAgent: record.userAgent)
     }
 }

@@ -79,7 +79,7 @@ struct ImportCommand: AsyncParsableCommand {
                 source = JarFiles.displayName(file)
                 let bytes = try JarFiles.readBytes(file) ?? []
                 let text = try JarFiles.text(of: bytes, name: JarFiles.displayName(file))
-                let chosen = try format.map { try JarFiles.parseFormat($0, option: "--format") }
+                let chosen = try format.map { try JarOptions.parseFormat($0, option: "--format") }
                 (decisions, jar) = try CookieImport.admit(text, bytes: bytes, format: chosen, file: file, site: definition, now: now)
             }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CookieJar
 import Foundation
+import Sessions
 
 /// `jar convert IN OUT [--from F] [--format F] [--url U] [--now T]`
 struct JarConvertCommand: ParsableCommand {
@@ -33,13 +34,13 @@ struct JarConvertCommand: ParsableCommand {
     func run() throws {
         try reportingFailuresOnThisThread {
             let now = try clock.currentDate()
-            let outputFormat = try format.map { try JarFiles.parseFormat($0, option: "--format") }
+            let outputFormat = try format.map { try JarOptions.parseFormat($0, option: "--format") }
                 ?? JarFiles.format(forPath: output)
-            let sourceURL = try url.map(JarFiles.parseURL)
+            let sourceURL = try url.map(JarOptions.parseURL)
             guard let text = try JarFiles.readText(input, missingIsEmpty: false) else { return }
             let inputFormat: CookieFormat
             if let from {
-                inputFormat = try JarFiles.parseFormat(from, option: "--from")
+                inputFormat = try JarOptions.parseFormat(from, option: "--from")
             } else if let guessed = CookieFormat.guess(from: text) {
                 inputFormat = guessed
             } else if text.allSatisfy(\.isWhitespace) {

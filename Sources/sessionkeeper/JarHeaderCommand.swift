@@ -1,5 +1,6 @@
 import ArgumentParser
 import CookieJar
+import Sessions
 
 /// `jar header FILE --url U [--now T]`
 struct JarHeaderCommand: ParsableCommand {
@@ -19,7 +20,7 @@ struct JarHeaderCommand: ParsableCommand {
     func run() throws {
         try reportingFailuresOnThisThread {
             let now = try clock.currentDate()
-            let requestURL = try JarFiles.parseURL(url)
+            let requestURL = try JarOptions.parseURL(url)
             let storage = try JarFiles.storage(loading: file, now: now)
             if let header = storage.cookieHeader(for: requestURL) { Console.out(header) }
         }

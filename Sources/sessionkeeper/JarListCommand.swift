@@ -1,5 +1,6 @@
 import ArgumentParser
 import CookieJar
+import Sessions
 
 /// `jar list FILE [--format F] [--now T]`
 struct JarListCommand: ParsableCommand {
@@ -18,7 +19,7 @@ struct JarListCommand: ParsableCommand {
 
     func run() throws {
         try reportingFailuresOnThisThread {
-            let outputFormat = try JarFiles.parseFormat(format, option: "--format")
+            let outputFormat = try JarOptions.parseFormat(format, option: "--format")
             let now = try clock.currentDate()
             let cookies = try JarFiles.load(file, now: now).filter { !$0.isExpired(at: now) }
             let text = CookieCodec.encode(cookies, as: outputFormat)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CookieJar
 import Foundation
+import Sessions
 
 /// `jar store FILE --url U [--now T] [--verbose] [SETCOOKIE...]`
 struct JarStoreCommand: ParsableCommand {
@@ -32,9 +33,9 @@ struct JarStoreCommand: ParsableCommand {
 
     func run() throws {
         try reportingFailuresOnThisThread {
-            try JarFiles.requireUTF8Arguments()
+            try JarOptions.requireUTF8Arguments()
             let now = try clock.currentDate()
-            let requestURL = try JarFiles.parseURL(url)
+            let requestURL = try JarOptions.parseURL(url)
             // The jar is checked before standard input is read, so a wrong path fails at once.
             try JarFiles.checkWritable(file, now: now)
             let values: [JarStoreInput.Value]
@@ -50,7 +51,7 @@ struct JarStoreCommand: ParsableCommand {
                 values = setCookies.map { .success(JarStoreInput.value(fromArgument: $0)) }
             }
             var report = StoreReport()
-            let written = try JarFiles.update(file, now: now) { existing in
+            let written = try JarFiles.update(file, now: now, standardOutput: Console.outRaw) { existing in
                 let storage = CookieStorage(acceptPolicy: .always, limits: CookieLimits(), clock: { now })
                 storage.restore(existing)
                 let recorded = storage.recordingChanges { () -> [CookieDecision] in

@@ -83,7 +83,7 @@ struct LoginCommand: AsyncParsableCommand {
             if let jar {
                 let now = Date()
                 let kept = result.storage.allCookies.filter { !$0.isExpired(at: now) }
-                let written = try JarFiles.update(jar, now: now) { JarMerge.merge(kept, into: $0, site: definition.baseURL, now: now) }
+                let written = try JarFiles.update(jar, now: now, standardOutput: Console.outRaw) { JarMerge.merge(kept, into: $0, site: definition.baseURL, now: now) }
                 progress.note("wrote \(kept.count) cookie(s) to \(jar == "-" ? "standard output" : jar)"
                     + (written.count > kept.count ? " (\(written.count - kept.count) other cookie(s) kept)" : ""))
             }

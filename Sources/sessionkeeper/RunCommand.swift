@@ -57,11 +57,19 @@ struct RunCommand: AsyncParsableCommand {
             })
             defer { wiring.close() }
             let login = wiring.login
-            let idleWatch = IdleWatch(after: Self.releaseAfter) { Self.releaseResidentCode(logger) }
-            let keeper = Keeper(login: login, settings: daemonConfig.scheduler, logger: logger, idleWatch: idleWatch)
+            let keeper = Keeper(login: login, settings: daemonConfig.scheduler, logger: logger)
+            let storeChanges: VaultChangeFeed?
+            do {
+                storeChanges = try VaultChangeFeed(vault: wiring.vault)
+            } catch {
+                storeChanges = nil
+                logger.error(
+                    "cannot watch the vault; secrets set and sessions stored by other processes are seen at each site's next check",
+                    metadata: ["error": "\(error)"])
+            }
             let service = KeeperService(
                 configPath: path, config: daemonConfig, loader: loader, keeper: keeper, notifier: ServiceNotifier(),
-                logger: logger)
+                logger: logger, storeChanges: storeChanges)
             // The socket is the last service: on shutdown it stops first, so no client is answered by a keeper
             // that has stopped.
             let socket = SocketServer(
@@ -107,25 +115,4 @@ struct RunCommand: AsyncParsableCommand {
     /// The notifiers' subscription to the keeper's events reads each at once (it only queues notifications),
     /// so this is room for a burst of state changes of many sites at start.
     static let notifyEventBuffer = 4096
-
-    /// How long the daemon must have been quiet (no run in flight, no client's request) before it gives back
-    /// the memory its code occupies: longer than the gaps inside one burst of work (logins to one host one
-    /// `per_host_interval` apart, a check followed by the login it asks for, a script's requests), short next to
-    /// the minutes between a site's checks and keepalives.
-    static let releaseAfter: Duration = .seconds(10)
-
-    /// Between runs and requests the daemon only waits; the code it ran (logins, libcurl, OpenSSL, YAML, the socket's
-    /// server) would otherwise stay resident for good (`ResidentCode`).
-    static func releaseResidentCode(_ logger: Logger) {
-        do {
-            let started = ContinuousClock.now
-            let released = try ResidentCode.release()
-            logger.debug("idle: released resident code", metadata: [
-                "mappings": "\(released.mappings)", "kib": "\(released.bytes / 1024)", "refused": "\(released.refused)",
-                "duration_ms": "\((ContinuousClock.now - started).wholeMilliseconds)",
-            ])
-        } catch {
-            logger.debug("idle: cannot release resident code", metadata: ["error": "\(error)"])
-        }
-    }
 }

@@ -5,6 +5,7 @@ import Locking
 import Logging
 import Platform
 import PostgresStore
+import Sessions
 import SiteConfig
 import Vault
 
@@ -141,6 +142,13 @@ enum VaultAccess {
             taken[name] = value
             return value
         }
+    }
+
+    /// The session the vault holds for `site`, for a client when no daemon answers, after ``protectProcess()``.
+    static func storedSession(site: SiteDefinition, config: DaemonConfig) async throws -> SessionRecord {
+        try protectProcess()
+        return try await StoredSession.load(
+            site: site, config: config, environment: environment(for: MasterKeySource(config.vault.key)))
     }
 
     /// Opens (with `create`, creates when missing) the vault in `stateDirectory`, after ``protectProcess()``.

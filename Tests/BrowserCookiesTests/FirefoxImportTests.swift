@@ -94,7 +94,6 @@ import Testing
         let browser = try await world.holdDatabase(BrowserHome.spec(
             "firefox", path: database, rows: [BrowserHome.firefoxRow("sid", "committed", host: "app.example.com", expiry: now + 3600)],
             wal: true, uncommitted: [BrowserHome.firefoxRow("late", "uncommitted", host: "app.example.com", expiry: now + 3600)]))
-        defer { browser.kill() }
         #expect(FileManager.default.fileExists(atPath: database + "-wal"), "the committed row is still in the write-ahead log")
 
         // Opened directly, the database is locked; SQLite says so.
@@ -115,5 +114,6 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: copy.path + "-wal"))
         copy.remove()
         #expect(!FileManager.default.fileExists(atPath: copyFolder))
+        await browser.kill()
     }
 }

@@ -8,7 +8,7 @@ import Testing
 /// process on 127.0.0.1 whose /app/login page only a browser can sign in to.
 ///
 /// Never skipped silently: when chromium or the virtualenv is missing the test fails, saying to run
-/// scripts/install-deps; only `SESSIONKEEPER_SKIP_BROWSER_TESTS=1` skips it, and the run's output says so.
+/// `scripts/install-deps --browser`; only `SESSIONKEEPER_SKIP_BROWSER_TESTS=1` skips it, and the run's output says so.
 @Suite(.serialized, .disabled(if: BrowserTestSwitch.skipRequested, "SESSIONKEEPER_SKIP_BROWSER_TESTS is set: the headless-browser login is not tested"))
 struct BrowserLoginTests {
     static let password = "Qu33n-of-Hearts_tarts"
@@ -19,7 +19,7 @@ struct BrowserLoginTests {
         let chromium = ["/usr/bin/chromium", "/usr/local/bin/chromium"].contains { FileManager.default.isExecutableFile(atPath: $0) }
         let venv = FileManager.default.isExecutableFile(atPath: repository.appendingPathComponent("plugins/.venv/bin/python3").path)
         let missing = (chromium ? [] : ["chromium"]) + (venv ? [] : ["plugins/.venv (Playwright)"])
-        return missing.isEmpty ? nil : missing.joined(separator: " and ") + " missing: run scripts/install-deps, or set SESSIONKEEPER_SKIP_BROWSER_TESTS=1 to skip"
+        return missing.isEmpty ? nil : missing.joined(separator: " and ") + " missing: run scripts/install-deps --browser, or set SESSIONKEEPER_SKIP_BROWSER_TESTS=1 to skip"
     }
 
     @Test func aJavaScriptLoginThroughChromiumOpensTheProtectedPage() async throws {
@@ -96,20 +96,29 @@ enum BrowserTestSwitch {
 }
 
 /// A folder with config.yaml (plugins_dir: the repository's plugins) and the shipped example-browser.yaml
-/// pointed at a running demo-site, and that demo-site (started with posix_spawn, stopped afterwards).
+/// pointed at a running demo-site, and that demo-site (started as a child process, stopped afterwards).
 final class BrowserWorld {
     let folder: TemporaryFolder
     let port: Int
     private let demo: SpawnedProgram
+    /// The sessionkeeper that runs and the plugins folder its config names: the built ones, or an installed copy's.
+    private let binary: String
+    private let plugins: String
     var configPath: String { folder.path("config.yaml") }
 
-    private init(folder: TemporaryFolder, port: Int, demo: SpawnedProgram) {
+    private init(folder: TemporaryFolder, port: Int, demo: SpawnedProgram, binary: String, plugins: String) {
         self.folder = folder
         self.port = port
         self.demo = demo
+        self.binary = binary
+        self.plugins = plugins
     }
 
-    static func with(_ body: (BrowserWorld) async throws -> Void) async throws {
+    /// Runs `body` in a fresh world; `binary` and `plugins` default to the built sessionkeeper and the repository's
+    /// plugins folder.
+    static func with(binary: String? = nil, plugins: String? = nil, _ body: (BrowserWorld) async throws -> Void) async throws {
+        let binary = try binary ?? #require(CLIRunner.executable).path
+        let plugins = plugins ?? BrowserLoginTests.repository.appendingPathComponent("plugins").path
         let demoBinary = try #require(builtProgram("demo-site", override: "DEMO_SITE_BINARY"), "demo-site was not built beside the tests")
         let folder = try TemporaryFolder()
         let demo: SpawnedProgram
@@ -128,7 +137,7 @@ final class BrowserWorld {
             folder.cleanUp()
             throw CLIWorldError(message: "demo-site did not say where it listens: \(demo.firstLine)")
         }
-        let world = BrowserWorld(folder: folder, port: port, demo: demo)
+        let world = BrowserWorld(folder: folder, port: port, demo: demo, binary: binary, plugins: plugins)
         do {
             try world.writeFiles()
             try await body(world)
@@ -143,7 +152,7 @@ final class BrowserWorld {
         try FileManager.default.createDirectory(atPath: folder.path("sites"), withIntermediateDirectories: true)
         try """
             state_dir: state
-            plugins_dir: \(BrowserLoginTests.repository.appendingPathComponent("plugins").path)
+            plugins_dir: \(plugins)
             vault: {key: {file: state/master.key}}
             """.write(toFile: configPath, atomically: true, encoding: .utf8)
         let shipped = try String(contentsOf: BrowserLoginTests.repository.appendingPathComponent("sites/example-browser.yaml"), encoding: .utf8)
@@ -161,9 +170,8 @@ final class BrowserWorld {
 
     /// `sessionkeeper ARGS` in the folder, with DEMO_PASSWORD set.
     func run(_ arguments: [String]) async throws -> CLIRunner.Output {
-        let binary = try #require(CLIRunner.executable)
         let result = try await runProgram(
-            binary.path, arguments,
+            binary, arguments,
             environment: ["PATH": "/usr/bin:/bin", "HOME": folder.url.path, "LANG": "C.UTF-8", "DEMO_PASSWORD": BrowserLoginTests.password],
             directory: folder.url.path)
         return CLIRunner.Output(result)

@@ -1,5 +1,6 @@
 import CookieJar
 import Foundation
+import Platform
 import TestSupport
 import Testing
 
@@ -194,10 +195,9 @@ import Testing
             for (signal, name) in [(SIGTERM, "term"), (SIGINT, "int"), (SIGHUP, "hup")] {
                 let trapped = script.replacingOccurrences(of: "echo term > got.out; exit 42' TERM", with: "echo \(name) > got.out; exit 42' \(name.uppercased())")
                 try? FileManager.default.removeItem(atPath: world.folder.path("ready.out"))
-                let exec = try world.start(["exec", "demo", "--", "sh", "-c", trapped])
-                defer { if exec.isRunning { kill(exec.processIdentifier, SIGKILL) } }
+                let exec = try await world.start(["exec", "demo", "--", "sh", "-c", trapped])
                 #expect(await world.waitForFile("ready.out"))
-                kill(exec.processIdentifier, signal)
+                exec.send(signal)
                 let status = await ClientWorld.wait(for: exec)
                 #expect(status == 42, "\(name)")
                 #expect(try world.read("got.out") == "\(name)\n")
@@ -398,28 +398,24 @@ final class ClientWorld: Sendable {
         return arguments + ["--config", configPath]
     }
 
-    /// Starts `sessionkeeper ARGS` in the background (output to /dev/null), for a test that signals it.
-    func start(_ arguments: [String]) throws -> Process {
+    /// Starts `sessionkeeper ARGS` in the background (its output kept, standard error with it), for a test that
+    /// signals it.
+    func start(_ arguments: [String]) async throws -> RunningChild {
         let binary = try #require(CLIRunner.executable)
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = withConfig(arguments, true)
-        process.environment = ["PATH": "/usr/bin:/bin", "HOME": folder.path]
-        process.currentDirectoryURL = folder.url
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        process.standardInput = FileHandle.nullDevice
-        try launch(process)
-        return process
+        let child = try await startProgram(
+            binary.path, withConfig(arguments, true), environment: ["PATH": "/usr/bin:/bin", "HOME": folder.path],
+            directory: folder.path, standardError: .mergedWithOutput)
+        child.closeInput()
+        return child
     }
 
-    /// The exit status of a started process (128+N for a signal, as a shell reports it), waited for on a
-    /// dedicated thread for at most 20 seconds.
-    static func wait(for process: Process) async -> Int32? {
-        await onDedicatedThread { () -> Int32? in
-            for _ in 0..<400 where process.isRunning { usleep(50_000) }
-            guard !process.isRunning else { return nil }
-            return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+    /// The exit status of a started process (128+N for a signal, as a shell reports it), waited for at most 20
+    /// seconds; nil when it did not end by then.
+    static func wait(for child: RunningChild) async -> Int32? {
+        switch await child.wait(within: .seconds(20)) {
+        case .exited(let code)?: return code
+        case .signaled(let signal)?: return 128 + signal
+        case .timedOut?, .cancelled?, nil: return nil
         }
     }
 

@@ -79,7 +79,7 @@ import Testing
         let configPath = "\(root)/etc/sessionkeeper/config.yaml"
         try moved.write(toFile: configPath, atomically: true, encoding: .utf8)
         let key = "\(root)/credentials/\(credential)"
-        FileManager.default.createFile(atPath: key, contents: Data((0..<32).map { UInt8($0 * 7 % 251) }), attributes: [.posixPermissions: 0o600])
+        #expect(FileManager.default.createFile(atPath: key, contents: Data((0..<32).map { UInt8($0 * 7 % 251) }), attributes: [.posixPermissions: 0o600]))
 
         let binary = try #require(CLIRunner.executable).path
         let environment = ["PATH": "/usr/bin:/bin", "HOME": root, "CREDENTIALS_DIRECTORY": "\(root)/credentials"]

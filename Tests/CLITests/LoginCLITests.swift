@@ -1,5 +1,6 @@
 import CookieJar
 import Foundation
+import Platform
 import TestSupport
 import Testing
 
@@ -216,44 +217,35 @@ import Testing
 final class LoginCLIWorld {
     let folder: TemporaryFolder
     let port: Int
-    private let demo: Process
+    private let demo: RunningChild
     var configPath: String { folder.path("config.yaml") }
 
-    private init(folder: TemporaryFolder, port: Int, demo: Process) {
+    private init(folder: TemporaryFolder, port: Int, demo: RunningChild) {
         self.folder = folder
         self.port = port
         self.demo = demo
     }
 
-    /// Starts demo-site (waiting for its port file on a dedicated thread) and writes the config and site files.
+    /// Starts demo-site (waiting for its port file) and writes the config and site files.
     private static func start(passwordFromVault: Bool) async throws -> LoginCLIWorld {
-        let demoBinary = try #require(
-            builtProgram("demo-site", override: "DEMO_SITE_BINARY").map { URL(fileURLWithPath: $0) },
-            "demo-site was not built beside the tests")
+        let demoBinary = try #require(builtProgram("demo-site", override: "DEMO_SITE_BINARY"), "demo-site was not built beside the tests")
 
         let folder = try TemporaryFolder()
         let portFile = folder.path("demo.port")
-        let demo = Process()
-        demo.executableURL = demoBinary
-        demo.arguments = ["--host", "127.0.0.1", "--port", "0", "--port-file", portFile]
-        demo.environment = ["DEMO_PASSWORD": LoginCLITests.password, "PATH": "/usr/bin:/bin"]
-        demo.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        demo.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        let demo: RunningChild
         do {
-            try launch(demo)
+            demo = try await startProgram(
+                demoBinary, ["--host", "127.0.0.1", "--port", "0", "--port-file", portFile],
+                environment: ["DEMO_PASSWORD": LoginCLITests.password, "PATH": "/usr/bin:/bin"], standardError: .discarded)
         } catch {
             folder.cleanUp()
             throw error
         }
-        let found: Int? = await onDedicatedThread {
-            for _ in 0..<200 {
-                if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let value = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-                    return value
-                }
-                guard demo.isRunning else { return nil }
-                Thread.sleep(forTimeInterval: 0.05)
-            }
-            return nil
+        demo.closeInput()
+        var found: Int?
+        for _ in 0..<200 where found == nil && demo.isRunning {
+            found = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            if found == nil { try await Task.sleep(for: .milliseconds(50)) }
         }
         let world: LoginCLIWorld
         do {
@@ -302,17 +294,9 @@ final class LoginCLIWorld {
         folder.cleanUp()
     }
 
-    /// SIGTERM, then SIGKILL when demo-site has not exited five seconds later (a test runner may start
-    /// children with SIGTERM blocked); the waiting happens on a dedicated thread.
-    private static func stop(_ demo: Process) async {
-        await onDedicatedThread {
-            guard demo.isRunning else { return }
-            demo.terminate()
-            let deadline = Date().addingTimeInterval(5)
-            while demo.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-            if demo.isRunning { kill(demo.processIdentifier, SIGKILL) }
-            demo.waitUntilExit()
-        }
+    /// SIGTERM, then SIGKILL when demo-site has not exited five seconds later.
+    private static func stop(_ demo: RunningChild) async {
+        _ = await demo.stop(grace: .seconds(5))
     }
 
     static func siteYAML(port: Int, passwordSource: String) -> String {

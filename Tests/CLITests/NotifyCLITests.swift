@@ -47,11 +47,10 @@ import Testing
               - webhook: \(receiver.url("/hooks/sessionkeeper"))
                 headers: {X-Receiver-Token: {env: RECEIVER_TOKEN}}
             """.write(toFile: world.configPath, atomically: true, encoding: .utf8)
-        let (daemon, logPath) = try RunCLITests.startDaemon(
+        let daemon = try await RunCLITests.startDaemon(
             world, environment: ["WRONG_PASSWORD": wrongPassword, "RECEIVER_TOKEN": "receiver-token"])
-        defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
 
-        #expect(await RunCLITests.eventually { !requests(log).isEmpty }, "daemon log: \(RunCLITests.read(logPath))")
+        #expect(await RunCLITests.eventually { !requests(log).isEmpty }, "daemon log: \(daemon.outputText)")
         let first = try #require(requests(log).first)
         let attention = try #require(event(first))
         #expect(attention["event"] == .string("needs-attention") && attention["site"] == .string("demo-bad"), "\(attention.serialized)")
@@ -68,7 +67,7 @@ import Testing
         // The password is fixed in the site file: the daemon logs in, and says so once.
         try LoginCLIWorld.siteYAML(port: world.port, passwordSource: "{env: DEMO_PASSWORD}")
             .write(toFile: world.folder.path("sites/demo-bad.yaml"), atomically: true, encoding: .utf8)
-        #expect(await RunCLITests.eventually { requests(log).count >= 2 }, "daemon log: \(RunCLITests.read(logPath))")
+        #expect(await RunCLITests.eventually { requests(log).count >= 2 }, "daemon log: \(daemon.outputText)")
         let recovered = try #require(requests(log).last.flatMap(event))
         #expect(recovered["event"] == .string("recovered") && recovered["site"] == .string("demo-bad"))
         #expect(recovered["incident"]?["id"] == attention["incident"]?["id"])
@@ -88,7 +87,7 @@ import Testing
         #expect(attention["message"]?.plainText.contains("expected status 303, found status 200") == true, "\(attention.serialized)")
         #expect(!sent.contains("last response") && !sent.contains("Invalid username or password"))
         let status = await RunCLITests.stop(daemon)
-        #expect(status == 0, "daemon log: \(RunCLITests.read(logPath))")
-        #expect(!RunCLITests.read(logPath).contains(wrongPassword))
+        #expect(status == 0, "daemon log: \(daemon.outputText)")
+        #expect(!daemon.outputText.contains(wrongPassword))
     }
 }

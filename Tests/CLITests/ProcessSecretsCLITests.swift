@@ -48,23 +48,16 @@ import Testing
             cookies: {essential: [probe_session]}
             """, to: "sites/probe.yaml", mode: 0o644)
 
-        let logPath = folder.path("daemon.log")
-        #expect(FileManager.default.createFile(atPath: logPath, contents: nil))
-        let log = try #require(FileHandle(forWritingAtPath: logPath))
-        let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: Self.setpriv)
-        daemon.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", try #require(CLIRunner.executable).path, "run", "--config", folder.path("config.yaml")]
-        daemon.environment = ["PATH": "/usr/bin:/bin", "HOME": root, Self.variable: Self.passphrase, "LANG": "C.UTF-8"]
-        daemon.currentDirectoryURL = folder.url
-        daemon.standardOutput = log
-        daemon.standardError = log
-        daemon.standardInput = FileHandle.nullDevice
-        try launch(daemon)
-        defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
-        let pid = daemon.processIdentifier
+        let daemon = try await startProgram(
+            Self.setpriv,
+            ["--reuid=65534", "--regid=65534", "--clear-groups", try #require(CLIRunner.executable).path, "run", "--config", folder.path("config.yaml")],
+            environment: ["PATH": "/usr/bin:/bin", "HOME": root, Self.variable: Self.passphrase, "LANG": "C.UTF-8"],
+            directory: folder.path, standardError: .mergedWithOutput)
+        daemon.closeInput()
+        let pid = daemon.pid
 
-        let loggedIn = await RunCLITests.eventually(within: .seconds(20)) { RunCLITests.read(logPath).contains("outcome=ok run=login site=probe") }
-        #expect(loggedIn, "daemon log: \(RunCLITests.read(logPath))")
+        let loggedIn = await RunCLITests.eventually(within: .seconds(20)) { daemon.outputText.contains("outcome=ok run=login site=probe") }
+        #expect(loggedIn, "daemon log: \(daemon.outputText)")
 
         // /proc/PID/environ shows the block laid out at execve: the passphrase's bytes are gone from it.
         let environ = try Self.readToEnd("/proc/\(pid)/environ")
@@ -95,7 +88,7 @@ import Testing
         }
 
         #expect(await RunCLITests.stop(daemon) == 0)
-        #expect(!RunCLITests.read(logPath).contains(Self.passphrase))
+        #expect(!daemon.outputText.contains(Self.passphrase))
     }
 
     /// A /proc file read to its end (it reports a size of 0, so a read sized by it would stop short).

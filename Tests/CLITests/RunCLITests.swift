@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import TestSupport
 import Testing
 
@@ -7,11 +8,10 @@ import Testing
 @Suite struct RunCLITests {
     @Test func theDaemonLogsInRefusesASecondOneAndStopsOnSIGTERM() async throws {
         try await LoginCLIWorld.with { world in
-            let (daemon, logPath) = try Self.startDaemon(world)
-            defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+            let daemon = try await Self.startDaemon(world)
 
-            let loggedIn = await Self.eventually(within: .seconds(10)) { Self.read(logPath).contains("outcome=ok run=login site=demo") }
-            #expect(loggedIn, "daemon log: \(Self.read(logPath))")
+            let loggedIn = await Self.eventually(within: .seconds(10)) { daemon.outputText.contains("outcome=ok run=login site=demo") }
+            #expect(loggedIn, "daemon log: \(daemon.outputText)")
             let items = try world.vaultFiles()
             #expect(!items.isEmpty, "vault items: \(items.count)")
 
@@ -33,10 +33,10 @@ import Testing
 
             let second = try await world.run(["run", "--config", world.configPath], environment: ["DEMO_PASSWORD": LoginCLITests.password])
             #expect(second.status != 0)
-            #expect(second.stderr.contains("pid \(daemon.processIdentifier)"), "\(second.stderr)")
+            #expect(second.stderr.contains("pid \(daemon.pid)"), "\(second.stderr)")
 
             #expect(await Self.stop(daemon) == 0)
-            let text = Self.read(logPath)
+            let text = daemon.outputText
             #expect(text.contains("daemon stopped"))
             #expect(!text.contains(LoginCLITests.password))
         }
@@ -51,17 +51,15 @@ import Testing
             let listenerScript = try #require(Bundle.module.url(forResource: "notify_listener", withExtension: "py", subdirectory: "Fixtures")).path
             let notifySocket = world.folder.path("notify.sock")
             let notifyLog = world.folder.path("notify.log")
-            FileManager.default.createFile(atPath: notifyLog, contents: nil)
+            try #require(FileManager.default.createFile(atPath: notifyLog, contents: nil))
             let listener = try await SpawnedProgram.start("/usr/bin/python3", ["-u", listenerScript, notifySocket, notifyLog])
-            defer { listener.kill() }
             // Only the demo site (the wrong-password copy would fail on purpose).
             try FileManager.default.removeItem(atPath: world.folder.path("sites/demo-bad.yaml"))
 
-            let (daemon, logPath) = try Self.startDaemon(world, environment: ["NOTIFY_SOCKET": notifySocket, "WATCHDOG_USEC": "400000"])
-            defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+            let daemon = try await Self.startDaemon(world, environment: ["NOTIFY_SOCKET": notifySocket, "WATCHDOG_USEC": "400000"])
 
             #expect(await Self.eventually { Self.read(notifyLog).contains("READY=1\nSTATUS=1 sites: ") }, "notify: \(Self.read(notifyLog))")
-            #expect(await Self.eventually { Self.read(logPath).contains("outcome=ok run=login site=demo") }, "log: \(Self.read(logPath))")
+            #expect(await Self.eventually { daemon.outputText.contains("outcome=ok run=login site=demo") }, "log: \(daemon.outputText)")
             // The counts follow the states: once the login is done, systemd hears the site is valid.
             #expect(await Self.eventually { Self.read(notifyLog).contains("STATUS=1 sites: 1 valid, 0 failing, 0 other") }, "notify: \(Self.read(notifyLog))")
             #expect(await Self.eventually { Self.read(notifyLog).contains("WATCHDOG=1") }, "notify: \(Self.read(notifyLog))")
@@ -71,14 +69,14 @@ import Testing
             try FileManager.default.copyItem(atPath: world.folder.path("sites/demo.yaml"), toPath: world.folder.path("other-sites/demo-two.yaml"))
             try "state_dir: state\nsites_dir: other-sites\nvault: {key: {file: state/master.key}}\nmetrics: false\n"
                 .write(toFile: world.configPath, atomically: true, encoding: .utf8)
-            kill(daemon.processIdentifier, SIGHUP)
-            #expect(await Self.eventually { Self.read(logPath).contains("config.yaml reloaded") }, "log: \(Self.read(logPath))")
+            daemon.send(SIGHUP)
+            #expect(await Self.eventually { daemon.outputText.contains("config.yaml reloaded") }, "log: \(daemon.outputText)")
             // What a running daemon cannot change is said, not silently ignored.
-            #expect(Self.read(logPath).contains("config.yaml: metrics changed; the daemon keeps the running values until it is restarted"),
-                    "log: \(Self.read(logPath))")
-            #expect(await Self.eventually { Self.read(logPath).contains("outcome=ok run=login site=demo-two") }, "log: \(Self.read(logPath))")
-            #expect(Self.read(logPath).split(separator: "\n").contains { $0.contains("site removed") && $0.contains("site=demo ") },
-                    "log: \(Self.read(logPath))")
+            #expect(daemon.outputText.contains("config.yaml: metrics changed; the daemon keeps the running values until it is restarted"),
+                    "log: \(daemon.outputText)")
+            #expect(await Self.eventually { daemon.outputText.contains("outcome=ok run=login site=demo-two") }, "log: \(daemon.outputText)")
+            #expect(daemon.outputText.split(separator: "\n").contains { $0.contains("site removed") && $0.contains("site=demo ") },
+                    "log: \(daemon.outputText)")
             let notified = Self.read(notifyLog)
             let reloading = try #require(notified.range(of: "RELOADING=1\nMONOTONIC_USEC="), "notify: \(notified)")
             #expect(notified[reloading.upperBound...].contains("READY=1\nSTATUS="), "READY again after the reload")
@@ -86,14 +84,15 @@ import Testing
             // A broken config.yaml: logged where, and the daemon goes on with what it had.
             try "state_dir: state\nsites_dir: other-sites\nvault: {key: {file: state/master.key}}\nschedulr: {}\n"
                 .write(toFile: world.configPath, atomically: true, encoding: .utf8)
-            kill(daemon.processIdentifier, SIGHUP)
-            #expect(await Self.eventually { Self.read(logPath).contains("config.yaml not reloaded") }, "log: \(Self.read(logPath))")
-            #expect(Self.read(logPath).contains("config.yaml:4:1"), "log: \(Self.read(logPath))")
+            daemon.send(SIGHUP)
+            #expect(await Self.eventually { daemon.outputText.contains("config.yaml not reloaded") }, "log: \(daemon.outputText)")
+            #expect(daemon.outputText.contains("config.yaml:4:1"), "log: \(daemon.outputText)")
             #expect(daemon.isRunning)
 
             #expect(await Self.stop(daemon) == 0)
             #expect(await Self.eventually { Self.read(notifyLog).contains("STOPPING=1") }, "notify: \(Self.read(notifyLog))")
-            #expect(!Self.read(logPath).contains(LoginCLITests.password))
+            #expect(!daemon.outputText.contains(LoginCLITests.password))
+            await listener.kill()
         }
     }
 
@@ -133,21 +132,10 @@ import Testing
     /// Starts `sessionkeeper run` in `folder`, waits for its socket to answer `GET /v1/health`, stops it with
     /// SIGTERM and returns what was wrong with the stop (nil: nothing).
     private static func startServeAndStop(folder: String, run: String) async throws -> String? {
-        let logPath = folder + "/daemon.log"
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let log = try #require(FileHandle(forWritingAtPath: logPath))
-        defer { try? log.close() }
-        let executable: URL = try #require(CLIRunner.executable)
-        let daemon = Process()
-        daemon.executableURL = executable
-        daemon.arguments = ["run", "--config", folder + "/config.yaml"]
-        daemon.environment = ["PATH": "/usr/bin:/bin", "HOME": folder]
-        daemon.currentDirectoryURL = URL(fileURLWithPath: folder)
-        daemon.standardOutput = log
-        daemon.standardError = log
-        daemon.standardInput = FileHandle.nullDevice
-        try launch(daemon)
-        defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
+        let daemon = try await startProgram(
+            try #require(CLIRunner.executable).path, ["run", "--config", folder + "/config.yaml"],
+            environment: ["PATH": "/usr/bin:/bin", "HOME": folder], directory: folder, standardError: .mergedWithOutput)
+        daemon.closeInput()
         var answered = false
         for _ in 0..<200 where !answered && daemon.isRunning {
             let health = try await runProgram(
@@ -155,9 +143,9 @@ import Testing
             answered = health.status == 0
             if !answered { try await Task.sleep(for: .milliseconds(50)) }
         }
-        guard answered else { return "\(run): the socket never answered: \(read(logPath).suffix(500))" }
+        guard answered else { return "\(run): the socket never answered: \(daemon.outputText.suffix(500))" }
         let status = await stop(daemon)
-        let text = read(logPath)
+        let text = daemon.outputText
         if status != 0 { return "\(run): exit \(status.map(String.init) ?? "none within 10 s"): \(text.suffix(500))" }
         if text.contains("Cannot schedule tasks") { return "\(run): \(text.suffix(500))" }
         if !text.contains("daemon stopped") { return "\(run): no 'daemon stopped' in its log: \(text.suffix(500))" }
@@ -166,33 +154,27 @@ import Testing
 
     // MARK: The daemon as a process
 
-    /// Starts `sessionkeeper run` on the world's config, with the demo password and `environment`, its
-    /// output in `daemon.log` of the world's folder: a file, not a pipe, because the daemon outlives other
-    /// tests' children and must not hold their pipes' ends.
-    static func startDaemon(_ world: LoginCLIWorld, environment: [String: String] = [:]) throws -> (Process, logPath: String) {
-        let logPath = world.folder.path("daemon.log")
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        let log = try #require(FileHandle(forWritingAtPath: logPath))
-        let daemon = Process()
-        daemon.executableURL = try #require(CLIRunner.executable)
-        daemon.arguments = ["run", "--config", world.configPath]
-        daemon.environment = ["PATH": "/usr/bin:/bin", "HOME": world.folder.path, "DEMO_PASSWORD": LoginCLITests.password]
-            .merging(environment) { $1 }
-        daemon.currentDirectoryURL = world.folder.url
-        daemon.standardOutput = log
-        daemon.standardError = log
-        daemon.standardInput = FileHandle.nullDevice
-        try launch(daemon)
-        return (daemon, logPath)
+    /// Starts `sessionkeeper run` on the world's config, with the demo password and `environment`; its log is its
+    /// output (standard error with it).
+    static func startDaemon(_ world: LoginCLIWorld, environment: [String: String] = [:]) async throws -> RunningChild {
+        let daemon = try await startProgram(
+            try #require(CLIRunner.executable).path, ["run", "--config", world.configPath],
+            environment: ["PATH": "/usr/bin:/bin", "HOME": world.folder.path, "DEMO_PASSWORD": LoginCLITests.password]
+                .merging(environment) { $1 },
+            directory: world.folder.path, standardError: .mergedWithOutput)
+        daemon.closeInput()
+        return daemon
     }
 
-    /// SIGTERM, then the exit status once it exited (at most 10 s); nil when it did not.
-    static func stop(_ daemon: Process) async -> Int32? {
-        kill(daemon.processIdentifier, SIGTERM)
-        return await onDedicatedThread { () -> Int32? in
-            for _ in 0..<200 where daemon.isRunning { usleep(50_000) }
-            return daemon.isRunning ? nil : daemon.terminationStatus
+    /// SIGTERM, then the exit status once it exited (at most 10 s); nil when it did not (it is killed then).
+    static func stop(_ daemon: RunningChild) async -> Int32? {
+        daemon.send(SIGTERM)
+        guard let termination = await daemon.wait(within: .seconds(10)) else {
+            _ = await daemon.kill()
+            return nil
         }
+        if case .exited(let code) = termination { return code }
+        return nil
     }
 
     /// The file's text, or "" while it cannot be read.

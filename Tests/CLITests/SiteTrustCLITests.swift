@@ -24,36 +24,27 @@ import Testing
             return String(text[range.upperBound...].prefix { $0 != "\"" })
         }
 
-        let logPath = folder.path("daemon.log")
-        #expect(FileManager.default.createFile(atPath: logPath, contents: nil))
-        let log = try #require(FileHandle(forWritingAtPath: logPath))
-        let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: binary)
-        daemon.arguments = ["run", "--config", folder.path("config.yaml")]
-        daemon.environment = ["PATH": "/usr/bin:/bin", "HOME": folder.path]
-        daemon.currentDirectoryURL = folder.url
-        daemon.standardOutput = log
-        daemon.standardError = log
-        daemon.standardInput = FileHandle.nullDevice
-        try launch(daemon)
-        defer { if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
-        #expect(await RunCLITests.eventually { RunCLITests.read(logPath).contains("daemon ready") }, "log: \(RunCLITests.read(logPath))")
+        let daemon = try await startProgram(
+            binary, ["run", "--config", folder.path("config.yaml")], environment: ["PATH": "/usr/bin:/bin", "HOME": folder.path],
+            directory: folder.path, standardError: .mergedWithOutput)
+        daemon.closeInput()
+        #expect(await RunCLITests.eventually { daemon.outputText.contains("daemon ready") }, "log: \(daemon.outputText)")
         let first = await onDedicatedThread { state() }
         #expect(!first.isEmpty && first != "disabled", "state: \(first)")
 
         // Rewritten with group write: refused, logged with the fix; the site stays as it was (enabled).
         try folder.write("base_url: https://manual.example\nlogin: manual\nenabled: false\n", to: "sites/manual.yaml", mode: 0o664)
         let refused = await RunCLITests.eventually {
-            RunCLITests.read(logPath).contains("site file not loaded, keeping its last good definition: ")
-                && RunCLITests.read(logPath).contains("site file refused: \(site) is writable by its group (mode 0664)")
+            daemon.outputText.contains("site file not loaded, keeping its last good definition: ")
+                && daemon.outputText.contains("site file refused: \(site) is writable by its group (mode 0664)")
         }
-        #expect(refused, "log: \(RunCLITests.read(logPath))")
+        #expect(refused, "log: \(daemon.outputText)")
         #expect(await onDedicatedThread { state() } == first)
 
         // Tightened again: read anew, and the new definition applies.
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: site)
         let reloaded = await RunCLITests.eventually { state() == "disabled" }
-        #expect(reloaded, "the tightened file was not read again: \(RunCLITests.read(logPath))")
+        #expect(reloaded, "the tightened file was not read again: \(daemon.outputText)")
         #expect(await RunCLITests.stop(daemon) == 0)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import CookieJar
 
@@ -60,15 +61,22 @@ struct FuzzTests {
         text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
     }
 
-    @Test("20,000 random and mutated Set-Cookie values: no crash, every stored cookie obeys the invariants")
-    func fuzz() throws {
-        let seeds = Fixtures.parserCases().flatMap(\.received)
-        try #require(!seeds.isEmpty)
+    /// What one fuzz run found: the invariants each stored cookie broke, and what the jar held at the end.
+    struct FuzzRun: Sendable {
+        var violations: [String] = []
+        var stored = 0
+        var all: [Cookie] = []
+        var now = Date.distantPast
+    }
+
+    /// The run itself, CPU-bound for seconds: on a thread of its own, so that it holds no thread of Swift's
+    /// cooperative pool (two on the CI machine) from the tests that wait on it.
+    static func fuzzRun(seeds: [String], limits: CookieLimits) -> FuzzRun {
+        var run = FuzzRun()
         var rng = SeededGenerator(state: 0x5EED_C00C1E)
         let clock = TestClock()
-        let limits = CookieLimits(maxCookieBytes: 4096, maxCookiesPerDomain: 50, maxCookies: 300)
         let storage = CookieStorage(limits: limits, clock: clock.function)
-        var stored = 0
+        func check(_ holds: Bool, _ what: @autoclosure () -> String) { if !holds { run.violations.append(what()) } }
         for iteration in 0..<Self.iterations {
             let host = Self.hosts[Int(rng.next() % UInt64(Self.hosts.count))]
             let scheme = rng.next() % 2 == 0 ? "http" : "https"
@@ -78,41 +86,62 @@ struct FuzzTests {
             if iteration % 100 == 0 { clock.advance(by: 7) }
             for decision in decisions {
                 guard case .stored(let cookie) = decision else { continue }
-                stored += 1
+                run.stored += 1
                 for field in [cookie.name, cookie.value, cookie.domain, cookie.path] {
-                    #expect(!Self.hasControlCharacter(field), "control character in cookie \(cookie.description)")
+                    check(!Self.hasControlCharacter(field), "control character in cookie \(cookie.description)")
                 }
-                #expect(!cookie.name.isEmpty)
-                #expect(cookie.path.hasPrefix("/"))
-                #expect(CookieRules.domainMatches(host: host, domain: cookie.domain), "\(cookie.description) from \(host)")
-                #expect(!PublicSuffixList.shared.isPublicSuffix(cookie.domain) || cookie.hostOnly)
-                #expect(cookie.nameValueByteCount <= limits.maxCookieBytes)
-                #expect(!cookie.secure || CookieRules.isSecureOrigin(source))
-                if let expires = cookie.expires { #expect(expires.timeIntervalSince(clock.now) <= CookieRules.maxExpiryInterval) }
+                check(!cookie.name.isEmpty, "empty name: \(cookie.description)")
+                check(cookie.path.hasPrefix("/"), "relative path: \(cookie.description)")
+                check(CookieRules.domainMatches(host: host, domain: cookie.domain), "\(cookie.description) from \(host)")
+                check(!PublicSuffixList.shared.isPublicSuffix(cookie.domain) || cookie.hostOnly, "public suffix domain: \(cookie.description)")
+                check(cookie.nameValueByteCount <= limits.maxCookieBytes, "too large: \(cookie.description)")
+                check(!cookie.secure || CookieRules.isSecureOrigin(source), "Secure from \(source): \(cookie.description)")
+                if let expires = cookie.expires {
+                    check(expires.timeIntervalSince(clock.now) <= CookieRules.maxExpiryInterval, "expiry beyond the cap: \(cookie.description)")
+                }
             }
             _ = storage.cookieHeader(for: source)
         }
-        let all = storage.allCookies
-        #expect(stored > 1000, "the fuzzer should reach the storage often (stored \(stored))")
+        run.all = storage.allCookies
+        run.now = clock.now
+        return run
+    }
+
+    @Test("20,000 random and mutated Set-Cookie values: no crash, every stored cookie obeys the invariants")
+    func fuzz() async throws {
+        let seeds = Fixtures.parserCases().flatMap(\.received)
+        try #require(!seeds.isEmpty)
+        let limits = CookieLimits(maxCookieBytes: 4096, maxCookiesPerDomain: 50, maxCookies: 300)
+        let run = await onDedicatedThread { Self.fuzzRun(seeds: seeds, limits: limits) }
+        #expect(run.violations.isEmpty, "\(run.violations.count) violations, the first: \(run.violations.prefix(3))")
+        let all = run.all
+        #expect(run.stored > 1000, "the fuzzer should reach the storage often (stored \(run.stored))")
         #expect(all.count <= limits.maxCookies)
         #expect(Dictionary(grouping: all, by: \.domain).values.allSatisfy { $0.count <= limits.maxCookiesPerDomain })
         #expect(Set(all.map { "\($0.name)\u{0}\($0.domain)\u{0}\($0.path)" }).count == all.count, "name/domain/path is unique")
         // Whatever the jar holds can be written and read back in the lossless format.
         let text = CookieCodec.encode(all, as: .json)
-        #expect(try CookieCodec.decode(text, as: .json, url: nil, now: clock.now).count == all.count)
-        _ = try CookieCodec.decode(CookieCodec.encode(all, as: .netscape), as: .netscape, url: nil, now: clock.now)
+        #expect(try CookieCodec.decode(text, as: .json, url: nil, now: run.now).count == all.count)
+        _ = try CookieCodec.decode(CookieCodec.encode(all, as: .netscape), as: .netscape, url: nil, now: run.now)
     }
 
     @Test("the cookie-date algorithm survives random strings")
-    func fuzzDates() {
-        var rng = SeededGenerator(state: 42)
-        let pieces = ["Thu", "01", "Jan", "2015", "00:00:00", "GMT", "99", "1601", "23:59:60", "Feb", "29", "-", ",", " ", "\u{0}", "31", "Jun"]
-        for _ in 0..<Self.iterations {
-            let text = (0..<Int(rng.next() % 8)).map { _ in pieces[Int(rng.next() % UInt64(pieces.count))] }.joined(separator: rng.next() % 2 == 0 ? " " : "")
-            if let date = CookieDateParser.parse(text) {
+    func fuzzDates() async {
+        // CPU-bound, on a thread of its own as `fuzz()` is.
+        let failures = await onDedicatedThread { () -> [String] in
+            var rng = SeededGenerator(state: 42)
+            let pieces = ["Thu", "01", "Jan", "2015", "00:00:00", "GMT", "99", "1601", "23:59:60", "Feb", "29", "-", ",", " ", "\u{0}", "31", "Jun"]
+            var failures: [String] = []
+            for _ in 0..<Self.iterations {
+                let text = (0..<Int(rng.next() % 8)).map { _ in pieces[Int(rng.next() % UInt64(pieces.count))] }
+                    .joined(separator: rng.next() % 2 == 0 ? " " : "")
                 // A parsed date formats and parses back to itself.
-                #expect(CookieDateParser.parse(CookieTime.httpDate(date)) == date)
+                if let date = CookieDateParser.parse(text), CookieDateParser.parse(CookieTime.httpDate(date)) != date {
+                    failures.append(text)
+                }
             }
+            return failures
         }
+        #expect(failures.isEmpty, "dates that do not round-trip: \(failures.prefix(3))")
     }
 }

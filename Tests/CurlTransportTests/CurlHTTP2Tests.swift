@@ -1,6 +1,7 @@
 import CurlTransport
 import Foundation
 import HTTPTransport
+import Platform
 import TestSupport
 import Testing
 
@@ -23,19 +24,17 @@ struct CurlHTTP2Tests {
         try Self.bigFile.write(to: root.appendingPathComponent("big.bin"))
 
         let port = try freeLoopbackPort()
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: try #require(nghttpdPath))
-        server.arguments = ["-a", "127.0.0.1", "-d", root.path, "\(port)", material.serverKey, material.serverCertificate]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try launch(server)
+        let server = try await startProgram(
+            try #require(nghttpdPath), ["-a", "127.0.0.1", "-d", root.path, "\(port)", material.serverKey, material.serverCertificate],
+            standardError: .discarded)
+        server.closeInput()
         do {
             try await exerciseHTTP2(port: port, material: material)
         } catch {
-            await Self.kill(server)
+            _ = await server.kill()
             throw error
         }
-        await Self.kill(server)
+        _ = await server.kill()
     }
 
     /// 8 MiB that differ from one 4-byte word to the next, so that a lost, repeated or reordered part shows.
@@ -47,14 +46,6 @@ struct CurlHTTP2Tests {
         }
         return data
     }()
-
-    /// SIGKILLs nghttpd and waits for it on a dedicated thread.
-    private static func kill(_ server: Process) async {
-        await onDedicatedThread {
-            _ = Glibc.kill(server.processIdentifier, SIGKILL)
-            server.waitUntilExit()
-        }
-    }
 
     private func exerciseHTTP2(port: Int, material: TLSMaterial) async throws {
         try await waitUntilListening(port: port)

@@ -6,73 +6,40 @@ import Testing
 
 /// A running `Fixtures/server.py`: started on 127.0.0.1 (or `--host`) port 0 (or `--port`), the port read from its
 /// first stdout line.
-final class FixtureServer: @unchecked Sendable {
+final class FixtureServer: Sendable {
     let port: Int
-    private let process: Process
-    private let input: Pipe
+    private let program: SpawnedProgram
 
     struct StartFailure: Error, CustomStringConvertible {
         var description: String
     }
 
-    private init(port: Int, process: Process, input: Pipe) {
+    private init(port: Int, program: SpawnedProgram) {
         self.port = port
-        self.process = process
-        self.input = input
+        self.program = program
     }
 
     static func start(arguments: [String] = []) async throws -> FixtureServer {
         guard let script = Bundle.module.url(forResource: "server", withExtension: "py", subdirectory: "Fixtures") else {
             throw StartFailure(description: "Fixtures/server.py is missing from the test bundle")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path, "--port", "0"] + arguments
-        let output = makePipe()
-        let input = makePipe()  // the server exits when this closes, so it never outlives the test process
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try launch(process)
-        // Read the port line on a dedicated thread: a blocking read must not hold a cooperative-pool thread
-        // while dozens of tests start their servers at once.
-        let reader = output.fileHandleForReading
-        let port = try await onDedicatedThread { () throws(StartFailure) -> Int in
-            var line = Data()
-            while !line.contains(0x0A) {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                line.append(chunk)
-            }
-            guard let text = String(data: line, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines),
-                let port = Int(text)
-            else {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-                throw StartFailure(description: "server.py did not print its port")
-            }
-            return port
+        let program = try await SpawnedProgram.start("/usr/bin/env", ["python3", script.path, "--port", "0"] + arguments)
+        guard let port = Int(program.firstLine.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            await program.kill()
+            throw StartFailure(description: "server.py did not print its port")
         }
-        return FixtureServer(port: port, process: process, input: input)
+        return FixtureServer(port: port, program: program)
     }
 
     func url(_ path: String, scheme: String = "http", host: String = "127.0.0.1") -> URL {
         URL(string: "\(scheme)://\(host):\(port)\(path)")!
     }
 
-    /// Kills the server and waits for it on a dedicated thread.
+    /// Kills the server (it holds nothing to flush) and waits for it; a server a failing test left running goes when
+    /// the test lets go of it.
     func stop() async {
-        await onDedicatedThread { self.stopOnThisThread() }
+        await program.kill()
     }
-
-    /// Blocks until the server is gone; only `deinit` calls it directly, for a server a failing test left running.
-    private func stopOnThisThread() {
-        // SIGKILL: Foundation may start children with SIGTERM blocked, and the server holds nothing to flush.
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
-
-    deinit { stopOnThisThread() }
 }
 
 /// Runs `body` with a fresh server and client; both are stopped afterwards, whatever `body` did.

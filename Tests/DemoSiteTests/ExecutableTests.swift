@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Platform
 import TestSupport
 import Testing
 
@@ -18,21 +19,13 @@ struct ExecutableTests {
         defer { folder.cleanUp() }
         let directory = folder.url
         let portFile = directory.appendingPathComponent("port")
-        let outputFile = directory.appendingPathComponent("stdout")
-        let errorFile = directory.appendingPathComponent("stderr")
-        #expect(FileManager.default.createFile(atPath: outputFile.path, contents: nil))
-        #expect(FileManager.default.createFile(atPath: errorFile.path, contents: nil))
         let password = "exec-Passw0rd-5521"
 
-        let process = Process()
-        process.executableURL = try Self.binary()
-        process.arguments = ["--port", "0", "--port-file", portFile.path, "--password-env", "DEMO_TEST_PASSWORD", "--sliding"]
         // The most verbose framework logging, to show that no level leaks a secret either.
-        process.environment = ["DEMO_TEST_PASSWORD": password, "LOG_LEVEL": "trace"]
-        process.standardOutput = try FileHandle(forWritingTo: outputFile)
-        process.standardError = try FileHandle(forWritingTo: errorFile)
-        try launch(process)
-        defer { if process.isRunning { process.terminate() } }
+        let process = try await startProgram(
+            try Self.binary().path, ["--port", "0", "--port-file", portFile.path, "--password-env", "DEMO_TEST_PASSWORD", "--sliding"],
+            environment: ["DEMO_TEST_PASSWORD": password, "LOG_LEVEL": "trace"])
+        process.closeInput()
 
         var port: Int?
         // Generous: CI builds and tests other modules in parallel on two cores.
@@ -60,21 +53,16 @@ struct ExecutableTests {
             return [password, session]
         }
 
-        process.terminate()  // SIGTERM
-        let deadline = ContinuousClock.now + .seconds(20)
-        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        // Foundation traps on a running process's termination reason: stop here if SIGTERM was not obeyed.
-        try #require(!process.isRunning, "SIGTERM did not stop the demo site within 20 s")
-        #expect(process.terminationReason == .exit)
-        #expect(process.terminationStatus == 0)
+        // SIGTERM; after 20 s a SIGKILL would show as a signal below.
+        #expect(await process.stop(grace: .seconds(20)) == .exited(0))
         #expect(!FileManager.default.fileExists(atPath: portFile.path), "the port file is removed on exit")
 
-        let output = try String(contentsOf: outputFile, encoding: .utf8)
+        let output = process.outputText
         let lines = output.split(separator: "\n")
         #expect(lines.first?.contains("listening on http://127.0.0.1:\(boundPort)") == true)
         #expect(lines.contains { $0.contains(" POST /api/login 200 ") })
         #expect(lines.contains { $0.contains(" GET /ping 204 ") })
-        let diagnostics = try String(contentsOf: errorFile, encoding: .utf8)
+        let diagnostics = process.errorText
         #expect(diagnostics.contains("Server started"), "trace logging was on")
         for secret in secrets {
             #expect(!output.contains(secret), "the request log holds a secret")

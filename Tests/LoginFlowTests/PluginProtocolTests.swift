@@ -296,7 +296,7 @@ import Testing
             with: .object([("url", .string(Fixture.template("/login")))])))
         let error = try #require(await loginError(Fixture.engine(FakeHTTPClient { Fixture.response($0) }, environment: Self.environment), site))
         #expect(error.detail == "browser-login: Playwright for Python is not installed (looked in /nonexistent/venv); "
-            + "run scripts/install-deps, which creates that virtualenv with playwright==1.65.0")
+            + "run scripts/install-deps --browser, which creates that virtualenv with playwright==1.65.0")
 
         site.login = .plugin(Self.shipped(
             "browser-login", with: .object([("url", .string(Fixture.template("/login"))), ("browser", .string(Fixture.template("/nonexistent/chromium")))])))

@@ -254,7 +254,7 @@ struct PostgresStoreTests {
             let record = SessionRecord(cookies: [], lastLogin: Date(timeIntervalSince1970: 1_700_000_000), expiresAt: nil, userAgent: "A")
             try await stores[0].sessions(fencedBy: lease).save(record, site: "wiki")
             try await stores[0].items.set(Array("x".utf8), for: ItemReference(.credential, "token"))
-            var seen: [StoreChange] = []
+            var seen: [StoreRowChange] = []
             for await change in changes {
                 seen.append(change)
                 if seen.count == 2 { break }

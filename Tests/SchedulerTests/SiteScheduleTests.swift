@@ -1,6 +1,5 @@
 import Foundation
 import Scheduler
-import Sessions
 import SiteConfig
 import Testing
 
@@ -264,10 +263,10 @@ struct TestClock {
         #expect(schedule.phase == .needsAttention)
         #expect(schedule.lastError == "site 'wiki', step 'submit': expectation failed")
         #expect(schedule.deadlines[.login] == nil)
+        // With no session there is nothing to check: the site waits for a person, a day as a minute.
+        #expect(schedule.nextDeadline == nil)
         clock.advance(.seconds(86_400))
-        // Checks keep running, a logged-out answer does not start a login.
-        _ = schedule.handle(.timerFired(.check), now: clock.now)
-        #expect(schedule.handle(.checkFinished(.loggedOut(reason: "401")), now: clock.now).isEmpty)
+        #expect(schedule.handle(.timerFired(.check), now: clock.now).isEmpty)
         #expect(schedule.phase == .needsAttention)
         #expect(schedule.lastError == "site 'wiki', step 'submit': expectation failed")
 
@@ -280,6 +279,54 @@ struct TestClock {
         // A secret change means nothing to a healthy site.
         var healthy = Self.loggedIn(clock)
         #expect(healthy.handle(.secretChanged, now: clock.now).isEmpty)
+    }
+
+    /// The issue-25 case: `every: 2s` checks of a site whose only login was refused logged a warning each period.
+    /// With no session, no check, keepalive or login runs however long the site waits; what brings it back plans them
+    /// again.
+    @Test func aSiteWaitingForAPersonWithNoSessionProbesNothing() {
+        var clock = TestClock()
+        let policy = Self.policy(check: .seconds(2), keepalive: .seconds(5))
+        var schedule = SiteSchedule(policy: policy, seed: 1)
+        #expect(schedule.handle(.start(session: nil, enabled: true), now: clock.now) == [.logIn])
+        #expect(schedule.handle(.loginFinished(.credentialsRefused(reason: "refused"), session: nil), now: clock.now).isEmpty)
+        #expect(schedule.phase == .needsAttention)
+        var actions: [SiteSchedule.Action] = []
+        for _ in 0..<20 {
+            clock.advance(.seconds(2))
+            for timer in SiteSchedule.Timer.allCases { actions += schedule.handle(.timerFired(timer), now: clock.now) }
+        }
+        #expect(actions.isEmpty)
+        #expect(schedule.nextDeadline == nil)
+        // A changed secret logs in; its success plans the probes again.
+        #expect(schedule.handle(.secretChanged, now: clock.now) == [.logIn])
+        _ = schedule.handle(.loginFinished(.ok, session: Self.session(clock, expiresIn: .seconds(3600))), now: clock.now)
+        #expect(clock.offset(schedule.deadlines[.check]) == .seconds(2))
+        #expect(clock.offset(schedule.deadlines[.keepalive]) == .seconds(5))
+    }
+
+    /// A refused refresh leaves the old session served while it lasts: it is still checked, until the check finds
+    /// it gone; from then on nothing is probed.
+    @Test func aSiteWaitingForAPersonChecksItsSessionUntilItIsGone() {
+        var clock = TestClock()
+        var schedule = Self.loggedIn(clock, policy: Self.policy(check: .seconds(60)))
+        clock.advance(to: schedule.deadlines[.login]!)
+        #expect(schedule.handle(.timerFired(.login), now: clock.now) == [.logIn])
+        _ = schedule.handle(.loginFinished(.credentialsRefused(reason: "refused"), session: nil), now: clock.now)
+        #expect(schedule.phase == .needsAttention)
+        // The check planned before the login is overdue by now.
+        #expect(schedule.handle(.timerFired(.check), now: clock.now) == [.check])
+        #expect(schedule.handle(.checkFinished(.ok), now: clock.now).isEmpty)
+        clock.advance(to: schedule.deadlines[.check]!)
+        #expect(schedule.handle(.timerFired(.check), now: clock.now) == [.check])
+        #expect(schedule.handle(.checkFinished(.loggedOut(reason: "401")), now: clock.now).isEmpty)
+        #expect(schedule.lastError == "refused", "what the person must read stays")
+        #expect(schedule.nextDeadline == nil)
+        // A session another process stored (`sessionkeeper login`) is checked again.
+        clock.advance(.seconds(600))
+        _ = schedule.handle(.sessionStoredElsewhere(Self.session(clock, expiresIn: .seconds(3600))), now: clock.now)
+        #expect(schedule.phase == .valid)
+        #expect(clock.offset(schedule.deadlines[.check]) == .seconds(60))
     }
 
     @Test func aSessionStoredByAnotherProcessIsAdoptedAndClearsNeedsAttention() {
@@ -400,6 +447,7 @@ struct TestClock {
         var empty = SiteSchedule(policy: Self.policy(canLogIn: false), seed: 1)
         #expect(empty.handle(.start(session: nil, enabled: true), now: clock.now).isEmpty)
         #expect(empty.phase == .needsAttention)
+        #expect(empty.nextDeadline == nil, "nothing to check until a session is imported")
         var schedule = Self.loggedIn(clock, policy: Self.policy(canLogIn: false))
         #expect(schedule.deadlines[.login] == nil)
         clock.advance(to: schedule.deadlines[.check]!)

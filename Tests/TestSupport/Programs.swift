@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+import Platform
 
 /// What a finished child process left behind.
 public struct ProgramResult: Sendable {
@@ -28,21 +29,44 @@ public enum StandardErrorDestination: Sendable {
     case discarded
 }
 
-/// Runs `executable` with `arguments` to its end on a dedicated thread (never blocking the cooperative
-/// pool) and returns its status and output.
+/// Runs `executable` with `arguments` to its end (``Platform/ChildProcess``, the project's one spawner) and returns
+/// its status and output.
 ///
 /// - Parameters:
-///   - environment: the child's whole environment; nil inherits the test process's.
+///   - environment: the child's whole environment; nil passes the test process's.
 ///   - directory: the working folder; nil keeps the test process's.
-///   - input: written to the child's standard input, which is then closed; nil gives it /dev/null.
+///   - input: written to the child's standard input, which is then closed; nil closes it at once.
 public func runProgram(
     _ executable: String, _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil,
     input: Data? = nil, standardError: StandardErrorDestination = .captured
 ) async throws -> ProgramResult {
-    try await onDedicatedThread {
-        try runProgramOnThisThread(
-            executable, arguments, environment: environment, directory: directory, input: input, standardError: standardError)
-    }
+    let child = try await startProgram(
+        executable, arguments, environment: environment, directory: directory, standardError: standardError)
+    if let input { child.write(Array(input)) }
+    child.closeInput()
+    return ProgramResult(await child.wait(), child)
+}
+
+/// Starts `executable` with `arguments` and returns while it runs (a server, a daemon under test, a program a test
+/// talks with): its output is collected as it comes; it stops at its end, at `stop()`/`kill()`, after `lifetime`, or
+/// when the test lets go of it.
+public func startProgram(
+    _ executable: String, _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil,
+    standardError: StandardErrorDestination = .captured, lifetime: Duration = .seconds(900)
+) async throws -> RunningChild {
+    let route: ChildProcess.StandardErrorRoute =
+        switch standardError {
+        case .captured: .collected
+        case .mergedWithOutput: .mergedWithOutput
+        case .inherited: .inherited
+        case .discarded: .discarded
+        }
+    let program = ChildProcess(
+        executable: executable, arguments: arguments,
+        environment: ChildEnvironment(exactly: environment ?? ProcessInfo.processInfo.environment),
+        timeout: lifetime, terminationGrace: .seconds(2), outputLimit: 256 << 20, outputOverflow: .truncate,
+        workingDirectory: directory)
+    return try await program.start(standardError: route)
 }
 
 /// `runProgram` for tests that start programs by the hundred (parameterised cases): first waits, suspended,
@@ -61,35 +85,6 @@ public func runProgramInSharedSlot(
     } catch {
         await ProgramSlots.shared.release()
         throw error
-    }
-}
-
-/// Starts `process` (Foundation's `Process.run()`), one launch at a time across the test process.
-///
-/// swift-corelibs-foundation's `Process.run()` crashed (a bad read in memcpy inside `run()`) when hundreds
-/// of test threads launched children at the same moment; launches are short, so serialising them costs
-/// nothing measurable. Every test helper that starts a `Process` goes through here.
-public func launch(_ process: Process) throws {
-    try launchLock.withLock { try process.run() }
-}
-
-let launchLock = NSLock()
-
-/// A pipe whose four descriptors close on exec, made under the same lock as every launch.
-///
-/// swift-corelibs-foundation's `Process` does not close a parent's other descriptors in the child, and
-/// `Pipe()` makes inheritable ones: a program launched while another test's pipe exists would hold that
-/// pipe's ends, so the other test's read would never reach its end while the program lives (a slow
-/// login holding a concurrent `secret set`'s standard input open, say). `Process` puts the child's ends
-/// on 0, 1 and 2 with dup2, which clears the flag there; everywhere else they close on exec. Every test
-/// helper that gives a `Process` a pipe makes it here.
-public func makePipe() -> Pipe {
-    launchLock.withLock {
-        let pipe = Pipe()
-        for descriptor in [pipe.fileHandleForReading.fileDescriptor, pipe.fileHandleForWriting.fileDescriptor] {
-            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-        }
-        return pipe
     }
 }
 
@@ -132,60 +127,49 @@ public actor ProgramSlots {
     }
 }
 
-/// `runProgram` on the calling thread, for blocking work that is itself already on a dedicated thread
-/// (inside an `onDedicatedThread` body). Never call it from a test's task.
+/// `runProgram` for a caller on a thread of its own (inside an `onDedicatedThread` body), which it blocks until the
+/// program ended. Never call it from a test's task.
 public func runProgramOnThisThread(
     _ executable: String, _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil,
     input: Data? = nil, standardError: StandardErrorDestination = .captured
 ) throws -> ProgramResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    let output = makePipe()
-    process.standardOutput = output
-    let errors = makePipe()
-    switch standardError {
-    case .captured: process.standardError = errors
-    case .mergedWithOutput: process.standardError = output
-    case .inherited: break
-    case .discarded: process.standardError = FileHandle.nullDevice
+    let done = DispatchSemaphore(value: 0)
+    let outcome = Locked<Result<ProgramResult, any Error>?>(nil)
+    Task.detached {
+        let result: Result<ProgramResult, any Error>
+        do {
+            result = .success(try await runProgram(
+                executable, arguments, environment: environment, directory: directory, input: input, standardError: standardError))
+        } catch {
+            result = .failure(error)
+        }
+        outcome.withLock { $0 = result }
+        done.signal()
     }
-    let stdin = makePipe()
-    process.standardInput = input == nil ? FileHandle.nullDevice : stdin
-    try launch(process)
-    if let input {
-        // Small inputs only: they fit the pipe's buffer, so writing before reading cannot deadlock.
-        try stdin.fileHandleForWriting.write(contentsOf: input)
-        try stdin.fileHandleForWriting.close()
-    }
-    // Read both pipes before waiting, so a child filling one of them cannot block.
-    let errorReader = standardError == .captured ? PipeDrain(errors.fileHandleForReading) : nil
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return ProgramResult(
-        status: process.terminationStatus, standardOutput: outputData, standardError: errorReader?.wait() ?? Data())
+    done.wait()
+    return try outcome.withLock { $0 }?.get() ?? ProgramResult(status: -1, standardOutput: Data(), standardError: Data())
 }
 
-/// Reads a file handle to its end on its own thread.
-private final class PipeDrain: Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private let data = Locked(Data())
-
-    init(_ handle: FileHandle) {
-        Thread.detachNewThread { [self] in
-            let read = handle.readDataToEndOfFile()
-            data.withLock { $0 = read }
-            done.signal()
-        }
+extension ProgramResult {
+    /// What `child`, ended as `termination` says, left.
+    init(_ termination: ProcessTermination, _ child: RunningChild) {
+        let status: Int32 =
+            switch termination {
+            case .exited(let code): code
+            case .signaled(let signal): signal
+            case .timedOut, .cancelled: -1
+            }
+        self.init(status: status, standardOutput: Data(child.standardOutput), standardError: Data(child.standardError))
     }
+}
 
-    /// Blocks until the reader reached the end; call only from a dedicated thread.
-    func wait() -> Data {
-        done.wait()
-        return data.withLock { $0 }
-    }
+extension RunningChild {
+    /// Standard output so far, as text (invalid UTF-8 replaced).
+    public var outputText: String { String(decoding: standardOutput, as: UTF8.self) }
+    /// Standard error so far, as text (invalid UTF-8 replaced).
+    public var errorText: String { String(decoding: standardError, as: UTF8.self) }
+    /// Whether it has not ended yet.
+    public var isRunning: Bool { termination == nil }
 }
 
 /// The executable `name` that SwiftPM built beside the running test bundle (`swift build --build-tests`

@@ -19,19 +19,16 @@ import Testing
         for iteration in 0..<Self.kills {
             let firstRound = iteration * 1_000_000 + 1
             let rotate = iteration % 3 == 2
-            let pause = UInt32.random(in: 0...30_000, using: &generator)
-            // Spawning, waiting for `ready`, the pause and the kill all block: one dedicated thread per round.
-            let acknowledged = try await onDedicatedThread {
-                let writer = try CrashWriter(
-                    binary: binary, state: folder.state, keyFile: folder.keyFile, items: Self.items, firstRound: firstRound,
-                    rotate: rotate)
-                try writer.waitUntilReady()
-                // The first writer writes every item once before its kill, so the rounds below start from a
-                // known value of each item however slow the machine; every later kill lands at random.
-                if iteration == 0 { try writer.waitUntilEveryItemWritten(items: Self.items) }
-                usleep(pause)
-                return writer.kill()
-            }
+            let pause = Int64.random(in: 0...30_000, using: &generator)
+            let writer = try await CrashWriter.start(
+                binary: binary, state: folder.state, keyFile: folder.keyFile, items: Self.items, firstRound: firstRound,
+                rotate: rotate)
+            try await writer.waitUntilReady()
+            // The first writer writes every item once before its kill, so the rounds below start from a
+            // known value of each item however slow the machine; every later kill lands at random.
+            if iteration == 0 { try await writer.waitUntilEveryItemWritten(items: Self.items) }
+            try await Task.sleep(for: .microseconds(pause))
+            let acknowledged = await writer.kill()
 
             let vault = try Vault.open(stateDirectory: folder.state, key: .keyFile(path: folder.keyFile))
             if vault.keyGenerations.count > 1 { rotationsKilled += 1 }

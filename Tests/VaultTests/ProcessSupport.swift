@@ -1,5 +1,5 @@
 import Foundation
-import Locking
+import Platform
 import TestSupport
 import Testing
 
@@ -34,67 +34,52 @@ func runCLI(_ arguments: [String], input: String = "", environment: [String: Str
     return CommandResult(status: result.status, standardOutput: result.outputText, standardError: result.errorText)
 }
 
-/// A running `vault-crash-writer` child. Its methods block: call them inside `onDedicatedThread`, never
-/// on a test's task.
+/// A running `vault-crash-writer` child.
 final class CrashWriter: Sendable {
-    let process = Process()
-    private let output = makePipe()
-    private let errors = makePipe()
-    /// What the child printed so far; only one thread at a time uses a writer, the lock makes that checkable.
-    private let buffer = Locked(Data())
+    private let child: RunningChild
 
-    /// Starts `binary --state ...`; `binary` comes from `crashWriterBinary()`, called on the test's task
-    /// (its `#require` records the failure there).
-    init(binary: String, state: String, keyFile: String, items: Int, firstRound: Int, rotate: Bool) throws {
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--state", state, "--key-file", keyFile,
-                             "--items", String(items), "--first-round", String(firstRound)] + (rotate ? ["--rotate"] : [])
+    private init(child: RunningChild) {
+        self.child = child
+    }
+
+    /// Starts `binary --state ...`; `binary` comes from `crashWriterBinary()`.
+    static func start(binary: String, state: String, keyFile: String, items: Int, firstRound: Int, rotate: Bool) async throws -> CrashWriter {
         var environment = ProcessInfo.processInfo.environment
         environment["SESSIONKEEPER_CRASH_WRITER"] = "1"
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = errors
-        try launch(process)
+        let arguments = ["--state", state, "--key-file", keyFile, "--items", String(items), "--first-round", String(firstRound)]
+            + (rotate ? ["--rotate"] : [])
+        let child = try await startProgram(binary, arguments, environment: environment)
+        child.closeInput()
+        return CrashWriter(child: child)
     }
 
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { child.pid }
 
-    /// Blocks until the child printed `ready` (it holds the vault open). Throws with its stderr if it
-    /// exited instead.
-    func waitUntilReady() throws {
-        try readUntil { $0.hasPrefix("ready\n") }
+    /// Returns once the child printed `ready` (it holds the vault open). Throws with its stderr if it exited instead.
+    func waitUntilReady() async throws {
+        try await readUntil { $0.hasPrefix("ready\n") }
     }
 
-    /// Blocks until the child acknowledged a write of every item from 0 to `items - 1`.
-    func waitUntilEveryItemWritten(items: Int) throws {
-        try readUntil { printed in
+    /// Returns once the child acknowledged a write of every item from 0 to `items - 1`.
+    func waitUntilEveryItemWritten(items: Int) async throws {
+        try await readUntil { printed in
             let lines = printed.split(separator: "\n").dropFirst()
             return (0..<items).allSatisfy { item in lines.contains { $0.hasPrefix("\(item) ") } }
         }
     }
 
-    /// Reads the child's output until `done` holds for all of it. Throws with its stderr if it exited first.
-    private func readUntil(_ done: (String) -> Bool) throws {
-        while !done(buffer.withLock({ String(decoding: $0, as: UTF8.self) })) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty {
-                process.waitUntilExit()
-                let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                throw CrashWriterFailed(message: "vault-crash-writer exited (\(process.terminationStatus)) early: \(message)")
-            }
-            buffer.withLock { $0.append(chunk) }
+    /// Waits until `done` holds for all the child printed. Throws with its stderr if it exited first.
+    private func readUntil(_ done: @escaping @Sendable (String) -> Bool) async throws {
+        guard await child.waitForOutput(within: .seconds(120), until: { done(String(decoding: $0, as: UTF8.self)) }) else {
+            throw CrashWriterFailed(message: "vault-crash-writer exited (\(String(describing: child.termination))) early: \(child.errorText)")
         }
     }
 
     /// SIGKILLs the child, waits for it, and returns the last round acknowledged for each item.
-    func kill() -> [Int: Int] {
-        _ = Foundation.kill(pid, SIGKILL)
-        process.waitUntilExit()
-        let rest = output.fileHandleForReading.readDataToEndOfFile()
-        let printed = buffer.withLock { $0.append(rest); return String(decoding: $0, as: UTF8.self) }
+    func kill() async -> [Int: Int] {
+        _ = await child.kill()
         var acknowledged: [Int: Int] = [:]
-        for line in printed.split(separator: "\n").dropFirst() {
+        for line in child.outputText.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ")
             // A line cut by the kill is not an acknowledgement.
             guard fields.count == 2, let item = Int(fields[0]), let round = Int(fields[1]) else { continue }

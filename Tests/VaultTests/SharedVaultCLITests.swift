@@ -16,18 +16,16 @@ import Testing
         defer { folder.cleanUp() }
         let config = try writeConfig(folder)
         let binary = try crashWriterBinary()
-        let writer = try await onDedicatedThread {
-            let writer = try CrashWriter(binary: binary, state: folder.state, keyFile: folder.keyFile, items: 3, firstRound: 1, rotate: true)
-            try writer.waitUntilReady()
-            return writer
-        }
+        let writer = try await CrashWriter.start(
+            binary: binary, state: folder.state, keyFile: folder.keyFile, items: 3, firstRound: 1, rotate: true)
+        try await writer.waitUntilReady()
         var results: [CommandResult] = []
         for index in 0..<4 {
             results.append(try await runCLI(["secret", "set", "shared/\(index)", "--config", config], input: "value \(index)", in: folder.path))
         }
         let listed = try await runCLI(["secret", "list", "--config", config], in: folder.path)
         let removed = try await runCLI(["secret", "rm", "shared/3", "--config", config], in: folder.path)
-        let acknowledged = await onDedicatedThread { writer.kill() }
+        let acknowledged = await writer.kill()
 
         for result in results { #expect(result.status == 0, "\(result.standardError)") }
         #expect(listed.status == 0, "\(listed.standardError)")
@@ -73,11 +71,9 @@ import Testing
         let config = try writeConfig(folder)
         #expect(try await runCLI(["secret", "set", "kept", "--config", config], input: "kept value", in: folder.path).status == 0)
         let binary = try crashWriterBinary()
-        let writer = try await onDedicatedThread {
-            let writer = try CrashWriter(binary: binary, state: folder.state, keyFile: folder.keyFile, items: 2, firstRound: 1, rotate: false)
-            try writer.waitUntilReady()
-            return writer
-        }
+        let writer = try await CrashWriter.start(
+            binary: binary, state: folder.state, keyFile: folder.keyFile, items: 2, firstRound: 1, rotate: false)
+        try await writer.waitUntilReady()
         // This process reads throughout the rekey.
         let reader = try openWithKeyFile(folder, create: false)
         let readsDone = SharedCounter()
@@ -102,7 +98,7 @@ import Testing
         readsDone.add()
         let failures = await reads.value
         try await Task.sleep(for: .milliseconds(200))
-        let acknowledged = await onDedicatedThread { writer.kill() }
+        let acknowledged = await writer.kill()
 
         #expect(rekey.status == 0, "\(rekey.standardError)")
         #expect(failures.isEmpty, "\(failures.prefix(3))")
@@ -133,10 +129,10 @@ import Testing
         do {
             runs = try await slowLogin(folder: folder, config: config, port: server.firstLine, arrived: arrived)
         } catch {
-            await onDedicatedThread { server.kill() }
+            await server.kill()
             throw error
         }
-        await onDedicatedThread { server.kill() }
+        await server.kill()
 
         #expect(runs.waited, "the slow site never saw the login's request")
         #expect(runs.set.status == 0, "\(runs.set.standardError)")
@@ -239,7 +235,7 @@ import Testing
         let refused = #expect(throws: VaultError.self) { try StateFolderLock.acquire(stateDirectory: folder.state) }
         #expect(refused?.description.contains("locked by another process (pid \(holder.pid))") == true)
         if case let .locked(.held(_, pid))? = refused?.reason { #expect(pid == holder.pid) } else { Issue.record("not .locked: \(String(describing: refused))") }
-        await onDedicatedThread { holder.kill() }
+        await holder.kill()
         let taken = try StateFolderLock.acquire(stateDirectory: folder.state)
         taken.release()
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import TestSupport
 import Testing
 @testable import Vault
@@ -15,37 +16,20 @@ import Testing
     }
 
     /// Runs `shellCommand` under `script` on a new pseudo-terminal; `typing` is sent once `prompt` showed
-    /// (or the output ended). All of it blocks, so it runs on a dedicated thread.
+    /// (or the output ended).
     func runOnTerminal(_ shellCommand: String, in folder: TemporaryFolder, prompt: String, typing: String) async throws -> TerminalRun {
-        try await onDedicatedThread {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
-            process.arguments = ["--quiet", "--return", "--command", shellCommand, "/dev/null"]
-            process.currentDirectoryURL = URL(fileURLWithPath: folder.path)
-            var environment = ProcessInfo.processInfo.environment
-            environment["SHELL"] = "/bin/sh"
-            process.environment = environment
-            let input = makePipe(), output = makePipe()
-            process.standardInput = input
-            process.standardOutput = output
-            process.standardError = output
-            try launch(process)
-            var seen = Data()
-            while !String(decoding: seen, as: UTF8.self).contains(prompt) {
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                seen.append(chunk)
-            }
-            let beforeTyping = String(decoding: seen, as: UTF8.self)
-            // A child that ended without asking has closed its input: the write then fails (EPIPE) and the
-            // transcript says what happened instead (Foundation's non-throwing `write(_:)` would trap).
-            try? input.fileHandleForWriting.write(contentsOf: Data(typing.utf8))
-            seen.append(output.fileHandleForReading.readDataToEndOfFile())
-            process.waitUntilExit()
-            try input.fileHandleForWriting.close()
-            return TerminalRun(
-                status: process.terminationStatus, beforeTyping: beforeTyping, transcript: String(decoding: seen, as: UTF8.self))
-        }
+        var environment = ProcessInfo.processInfo.environment
+        environment["SHELL"] = "/bin/sh"
+        let child = try await startProgram(
+            "/usr/bin/script", ["--quiet", "--return", "--command", shellCommand, "/dev/null"], environment: environment,
+            directory: folder.path, standardError: .mergedWithOutput)
+        _ = await child.waitForOutput(within: .seconds(60)) { String(decoding: $0, as: UTF8.self).contains(prompt) }
+        let beforeTyping = child.outputText
+        // A child that ended without asking has closed its input: the transcript says what happened instead.
+        child.write(Array(typing.utf8))
+        let termination = await child.wait()
+        let status: Int32 = if case .exited(let code) = termination { code } else { -1 }
+        return TerminalRun(status: status, beforeTyping: beforeTyping, transcript: child.outputText)
     }
 
     @Test func controlCAtThePromptLeavesTheTerminalEchoing() async throws {

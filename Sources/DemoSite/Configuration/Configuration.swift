@@ -106,10 +106,10 @@ extension DemoSite {
             } catch {
                 throw .invalid(field: "--totp-secret", reason: "not base32 (RFC 4648): \(error)")
             }
-            guard secret.count >= TOTP.minimumSecretBytes else {
+            guard secret.count >= TOTPVerifier.minimumSecretBytes else {
                 throw .invalid(
                     field: "--totp-secret",
-                    reason: "decodes to \(secret.count) bytes; at least \(TOTP.minimumSecretBytes) are needed"
+                    reason: "decodes to \(secret.count) bytes; at least \(TOTPVerifier.minimumSecretBytes) are needed"
                 )
             }
             return secret

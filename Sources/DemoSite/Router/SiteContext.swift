@@ -10,13 +10,13 @@ enum HostRole: Sendable {
 /// What every route handler shares: configuration, store, token signer, clock.
 final class SiteContext: Sendable {
     let configuration: DemoSite.Configuration
-    let store: SessionStore
+    let store: DemoSiteState
     let csrf = CSRFTokens()
     /// Nonces of the JavaScript sign-in (`/app/...`).
     let challenges = BrowserChallenges()
     /// The check of `GET /api/signed`, under the configured signing key.
     let requestSignature: RequestSignature
-    let totp: TOTP?
+    let totp: TOTPVerifier?
     let now: DemoSite.WallClock
     /// `--login-page-padding`'s markup, made once.
     let loginPagePadding: String
@@ -25,9 +25,9 @@ final class SiteContext: Sendable {
 
     init(configuration: DemoSite.Configuration, totpSecret: [UInt8]?, now: @escaping DemoSite.WallClock) {
         self.configuration = configuration
-        self.store = SessionStore(now: now)
+        self.store = DemoSiteState(now: now)
         self.requestSignature = RequestSignature(key: configuration.signingKey)
-        self.totp = totpSecret.map(TOTP.init(secret:))
+        self.totp = totpSecret.map(TOTPVerifier.init(secret:))
         self.now = now
         self.loginPagePadding = Pages.padding(bytes: configuration.loginPagePadding)
     }

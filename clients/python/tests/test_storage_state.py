@@ -1,5 +1,5 @@
 """`sessionkeeper.storage_state` opens a logged-in page in Chromium through Playwright (the virtualenv of the
-browser-login plugin, plugins/.venv, which scripts/install-deps makes)."""
+browser-login plugin, plugins/.venv, which scripts/install-deps --browser makes)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ PLAYWRIGHT_PYTHON = os.path.join(ROOT, "plugins", ".venv", "bin", "python")
 def need_playwright() -> None:
     if os.access(PLAYWRIGHT_PYTHON, os.X_OK) and os.access("/usr/bin/chromium", os.X_OK):
         return
-    problem = "plugins/.venv (Playwright) or /usr/bin/chromium is missing: run scripts/install-deps"
+    problem = "plugins/.venv (Playwright) or /usr/bin/chromium is missing: run scripts/install-deps --browser"
     if os.environ.get("CI"):
         pytest.fail(problem)
     pytest.skip(problem)

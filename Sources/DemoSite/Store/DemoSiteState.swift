@@ -42,7 +42,7 @@ struct SiteStatistics: Sendable, Codable, Equatable {
 }
 
 /// All server-side state of the demo site. An actor, because every request reads or changes it.
-actor SessionStore {
+actor DemoSiteState {
     /// How long a password login may wait for its TOTP code.
     static let pendingLifetime: TimeInterval = 300
     /// Wrong codes allowed before the pending login is dropped and the password must be entered again.

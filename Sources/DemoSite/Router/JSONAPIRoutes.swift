@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 
 /// The JSON API: `POST /api/login`, `GET /api/me` and `GET /api/rotate`.
-struct APIRoutes: Sendable {
+struct JSONAPIRoutes: Sendable {
     let site: SiteContext
 
     func register(on router: Router<BasicRequestContext>) {

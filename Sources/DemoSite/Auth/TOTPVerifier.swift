@@ -1,8 +1,11 @@
 import Crypto
 import Foundation
 
-/// Time-based one-time passwords, RFC 6238 over RFC 4226's HOTP: HMAC-SHA-1, 6 digits, 30-second steps.
-struct TOTP: Sendable {
+/// The site's side of time-based one-time passwords, RFC 6238 over RFC 4226's HOTP: HMAC-SHA-1, 6 digits,
+/// 30-second steps, a code accepted one step either side. Written apart from the client's `Credentials.TOTP` on
+/// purpose: the demo site is the other party a client's codes are checked against, and one shared
+/// implementation would agree with itself whatever its mistake.
+struct TOTPVerifier: Sendable {
     /// RFC 6238 4.1: X, the time step; 30 seconds is the RFC's default and what authenticator apps use.
     static let timeStep: Int64 = 30
     /// RFC 4226 5.3: Digit = 6, the common length.

@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@testable import Platform
+@testable import SocketClient
 
 /// ``UnixSocketHTTPClient`` against Fixtures/unix_http_server.py, a real server on a real Unix socket.
 @Suite(.serialized) struct UnixSocketHTTPClientTests {

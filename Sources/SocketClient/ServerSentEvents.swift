@@ -1,4 +1,5 @@
 import Locking
+import Platform
 import Synchronization
 
 /// One Server-Sent Event (WHATWG HTML, "Server-sent events", the event stream format).

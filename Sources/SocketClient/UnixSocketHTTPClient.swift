@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import Platform
 
 /// A minimal blocking HTTP/1.1 client over a Unix-domain socket, for the CLI's commands that talk to the
 /// daemon (SPEC sections 8 and 9).
@@ -126,7 +127,7 @@ public enum UnixSocketHTTPError: Error, Sendable, Hashable, CustomStringConverti
             case ENOTSOCK: reason = "it is not a socket"
             case ENAMETOOLONG: reason = "the path is too long for a Unix socket (at most 107 bytes)"
             case ENOTDIR: reason = "a part of the path is not a folder"
-            default: reason = String(cString: strerror(code))
+            default: reason = SystemError(call: "connect", errno: code).reason
             }
             return "cannot connect to \(socket): \(reason)"
         case let .timedOut(socket, after):

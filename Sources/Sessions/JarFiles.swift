@@ -2,7 +2,7 @@ import CookieJar
 import Foundation
 import Platform
 
-/// Reading and writing jar files for the `jar` subcommands and `login --jar` (SPEC section 9).
+/// Reading and writing jar files, as the `jar` subcommands, `import` and `login --jar` do (SPEC section 9).
 ///
 /// Reading: `-` is standard input; a file's format comes from its content (json, Playwright, Set-Cookie
 /// lines, cookies.txt), its name deciding only for an empty file; reads stop at ``readLimit``; bytes that
@@ -12,84 +12,54 @@ import Platform
 /// anything but a regular file is refused; an existing file that is not a jar is refused; the file is
 /// locked while it is read, changed and replaced, so concurrent writers lose nothing. A jar keeps the
 /// format it has; a new one is json when named `*.json`, Netscape cookies.txt otherwise.
-enum JarFiles {
+public enum JarFiles {
     /// The most a jar file or standard input may hold: 3000 cookies of 4 KiB each, in json, fit about
     /// four times over; /dev/zero or an endless FIFO stops here.
-    static let readLimit = 64 << 20
+    public static let readLimit = 64 << 20
 
     /// The format a new jar file is written in, from its name.
-    static func format(forPath path: String) -> CookieFormat {
+    public static func format(forPath path: String) -> CookieFormat {
         path.lowercased().hasSuffix(".json") ? .json : .netscape
-    }
-
-    /// A `--format`/`--from` value, or a usage error listing the valid ones.
-    static func parseFormat(_ text: String, option: String) throws -> CookieFormat {
-        guard let format = CookieFormat(rawValue: text.lowercased()) else {
-            let names = CookieFormat.allCases.map(\.rawValue).joined(separator: ", ")
-            throw CLIFailure.usage("\(option): unknown format '\(text)' (expected one of \(names))")
-        }
-        return format
-    }
-
-    /// A `--url` value: an absolute http(s) URL with a host.
-    static func parseURL(_ text: String) throws -> URL {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
-              CookieRules.canonicalHost(of: url) != nil
-        else {
-            throw CLIFailure.usage("--url: '\(text)' is not an absolute http or https URL with a host")
-        }
-        return url
-    }
-
-    /// Refuses command-line arguments that are not UTF-8: Swift would hand them over with their bytes
-    /// replaced, and a cookie's bytes are never rewritten (SPEC section 4).
-    static func requireUTF8Arguments() throws {
-        for index in 1..<Int(CommandLine.argc) {
-            guard let raw = CommandLine.unsafeArgv[index], String(validatingCString: raw) == nil else { continue }
-            throw CLIFailure.usage(
-                "argument \(index) holds bytes that are not UTF-8; cookie names and values are kept as UTF-8 text "
-                    + "and never rewritten, so it is refused")
-        }
     }
 
     // MARK: Reading
 
     /// The name a path has in messages.
-    static func displayName(_ path: String) -> String { path == "-" ? "standard input" : path }
+    public static func displayName(_ path: String) -> String { path == "-" ? "standard input" : path }
 
     /// The bytes of a file a user named, or of standard input for `-`; nil when the file is missing and
-    /// `missingIsNil`. Unreadable input is a usage error (exit 2) in the user's words.
-    static func readBytes(_ path: String, missingIsNil: Bool = false) throws -> [UInt8]? {
+    /// `missingIsNil`. Unreadable input is bad input, in the user's words.
+    public static func readBytes(_ path: String, missingIsNil: Bool = false) throws(JarFileError) -> [UInt8]? {
         do throws(SystemError) {
             if path == "-" { return try DurableFile.read(descriptor: STDIN_FILENO, path: "standard input", limit: readLimit) }
             return try DurableFile.read(path, limit: readLimit)
         } catch {
             if missingIsNil && error.errno == ENOENT { return nil }
-            throw CLIFailure.usage("cannot read \(displayName(path)): \(reason(error.errno))")
+            throw .badInput("cannot read \(displayName(path)): \(reason(error.errno))")
         }
     }
 
     /// `bytes` as text, or a usage error naming the first line that is not UTF-8.
-    static func text(of bytes: [UInt8], name: String) throws -> String {
+    public static func text(of bytes: [UInt8], name: String) throws(JarFileError) -> String {
         if let text = String(validating: bytes, as: UTF8.self) { return text }
         var line = 1
         for piece in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
             if String(validating: piece, as: UTF8.self) == nil { break }
             line += 1
         }
-        throw CLIFailure.usage(
+        throw .badInput(
             "\(name) line \(line): bytes that are not UTF-8; cookie names and values are kept as UTF-8 text and never "
                 + "rewritten, so the file is refused (convert it to UTF-8 first)")
     }
 
     /// The text of a file or of standard input (`-`), nil when missing and `missingIsEmpty`.
-    static func readText(_ path: String, missingIsEmpty: Bool) throws -> String? {
+    public static func readText(_ path: String, missingIsEmpty: Bool) throws(JarFileError) -> String? {
         guard let bytes = try readBytes(path, missingIsNil: missingIsEmpty) else { return nil }
         return try text(of: bytes, name: displayName(path))
     }
 
     /// The format a cookie file's content is in: by content, the name deciding for an empty file.
-    static func formatOfContent(_ text: String, path: String) -> CookieFormat {
+    public static func formatOfContent(_ text: String, path: String) -> CookieFormat {
         switch CookieFormat.guess(from: text) {
         case .json?: .json
         case .playwright?: .playwright
@@ -101,31 +71,33 @@ enum JarFiles {
 
     /// Decodes a cookie file's text, refusing cookies no Set-Cookie header could have made (a line break in a
     /// value, say), so that whatever is read can be written back in any format.
-    static func decode(_ text: String, as format: CookieFormat, path: String, url: URL? = nil, now: Date) throws -> [Cookie] {
+    public static func decode(
+        _ text: String, as format: CookieFormat, path: String, url: URL? = nil, now: Date
+    ) throws(JarFileError) -> [Cookie] {
         if text.allSatisfy(\.isWhitespace) { return [] }
         let cookies: [Cookie]
         do {
             cookies = try CookieCodec.decode(text, as: format, url: url, now: now)
         } catch {
-            throw CLIFailure.usage("\(displayName(path)): \(error)")
+            throw .badInput("\(displayName(path)): \(error)")
         }
         for (index, cookie) in cookies.enumerated() {
             if let problem = cookie.fileProblem {
-                throw CLIFailure.usage("\(displayName(path)): cookie \(index + 1): \(problem); the file is refused")
+                throw .badInput("\(displayName(path)): cookie \(index + 1): \(problem); the file is refused")
             }
         }
         return cookies
     }
 
     /// Loads a jar file's (or standard input's) cookies for reading.
-    static func load(_ path: String, now: Date) throws -> [Cookie] {
+    public static func load(_ path: String, now: Date) throws(JarFileError) -> [Cookie] {
         guard let text = try readText(path, missingIsEmpty: false) else { return [] }
         return try decode(text, as: formatOfContent(text, path: path), path: path, now: now)
     }
 
     /// A storage holding the file's cookies as they are (restored: no limit trims a user's file), with the
     /// clock at `now`.
-    static func storage(loading path: String, now: Date) throws -> CookieStorage {
+    public static func storage(loading path: String, now: Date) throws(JarFileError) -> CookieStorage {
         let storage = CookieStorage(acceptPolicy: .always, limits: CookieLimits(), clock: { now })
         storage.restore(try load(path, now: now))
         return storage
@@ -138,24 +110,24 @@ enum JarFiles {
 
     /// A writable jar's existing content: its cookies and the format to write it back in; a usage error when
     /// the content is not a jar (a site file, a script), which is never overwritten.
-    private static func existingJar(_ bytes: [UInt8], path: String, now: Date) throws -> (cookies: [Cookie], format: CookieFormat) {
+    private static func existingJar(_ bytes: [UInt8], path: String, now: Date) throws(JarFileError) -> (cookies: [Cookie], format: CookieFormat) {
         let content = try text(of: bytes, name: path)
         if content.allSatisfy(\.isWhitespace) { return ([], format(forPath: path)) }
         guard let guessed = CookieFormat.guess(from: content), jarFormats.contains(guessed) else {
-            throw CLIFailure.usage(
+            throw .badInput(
                 "\(path) is not a cookie jar (not Netscape cookies.txt, json or Playwright), so it is not overwritten; "
                     + "give the path of a jar file or of a new file")
         }
-        do {
+        do throws(JarFileError) {
             return (try decode(content, as: guessed, path: path, now: now), guessed)
-        } catch let failure as CLIFailure {
-            throw CLIFailure.usage("\(failure.message); it is not overwritten")
+        } catch {
+            throw .badInput("\(error.message); it is not overwritten")
         }
     }
 
     /// Checks, before any work is done, that `path` can be written as a jar: `-`, a new file in a writable
     /// folder, or an existing jar (any other file is refused). Nothing is created or locked.
-    static func checkWritable(_ path: String, now: Date) throws {
+    public static func checkWritable(_ path: String, now: Date) throws(JarFileError) {
         guard path != "-" else { return }
         let target: ReplaceTarget
         do throws(FileReplaceError) {
@@ -167,20 +139,23 @@ enum JarFiles {
         _ = try existingJar(bytes, path: path, now: now)
     }
 
-    /// What ``update(_:now:_:)`` wrote.
-    struct Written {
-        var count: Int
-        var format: CookieFormat
+    /// What ``update(_:now:standardOutput:_:)`` wrote.
+    public struct Written: Sendable, Hashable {
+        public var count: Int
+        public var format: CookieFormat
     }
 
     /// Reads the jar at `path` under its lock, hands its cookies to `change`, and replaces the file with the
     /// cookies `change` returns, in the jar's own format (a new file's from its name), mode 0600. `-` starts
-    /// from no cookies and writes Netscape cookies.txt to standard output.
+    /// from no cookies and hands Netscape cookies.txt to `standardOutput`. Throws ``JarFileError`` or what
+    /// `change` throws.
     @discardableResult
-    static func update(_ path: String, now: Date, _ change: ([Cookie]) throws -> [Cookie]) throws -> Written {
+    public static func update(
+        _ path: String, now: Date, standardOutput: (String) -> Void, _ change: ([Cookie]) throws -> [Cookie]
+    ) throws -> Written {
         if path == "-" {
             let cookies = try change([])
-            Console.outRaw(CookieCodec.encode(cookies, as: .netscape))
+            standardOutput(CookieCodec.encode(cookies, as: .netscape))
             return Written(count: cookies.count, format: .netscape)
         }
         let locked = try lockForReplace(path)
@@ -197,7 +172,7 @@ enum JarFiles {
 
     /// `path` locked for a read-modify-write (symbolic links followed, only a regular file replaced), with
     /// its current content read up to the jar size limit; a failure in the user's words.
-    private static func lockForReplace(_ path: String) throws -> LockedFile {
+    private static func lockForReplace(_ path: String) throws(JarFileError) -> LockedFile {
         do throws(FileReplaceError) {
             return try DurableFile.lockForReplace(path, readLimit: readLimit)
         } catch {
@@ -207,7 +182,7 @@ enum JarFiles {
 
     /// Writes `cookies` to `path` as the whole new content (`jar convert`'s output), under the file's lock;
     /// an existing file is replaced only when it is empty or a cookie file (a jar or Set-Cookie lines).
-    static func replace(_ path: String, with cookies: [Cookie], format: CookieFormat, now: Date) throws {
+    public static func replace(_ path: String, with cookies: [Cookie], format: CookieFormat, now: Date) throws(JarFileError) {
         let locked = try lockForReplace(path)
         defer { locked.release() }
         let content = try text(of: locked.contents, name: path)
@@ -224,22 +199,22 @@ enum JarFiles {
     // MARK: Messages
 
     /// A refused or failed write, in the user's words: what happened to which file and what to do. A path
-    /// that cannot be a jar is bad input (exit 2); a write the system refused failed (exit 1).
-    static func failure(_ error: FileReplaceError, path: String) -> CLIFailure {
+    /// that cannot be a jar is bad input; a write the system refused failed.
+    static func failure(_ error: FileReplaceError, path: String) -> JarFileError {
         switch error {
         case let .notRegularFile(_, target, kind):
             let which = target == path ? path : "\(path) (which leads to \(target))"
-            return .usage(
+            return .badInput(
                 "\(which) is \(kind), not a regular file; jar files are replaced as a whole, so only regular files are "
                     + "written: give the path of a file, or - for standard output")
         case .untrustedSymbolicLink:
-            return .usage(error.description)
+            return .badInput(error.description)
         case .symbolicLinkLoop:
-            return .usage("\(path): its symbolic links loop (more than \(DurableFile.maxSymbolicLinkHops) hops); fix or remove the link")
+            return .badInput("\(path): its symbolic links loop (more than \(DurableFile.maxSymbolicLinkHops) hops); fix or remove the link")
         case .system(let system):
             // Syscall.stat is used on the folder only: the file itself is looked at with lstat.
             if system.call == "stat" {
-                return .usage("cannot write \(path): the folder \(system.path ?? path) does not exist or is not a folder")
+                return .badInput("cannot write \(path): the folder \(system.path ?? path) does not exist or is not a folder")
             }
             switch system.errno {
             case EACCES, EPERM:
@@ -249,7 +224,7 @@ enum JarFiles {
                     "cannot write \(path): permission denied"
                         + (onFolder ? " on the folder \(system.path ?? path) (the jar is replaced as a whole, so its folder must be writable)" : ""))
             case ENOENT, ENOTDIR, ENAMETOOLONG:
-                return .usage("cannot write \(path): \(reason(system.errno))")
+                return .badInput("cannot write \(path): \(reason(system.errno))")
             default:
                 return .failed("cannot write \(path): \(reason(system.errno))")
             }
@@ -269,7 +244,27 @@ enum JarFiles {
         case ELOOP: "its symbolic links loop"
         case ENAMETOOLONG: "the name is too long"
         case ENOTDIR: "a part of the path is not a folder"
-        default: String(cString: strerror(code))
+        default: SystemError(call: "", errno: code).reason
         }
     }
+}
+
+/// Why a jar file could not be read or written, in the user's words (the file and what to do; never a cookie
+/// value).
+public struct JarFileError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: Sendable, Hashable {
+        /// The input is at fault: a path that cannot be a jar, bytes that are not UTF-8, a file that is not one of
+        /// the cookie formats.
+        case badInput
+        /// The system refused: permission, a full disk.
+        case failed
+    }
+
+    public var kind: Kind
+    public var message: String
+
+    public static func badInput(_ message: String) -> JarFileError { JarFileError(kind: .badInput, message: message) }
+    public static func failed(_ message: String) -> JarFileError { JarFileError(kind: .failed, message: message) }
+
+    public var description: String { message }
 }

@@ -1,0 +1,184 @@
+import CookieJar
+import Foundation
+import Scheduler
+import Sessions
+import SiteConfig
+
+// MARK: Sessions as clients ask for them (the socket API), and their waits for a login
+
+extension Keeper {
+    /// A session fit to serve: valid now, its essential cookies present, and (with `minValid`) every essential
+    /// cookie unexpired for at least `minValid` more. Without one, a request that may wait or asks for
+    /// `minValid` starts a login now (unless one runs, which it shares), then waits up to `wait` for a login
+    /// to end. A site waiting for a person (`needs-attention`) is never logged in by a client: only `refresh`
+    /// or a changed file does that, so a scraper cannot lock an account out; nor is a site backing off after
+    /// failures, or down: a waiting client waits for the login its schedule plans.
+    public func session(for name: String, minValid: Duration?, wait: Duration?) async throws(ClientRequestError) -> ServedSession {
+        guard let entry = entries[name] else { throw .unknownSite(name) }
+        guard entry.schedule.phase != .disabled else { throw .disabled(name) }
+        if let served = usable(entry, minValid: minValid) { return served }
+        guard minValid != nil || wait != nil else {
+            throw .noSession(name, reason: entry.schedule.lastError ?? "no valid session yet")
+        }
+        guard entry.schedule.phase != .needsAttention else {
+            throw .noSession(name, reason: "the site needs attention: \(entry.schedule.lastError ?? "a login was refused")")
+        }
+        // A site backing off after failed logins, or down, keeps its schedule: a client never hastens the next
+        // attempt, so many clients cannot hammer a failing site. It may wait for the attempt already planned.
+        let backingOff = entry.schedule.consecutiveFailures > 0 || entry.schedule.siteDown
+        if !entry.schedule.loginRunning, !backingOff {
+            dispatch(.refreshRequested, to: name)
+            rearm()
+        }
+        let loginComing = entries[name].map { $0.schedule.loginRunning || (backingOff && $0.schedule.deadlines[.login] != nil) }
+        guard loginComing == true else {
+            throw .noSession(name, reason: entries[name]?.schedule.lastError ?? "no login can start now")
+        }
+        guard let wait else {
+            throw .noSession(name, reason: backingOff
+                ? "the last login failed (\(entry.schedule.lastError ?? "no reason given")); the next one is planned"
+                : "no session valid long enough; a login started")
+        }
+        guard await waitForLogin(of: name, until: clock.now + wait) else { throw .timedOut(name, wait: wait) }
+        guard let after = entries[name] else { throw .unknownSite(name) }
+        if let served = usable(after, minValid: minValid) { return served }
+        throw .noSession(name, reason: after.schedule.lastError ?? "the new session is valid for less than min_valid")
+    }
+
+    /// `refresh`: a login now (clears needs-attention); with `wait`, returns once it ended, with the site's
+    /// status then.
+    public func refresh(_ name: String, wait: Duration?) async throws(ClientRequestError) -> SiteStatus {
+        guard let entry = entries[name] else { throw .unknownSite(name) }
+        guard entry.schedule.phase != .disabled else { throw .disabled(name) }
+        dispatch(.refreshRequested, to: name)
+        rearm()
+        guard entries[name]?.schedule.loginRunning == true else {
+            throw .cannotLogIn(name, reason: entries[name]?.schedule.lastError ?? "the site logs in manually or asked to wait")
+        }
+        if let wait, !(await waitForLogin(of: name, until: clock.now + wait)) { throw .timedOut(name, wait: wait) }
+        guard let after = entries[name] else { throw .unknownSite(name) }
+        return Self.status(of: after, now: now)
+    }
+
+    /// What became of a client's report.
+    public enum ReportAnswer: Sendable, Hashable {
+        /// The site's check runs now (or was already running).
+        case checking
+        /// Another report came less than ``Keeper/reportInterval`` ago: this one changes nothing.
+        case ignored
+    }
+
+    /// A client says the served session failed: run the site's check now (it logs in only when the check
+    /// says logged out), at most once per ``reportInterval`` per site.
+    public func report(_ name: String) throws(ClientRequestError) -> ReportAnswer {
+        guard let entry = entries[name] else { throw .unknownSite(name) }
+        guard entry.schedule.phase != .disabled else { throw .disabled(name) }
+        guard entry.site.check != nil else { throw .noCheck(name) }
+        let now = clock.now
+        if let last = lastReport[name], now - last < Self.reportInterval { return .ignored }
+        lastReport[name] = now
+        dispatch(.checkRequested, to: name)
+        rearm()
+        return .checking
+    }
+
+    /// Set-Cookie values a response from `url` carried, handed back by a client: they pass through the jar with
+    /// the site's accept policy and limits, as a login's responses do, and the session that results is stored,
+    /// written to the outputs and served.
+    /// - Returns: how many values were accepted and rejected.
+    public func setCookies(_ name: String, url: URL, values: [String]) async throws(ClientRequestError) -> (accepted: Int, rejected: Int) {
+        guard let entry = entries[name] else { throw .unknownSite(name) }
+        guard entry.schedule.phase != .disabled else { throw .disabled(name) }
+        guard let current = entry.record else { throw .noSession(name, reason: "no session to update yet") }
+        let storage = SiteJar.makeStorage(for: entry.site, clock: wallClock)
+        for cookie in current.liveCookies(at: wallClock()) { storage.setCookie(cookie) }
+        let decisions = storage.setCookies(fromHeaders: values, for: url, mainDocumentURL: entry.site.baseURL)
+        let accepted = decisions.filter { if case .stored = $0 { true } else { false } }.count
+        if accepted > 0 {
+            let essential = engine(for: entry.site).essentialCookies(entry.site, storage: storage)
+            guard let renewed = await storeRenewal(
+                of: current, storage: storage, expiresAt: essential.compactMap(\.expires).min(), site: entry.site, now: wallClock())
+            else { return (accepted, decisions.count - accepted) }
+            // The session is the same login's: its lastLogin stays, so the schedule keeps its plan.
+            if entries[name]?.record?.lastLogin == renewed.lastLogin { serve(renewed, site: name) }
+        }
+        return (accepted, decisions.count - accepted)
+    }
+
+    func usable(_ entry: Entry, minValid: Duration?) -> ServedSession? {
+        ServedBoard.usable(site: entry.site, record: entry.record, session: entry.schedule.session, minValid: minValid, now: wallClock())
+    }
+
+    /// Waits until the site's next login ends (true) or `deadline` passes or the task is cancelled (false).
+    func waitForLogin(of name: String, until deadline: ContinuousClock.Instant) async -> Bool {
+        nextID &+= 1
+        let id = nextID
+        let timer = Task { [clock] in
+            try? await clock.sleep(until: deadline, tolerance: nil)
+            // The task runs on the keeper (it was made there), so this is a plain call.
+            self.resumeWaiter(id, of: name, loginEnded: false)
+        }
+        defer { timer.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                loginWaiters[name, default: [:]][id] = continuation
+            }
+        } onCancel: {
+            Task { await self.resumeWaiter(id, of: name, loginEnded: false) }
+        }
+    }
+
+    func resumeWaiter(_ id: UInt64, of name: String, loginEnded: Bool) {
+        loginWaiters[name]?.removeValue(forKey: id)?.resume(returning: loginEnded)
+    }
+
+    func resumeWaiters(of name: String, loginEnded: Bool) {
+        for waiter in (loginWaiters.removeValue(forKey: name) ?? [:]).values { waiter.resume(returning: loginEnded) }
+    }
+}
+
+/// One site as the socket shows it: its status, its definition (for `access`) and its served session.
+public struct SiteSnapshot: Sendable {
+    public var status: Keeper.SiteStatus
+    public var site: SiteDefinition
+    public var record: SessionRecord?
+}
+
+/// A session fit to hand to a client, with the site it belongs to (for the jar's rules on `url`).
+public struct ServedSession: Sendable {
+    public var site: SiteDefinition
+    public var record: SessionRecord
+
+    /// Whether a session fit until `until` serves a request made at `now` that asks for `minValid` more: when
+    /// `now + minValid` is before `until`. The one fitness rule: the Keeper's board and the CLI's stored
+    /// session both apply it.
+    public static func isFit(until: Date, at now: Date, minValid: Duration?) -> Bool {
+        now.addingTimeInterval(minValid.map { $0 / .seconds(1) } ?? 0) < until
+    }
+}
+
+/// Why a client's request about a site cannot be answered as asked. Names the site, never a value.
+public enum ClientRequestError: Error, Sendable, Hashable, CustomStringConvertible {
+    case unknownSite(String)
+    case disabled(String)
+    /// No session fit to serve; `reason` says why (the last error, or what was asked).
+    case noSession(String, reason: String)
+    /// The wait for a login ran out.
+    case timedOut(String, wait: Duration)
+    /// A login was asked for but cannot start (a `login: manual` site, a server asking to wait).
+    case cannotLogIn(String, reason: String)
+    /// A report for a site without `check:`.
+    case noCheck(String)
+
+    public var description: String {
+        switch self {
+        case .unknownSite(let site): "no site named '\(site)'"
+        case .disabled(let site): "site '\(site)' is disabled"
+        case .noSession(let site, let reason): "site '\(site)' has no session to serve: \(reason)"
+        case .timedOut(let site, let wait): "site '\(site)': no login finished within \(DurationText.format(wait))"
+        case .cannotLogIn(let site, let reason): "site '\(site)' cannot log in now: \(reason)"
+        case .noCheck(let site): "site '\(site)' has no check: (ask for a refresh instead)"
+        }
+    }
+}
+

@@ -1,0 +1,182 @@
+import CookieJar
+import Foundation
+import HTTPTransport
+import LoginFlow
+import Logging
+import Scheduler
+import Sessions
+import SiteConfig
+
+// MARK: Runs: the logins, checks and keepalives the schedules ask for
+
+extension Keeper {
+    func start(_ action: SiteSchedule.Action, for name: String) {
+        guard let site = entries[name]?.site else { return }
+        switch action {
+        case .logIn:
+            gate.request(site: name, host: site.baseURL.host ?? "")
+            admitLogins()
+        case .check, .keepalive:
+            entries[name]?.runs[action] = Task { await self.probe(action, site: site) }
+        }
+    }
+
+    func admitLogins() {
+        guard !stopped else { return }
+        for name in gate.admit(now: clock.now) {
+            guard let site = entries[name]?.site else {
+                gate.finish(site: name)
+                continue
+            }
+            entries[name]?.runs[.logIn] = Task { await self.runLogin(site) }
+        }
+    }
+
+    func runLogin(_ site: SiteDefinition) async {
+        let started = clock.now
+        let outcome: RunOutcome
+        var record: SessionRecord?
+        do {
+            let result = try await login.run(site, events: Self.logging(logger))
+            record = result.record
+            outcome = .ok
+        } catch {
+            switch error {
+            case .flow(let flowError): outcome = RunOutcome.classify(flowError, run: .login, now: wallClock())
+            case .store(let storeError): outcome = .failed(reason: storeError.description)
+            }
+        }
+        loginEnded(site.name, outcome: outcome, record: record, duration: clock.now - started)
+    }
+
+    func loginEnded(_ name: String, outcome: RunOutcome, record: SessionRecord?, duration: Duration) {
+        gate.finish(site: name)
+        guard let entry = entries[name] else { return }
+        entries[name]?.runs[.logIn] = nil
+        if let record { serve(record, site: name) }
+        log("login", site: name, outcome: outcome, duration: duration)
+        publish(.loginFinished(site: name, outcome: outcome.name, duration: duration))
+        let summary = entries[name]?.record.map { Self.summary($0, site: entry.site, now: wallClock()) }
+        dispatch(.loginFinished(outcome, session: outcome == .ok ? summary : nil), to: name)
+        resumeWaiters(of: name, loginEnded: true)
+        admitLogins()
+        rearm()
+        if storedDuringLogin.remove(name) != nil { Task { await self.lookAtStoredSession(of: name) } }
+    }
+
+    /// A check or keepalive with the stored cookies (read afresh: another process may have logged in).
+    func probe(_ action: SiteSchedule.Action, site: SiteDefinition) async {
+        let started = clock.now
+        var record = entries[site.name]?.record
+        // Only a record that differs from the one served is news; the served one may have changed meanwhile
+        // (cookies a client handed back) and must not be replaced by what this probe started with.
+        var storedElsewhere: SessionRecord?
+        if let stored = try? await login.store.load(site: site.name) {
+            if stored != record { storedElsewhere = stored }
+            record = stored
+        }
+        let storage = SiteJar.makeStorage(for: site, clock: wallClock)
+        for cookie in record?.liveCookies(at: wallClock()) ?? [] { storage.setCookie(cookie) }
+        let engine = engine(for: site)
+        // The session's User-Agent (a browser login's), which a site that binds sessions to it expects.
+        var probed = site
+        if let userAgent = record?.userAgent { probed.http.userAgent = userAgent }
+        var outcome = RunOutcome.ok
+        var renewed: SessionRecord?
+        do {
+            if action == .check {
+                _ = try await engine.check(probed, storage: storage)
+            } else {
+                let result = try await engine.keepalive(probed, storage: storage)
+                // A sliding session's renewed cookies are the session now: keep and store them, and rewrite the
+                // outputs as after a login.
+                if let current = record {
+                    renewed = await storeRenewal(
+                        of: current, storage: storage, expiresAt: result.essentialCookies.compactMap(\.expires).min(),
+                        site: site, now: result.finishedAt)
+                }
+            }
+        } catch {
+            outcome = RunOutcome.classify(error, run: action == .check ? .check : .keepalive, now: wallClock())
+        }
+        probeEnded(action, site: site.name, outcome: outcome, record: renewed ?? storedElsewhere, duration: clock.now - started)
+    }
+
+    func probeEnded(_ action: SiteSchedule.Action, site name: String, outcome: RunOutcome, record: SessionRecord?, duration: Duration) {
+        guard let entry = entries[name] else { return }
+        entries[name]?.runs[action] = nil
+        if let record { adopt(record, site: name) }
+        log(action == .check ? "check" : "keepalive", site: name, outcome: outcome, duration: duration)
+        let summary = record.map { Self.summary($0, site: entry.site, now: wallClock()) }
+        if action == .check {
+            dispatch(.checkFinished(outcome), to: name)
+        } else {
+            dispatch(.keepaliveFinished(outcome, session: summary), to: name)
+        }
+        rearm()
+    }
+
+    /// The session after cookies changed without a login; stored and written to the outputs when it differs
+    /// from `current`. Nil when nothing changed or it could not be stored (logged).
+    func storeRenewal(
+        of current: SessionRecord, storage: CookieStorage, expiresAt: Date?, site: SiteDefinition, now: Date
+    ) async -> SessionRecord? {
+        let cookies = SessionRecord.persistable(storage.allCookies, keepSessionCookies: site.cookies.persistSessionCookies, now: now)
+        let updated = SessionRecord(
+            cookies: cookies, lastLogin: current.lastLogin, expiresAt: expiresAt, userAgent: current.userAgent, origins: current.origins)
+        guard (try? updated.encoded()) != (try? current.encoded()) else { return nil }
+        do {
+            let failures = try await login.storeRenewal(
+                updated, liveCookies: storage.allCookies.filter { !$0.isExpired(at: now) }, site: site)
+            for failure in failures {
+                logger.error("cannot write an output file", metadata: ["site": "\(site.name)", "error": "\(failure)"])
+            }
+            return updated
+        } catch {
+            logger.error("cannot store the renewed session", metadata: ["site": "\(site.name)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    func engine(for site: SiteDefinition) -> FlowEngine {
+        FlowEngine(
+            client: login.client, credentials: login.credentials(site), plugins: login.plugins,
+            environment: login.environment, now: wallClock)
+    }
+
+    // MARK: Helpers
+
+    /// What the scheduler needs of a record: its times, and whether every essential cookie is there.
+    static func summary(_ record: SessionRecord, site: SiteDefinition, now: Date) -> SessionSummary {
+        let present = now < ServedBoard.essentialCookiesLiveUntil(site: site, record: record)
+        return SessionSummary(lastLogin: record.lastLogin, expiresAt: record.expiresAt, essentialCookiesPresent: present)
+    }
+
+    /// What a login reports that belongs in the daemon's log (SPEC section 5: a plugin's standard error goes
+    /// to the log, line by line, already masked by the engine; a flow's warnings, such as TLS verification
+    /// off). Requests and steps are left to the one line per run.
+    static func logging(_ logger: Logger) -> SessionEventSink {
+        { event in
+            guard case .flow(let flowEvent) = event else { return }
+            switch flowEvent {
+            case .pluginOutput(let site, let step, let line):
+                logger.info("plugin: \(line)", metadata: ["site": "\(site)", "step": "\(step)"])
+            case .warning(let site, let message):
+                logger.warning("\(message)", metadata: ["site": "\(site)"])
+            default:
+                break
+            }
+        }
+    }
+
+    /// One line per run: site, what ran, outcome and duration, never a value.
+    func log(_ what: String, site: String, outcome: RunOutcome, duration: Duration) {
+        var metadata: Logger.Metadata = ["site": "\(site)", "run": "\(what)", "ms": "\(duration.wholeMilliseconds)", "outcome": "\(outcome.name)"]
+        if let reason = outcome.reason { metadata["error"] = "\(reason)" }
+        if outcome == .ok {
+            logger.info("\(what) finished", metadata: metadata)
+        } else {
+            logger.warning("\(what) failed", metadata: metadata)
+        }
+    }
+}
