@@ -173,8 +173,10 @@ extension PostgresStore {
         while !Task.isCancelled, feed.position != nil {
             attempt += 1
             do {
-                let connection = try await withDeadline(url.connectTimeout + .seconds(1), sleep: sleep) {
-                    [configuration = self.connection.listener, attempt, quiet] in
+                // A connection made after the deadline is closed, never dropped open.
+                let connection = try await withDeadline(
+                    url.connectTimeout + .seconds(1), sleep: sleep, discardLate: { try? await $0.close() }
+                ) { [configuration = self.connection.listener, attempt, quiet] in
                     try await PostgresConnection.connect(configuration: configuration, id: attempt, logger: quiet)
                 }
                 feed.connected()

@@ -12,22 +12,28 @@ struct DeadlineExceeded: Error {
 /// peer vanished (a cut network) neither answers nor reacts to cancellation until TCP gives up, many
 /// minutes later. Here the work runs in a task of its own that the caller stops waiting for; it is
 /// cancelled, and ends whenever postgres-nio lets it.
+///
+/// - Parameter discardLate: given what `body` returned when nobody waits for it any more (the deadline
+///   passed or the caller was cancelled first): a value that must be released, a connection to close.
 func withDeadline<T: Sendable>(
     _ limit: Duration, sleep: @escaping @Sendable (Duration) async throws -> Void,
+    discardLate: (@Sendable (T) async -> Void)? = nil,
     _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     let outcome = Locked<(continuation: CheckedContinuation<T, any Error>?, done: Bool)>((nil, false))
     let tasks = Locked<[Task<Void, Never>]>([])
-    @Sendable func finish(_ result: Result<T, any Error>) {
+    /// Hands `result` to the caller; false when it no longer waits.
+    @Sendable @discardableResult func finish(_ result: Result<T, any Error>) -> Bool {
         let continuation = outcome.withLock { state -> CheckedContinuation<T, any Error>? in
             guard !state.done else { return nil }
             state.done = true
             defer { state.continuation = nil }
             return state.continuation
         }
-        guard let continuation else { return }
+        guard let continuation else { return false }
         for task in tasks.withLock({ $0 }) { task.cancel() }
         continuation.resume(with: result)
+        return true
     }
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { continuation in
@@ -40,7 +46,12 @@ func withDeadline<T: Sendable>(
                 return
             }
             let work = Task {
-                do { finish(.success(try await body())) } catch { finish(.failure(error)) }
+                let value: T
+                do { value = try await body() } catch {
+                    finish(.failure(error))
+                    return
+                }
+                if !finish(.success(value)) { await discardLate?(value) }
             }
             let timer = Task {
                 do {

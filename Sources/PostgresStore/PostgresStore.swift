@@ -189,8 +189,10 @@ public final class PostgresStore: Sendable {
         var quiet = logger
         quiet.logLevel = .critical
         do {
-            let connection = try await withDeadline(url.connectTimeout + .seconds(1), sleep: sleep) {
-                [configuration = connection.probe, quiet] in
+            // A connection made after the deadline is closed, never dropped open.
+            let connection = try await withDeadline(
+                url.connectTimeout + .seconds(1), sleep: sleep, discardLate: { try? await $0.close() }
+            ) { [configuration = connection.probe, quiet] in
                 try await PostgresConnection.connect(configuration: configuration, id: 0, logger: quiet)
             }
             try? await connection.close()
