@@ -3,6 +3,9 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+// CLinux's shim includes <sys/socket.h> too, and a release build may take `SOCK_*` from its module rather than
+// Glibc's: importing both finds them either way.
+internal import CLinux
 import Foundation
 
 /// systemd's `Type=notify` protocol without libsystemd (sd_notify(3)): one datagram per state change to

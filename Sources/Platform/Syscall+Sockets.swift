@@ -3,6 +3,9 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+// CLinux's shim includes <sys/socket.h> too, and a release build may take `SOCK_*` from its module rather than
+// Glibc's: importing both finds them either way.
+internal import CLinux
 
 /// The socket calls of the Unix-socket HTTP client (``UnixSocketHTTPClient``).
 extension Syscall {

@@ -3,6 +3,9 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+// CLinux's shim includes <sys/socket.h> too, and a release build may take `SOCK_*` from its module rather than
+// Glibc's: importing both finds them either way.
+internal import CLinux
 
 /// Who is at the other end of a Unix-domain socket connection, as the kernel saw it at `connect(2)`
 /// (SO_PEERCRED), plus the process's supplementary groups.
