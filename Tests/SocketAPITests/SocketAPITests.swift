@@ -40,8 +40,15 @@ import TestSupport
                 #expect(site["expires_at"]?.plainText.hasSuffix("Z") == true)
                 #expect(site["last_login"]?.plainText.hasSuffix("Z") == true)
                 #expect(site["last_error"] == .null)
-                let keys = ["name", "state", "expires_at", "last_login", "next_refresh", "last_error"]
+                let keys = [
+                    "name", "state", "expires_at", "last_login", "next_refresh", "last_error", "next_run", "failures", "retry_at",
+                    "attention",
+                ]
                 if case .object(let members) = site { #expect(members.map(\.key) == keys) }
+                #expect(site["next_run"]?["kind"]?.plainText == "check")
+                #expect(site["failures"] == .number("0") && site["retry_at"] == .null && site["attention"] == .null)
+                // The test runs as the daemon's user, a manager: the site files that failed to load (none).
+                #expect(sites.json?["failed_files"] == .array([]))
 
                 let one = try await world.curl("/v1/sites/demo")
                 #expect(one.status == 200)
@@ -217,6 +224,10 @@ import TestSupport
                 #expect(waited.status == 200)
                 #expect(waited.json?["state"]?.plainText == "valid")
                 #expect(waited.json?["name"]?.plainText == "demo")
+                // The login it waited for, and whether a session is served now.
+                #expect(waited.json?["login"]?["outcome"]?.plainText == "ok")
+                #expect(waited.json?["login"]?["error"] == .null)
+                #expect(waited.json?["session_served"] == .bool(true))
                 #expect(await world.keeper.record(for: "demo")?.lastLogin ?? .distantPast > before.lastLogin)
 
                 let checksBefore = world.requests.count("GET /api/me")
