@@ -522,6 +522,11 @@ import TestSupport
                     #expect(metrics.body.contains(family), "\(family)")
                 }
                 #expect(metrics.body.contains("outcome=\"ok\""))
+                // The check that runs on the new session right after the login is counted by its outcome.
+                #expect(try await waitUntil(.seconds(5)) {
+                    let lines = (try? await world.curl("/metrics").body)?.split(separator: "\n") ?? []
+                    return lines.contains { $0.hasPrefix("sessionkeeper_checks_total{") && $0.contains("site=\"demo\"") && $0.contains("outcome=\"ok\"") }
+                })
             }
         }
     }
