@@ -85,6 +85,8 @@ import Testing
             #expect(lines.first?.hasPrefix("SITE") == true && lines.first?.contains("NEXT RUN") == true)
             #expect(lines.contains { $0.hasPrefix("demo ") && $0.contains("valid") && $0.contains("check in ") }, "\(lines)")
             #expect(lines.contains { $0.hasPrefix("nosession ") && $0.contains("expected status 303, found status 200") })
+            // A failing site's next run is its next attempt, with how many failed before it.
+            #expect(lines.contains { $0.hasPrefix("slow ") && $0.contains("refresh in ") && $0.contains("(failure 2)") }, "\(lines)")
             // What to do for a site that waits for a person, and the files that failed to load, with their errors.
             #expect(lines.contains("nosession needs attention (credentials-refused): fix the credentials in nosession.yaml"), "\(lines)")
             #expect(lines.contains("  /etc/sessionkeeper/sites/broken.yaml:3:1: error: unknown key 'chek'"), "\(lines)")

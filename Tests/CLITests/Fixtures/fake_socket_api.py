@@ -7,7 +7,7 @@ Usage: fake_socket_api.py SOCKET_PATH LOG_PATH [EVENT_DELAY_SECONDS]
 Every request line is appended to LOG_PATH. Sites:
   demo       valid; cookies demo_session (value rotates when the cookies event is sent) and theme
   nosession  failed: its cookies answer 503 no_session; a refresh with wait says its login was refused
-  slow       its cookies and refresh with wait answer 504 timeout
+  slow       failed, backing off (2 failures, a refresh planned); its cookies and refresh with wait answer 504 timeout
   forbidden  403 on everything
   other      404 unknown site
 GET /v1/events streams, EVENT_DELAY_SECONDS (default 1) after it opens, a state event and a cookies
@@ -37,8 +37,10 @@ SITES = {
                   "next_refresh": "2026-11-24T03:00:00Z", "last_error": "expected status 303, found status 200",
                   "next_run": None, "failures": 1, "retry_at": None,
                   "attention": {"reason": "credentials-refused", "what_to_do": "fix the credentials in nosession.yaml"}},
-    "slow": {"name": "slow", "state": "logging-in", "expires_at": None, "last_login": None,
-             "next_refresh": None, "last_error": None},
+    "slow": {"name": "slow", "state": "failed", "expires_at": None, "last_login": None,
+             "next_refresh": "2099-01-01T00:00:00Z", "last_error": "plugin failed",
+             "next_run": {"kind": "refresh", "at": "2099-01-01T00:00:00Z"}, "failures": 2,
+             "retry_at": "2099-01-01T00:00:00Z", "attention": None},
 }
 
 
