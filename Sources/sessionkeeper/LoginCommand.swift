@@ -69,11 +69,9 @@ struct LoginCommand: AsyncParsableCommand {
                 throw CLIFailure.usage("site '\(definition.name)' has no check: in \(definition.file), so --check has nothing to run")
             }
             let progress = LoginProgress(verbosity: verbose, terminal: isatty(STDERR_FILENO) == 1)
-            // The resolver masks a credential command's own output in these lines before handing them over.
-            let wiring = try LoginWiring.open(daemonConfig, credentialOutput: progress.credentialOutput)
+            let wiring = try LoginWiring.open(daemonConfig, progress: progress)
             defer { wiring.close() }
-            var login = wiring.login
-            login.tracesExchanges = verbose >= 2
+            let login = wiring.login
 
             let result: SiteLoginResult
             do {

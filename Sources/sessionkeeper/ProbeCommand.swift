@@ -38,10 +38,9 @@ struct ProbeCommand: AsyncParsableCommand {
                 throw CLIFailure.usage("site '\(definition.name)' has no check: in \(definition.file); add one (docs/SITES.md, \"Writing the check\")")
             }
             let progress = LoginProgress(verbosity: verbose, terminal: isatty(STDERR_FILENO) == 1)
-            let wiring = try LoginWiring.open(daemonConfig, credentialOutput: progress.credentialOutput)
+            let wiring = try LoginWiring.open(daemonConfig, progress: progress)
             defer { wiring.close() }
-            var login = wiring.login
-            login.tracesExchanges = verbose >= 2
+            let login = wiring.login
             let session: SessionRecord?
             do {
                 session = try await login.store.load(site: definition.name)
