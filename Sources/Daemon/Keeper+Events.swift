@@ -57,5 +57,7 @@ public enum KeeperEvent: Sendable, Hashable {
     case cookies(site: String, time: Date, names: [String], expiresAt: Date?)
     /// A login ended; `outcome` is ``RunOutcome/name``.
     case loginFinished(site: String, outcome: String, duration: Duration)
+    /// A check ended; `outcome` is ``RunOutcome/name``.
+    case checkFinished(site: String, outcome: String, duration: Duration)
 }
 

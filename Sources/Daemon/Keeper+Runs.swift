@@ -55,6 +55,7 @@ extension Keeper {
         entries[name]?.runs[.logIn] = nil
         if let record { serve(record, site: name) }
         log("login", site: name, outcome: outcome, duration: duration)
+        entries[name]?.lastAttempt = LoginAttempt(outcome: outcome, endedAt: wallClock())
         publish(.loginFinished(site: name, outcome: outcome.name, duration: duration))
         let summary = entries[name]?.record.map { Self.summary($0, site: entry.site, now: wallClock()) }
         dispatch(.loginFinished(outcome, session: outcome == .ok ? summary : nil), to: name)
@@ -75,19 +76,13 @@ extension Keeper {
             if stored != record { storedElsewhere = stored }
             record = stored
         }
-        let storage = SiteJar.makeStorage(for: site, clock: wallClock)
-        for cookie in record?.liveCookies(at: wallClock()) ?? [] { storage.setCookie(cookie) }
-        let engine = engine(for: site)
-        // The session's User-Agent (a browser login's), which a site that binds sessions to it expects.
-        var probed = site
-        if let userAgent = record?.userAgent { probed.http.userAgent = userAgent }
         var outcome = RunOutcome.ok
         var renewed: SessionRecord?
         do {
             if action == .check {
-                _ = try await engine.check(probed, storage: storage)
+                _ = try await login.check(site, session: record)
             } else {
-                let result = try await engine.keepalive(probed, storage: storage)
+                let (result, storage) = try await login.keepalive(site, session: record)
                 // A sliding session's renewed cookies are the session now: keep and store them, and rewrite the
                 // outputs as after a login.
                 if let current = record {
@@ -107,6 +102,7 @@ extension Keeper {
         entries[name]?.runs[action] = nil
         if let record { adopt(record, site: name) }
         log(action == .check ? "check" : "keepalive", site: name, outcome: outcome, duration: duration)
+        if action == .check { publish(.checkFinished(site: name, outcome: outcome.name, duration: duration)) }
         let summary = record.map { Self.summary($0, site: entry.site, now: wallClock()) }
         if action == .check {
             dispatch(.checkFinished(outcome), to: name)
@@ -138,11 +134,7 @@ extension Keeper {
         }
     }
 
-    func engine(for site: SiteDefinition) -> FlowEngine {
-        FlowEngine(
-            client: login.client, credentials: login.credentials(site), plugins: login.plugins,
-            environment: login.environment, now: wallClock)
-    }
+    func engine(for site: SiteDefinition) -> FlowEngine { login.engine(for: site) }
 
     // MARK: Helpers
 

@@ -21,6 +21,16 @@ public actor Keeper {
         public var nextRefresh: Date?
         public var lastError: String?
         public var siteDown: Bool
+        /// Why the site waits for a person and what to do; nil unless `phase` is needs-attention.
+        public var attention: Attention?
+        /// The next run planned (a login, check or keepalive), nil when none is.
+        public var nextRun: SiteSchedule.PlannedRun?
+        /// Consecutive failed attempts (``SiteSchedule/failures``); 0 when nothing is failing.
+        public var failures: Int
+        /// While failing, when the next attempt is planned.
+        public var retryAt: Date?
+        /// How the site's last login ended; nil when none ended since the daemon started.
+        public var lastAttempt: LoginAttempt?
     }
 
     struct Entry {
@@ -29,6 +39,8 @@ public actor Keeper {
         var record: SessionRecord?
         /// Runs in flight for this site, cancelled when it is removed.
         var runs: [SiteSchedule.Action: Task<Void, Never>] = [:]
+        /// How the last login ended.
+        var lastAttempt: LoginAttempt?
     }
 
     let login: SiteLogin
@@ -60,6 +72,8 @@ public actor Keeper {
     var clockReference: Now?
     /// Sites whose stored session changed while their own login ran (``lookAtStoredSession(of:)``).
     var storedDuringLogin: Set<String> = []
+    /// Site files that failed to load, as the last reload left them (``failedSiteFiles()``).
+    var failedFiles: [SiteFileFailure] = []
 
     /// How far the wall clock may move apart from the monotonic clock between two wakes before the keeper takes
     /// it as a jump (the clock was set, or the machine slept) and plans every site again.
@@ -143,7 +157,9 @@ public actor Keeper {
         SiteStatus(
             name: entry.site.name, phase: entry.schedule.phase, expiresAt: entry.record?.expiresAt,
             lastLogin: entry.record?.lastLogin, nextRefresh: entry.schedule.nextLogin(now: now),
-            lastError: entry.schedule.lastError, siteDown: entry.schedule.siteDown)
+            lastError: entry.schedule.lastError, siteDown: entry.schedule.siteDown, attention: attention(of: entry),
+            nextRun: entry.schedule.nextRun(now: now), failures: entry.schedule.failures, retryAt: entry.schedule.retryAt(now: now),
+            lastAttempt: entry.lastAttempt)
     }
 
     /// The session currently served for `site` (nil: none, or no such site).
@@ -216,6 +232,7 @@ public actor Keeper {
                 "next_refresh": "\(schedule.nextLogin(now: now).map { CookieTime.rfc3339($0) } ?? "-")",
             ])
             publish(.state(site: name, time: wallClock(), from: before, to: schedule.phase))
+            if schedule.phase == .needsAttention { logAttention(name) }
         }
         for action in actions { start(action, for: name) }
     }

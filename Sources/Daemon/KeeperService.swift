@@ -165,6 +165,7 @@ public final class KeeperService: Service, Sendable {
         storeChanges?.follow(
             sites: Set(sites.map(\.name)), secrets: sites.reduce(into: Set<String>()) { $0.formUnion(Keeper.secretNames(of: $1)) })
         await keeper.apply(sites, settings: settings)
+        await keeper.siteFilesFailed(SiteFileFailure.all(in: catalog))
     }
 
     /// Follows `folder`; its changes wait in `pendingFiles`, announced by one `.files` input per batch. A folder
@@ -207,6 +208,7 @@ public final class KeeperService: Service, Sendable {
             }
         }
         for file in report.removed { logger.info("site file removed", metadata: ["file": "\(file)"]) }
+        for file in report.recovered { logger.info("site file loaded again: its errors are fixed", metadata: ["file": "\(file)"]) }
     }
 
     /// The keys of config.yaml a reload cannot apply to a running daemon: the state folder and the vault it

@@ -78,7 +78,7 @@ public final class ServedBoard: Sendable {
         var until = Date.distantFuture
         for name in site.cookies.essential {
             var latest = Date.distantPast
-            for cookie in record.cookies where cookie.name == name {
+            for cookie in record.cookies where CookiePolicy.name(cookie.name, matches: name) {
                 latest = max(latest, cookie.expires ?? .distantFuture)
             }
             until = min(until, latest)

@@ -15,10 +15,15 @@ public struct SiteCatalog: Sendable {
         public var loaded: [String] = []
         /// Files that are gone, with the sites they held.
         public var removed: [String] = []
+        /// Files that failed to load before and loaded without error now.
+        public var recovered: [String] = []
     }
 
     /// Last good definition per file path.
     public private(set) var byFile: [String: SiteDefinition] = [:]
+    /// The files whose last read failed, with its diagnostics, by path (a failing file may have a last good
+    /// definition in ``byFile`` or none).
+    public private(set) var failing: [String: ConfigError] = [:]
 
     public init() {}
 
@@ -48,6 +53,7 @@ public struct SiteCatalog: Sendable {
             byFile[file] = nil
             report.removed.append(file)
         }
+        for file in failing.keys where !files.contains(file) { failing[file] = nil }
         for file in files.sorted() { load(file, loader: loader, config: config, into: &report) }
         return report
     }
@@ -59,8 +65,9 @@ public struct SiteCatalog: Sendable {
             let file = (config.sitesDirectory as NSString).appendingPathComponent(name)
             if FileManager.default.fileExists(atPath: file) {
                 load(file, loader: loader, config: config, into: &report)
-            } else if byFile.removeValue(forKey: file) != nil {
-                report.removed.append(file)
+            } else {
+                failing[file] = nil
+                if byFile.removeValue(forKey: file) != nil { report.removed.append(file) }
             }
         }
         return report
@@ -70,8 +77,10 @@ public struct SiteCatalog: Sendable {
         do {
             byFile[file] = try loader.loadSite(at: file, config: config)
             report.loaded.append(file)
+            if failing.removeValue(forKey: file) != nil { report.recovered.append(file) }
         } catch {
             report.failures.append(error)
+            failing[file] = error
         }
     }
 }

@@ -25,6 +25,7 @@ extension FlowEngine {
         let maxRedirects = http.maxRedirects ?? Self.defaultMaxRedirects
         var hop = 0
         var response: HTTPResponse
+        var cookiesSet: [String] = []
 
         while true {
             try checkCancellation(site: siteName, step: name)
@@ -52,7 +53,10 @@ extension FlowEngine {
                 if !setCookieFields.isEmpty {
                     let before = tracesExchanges ? storage.allCookies : []
                     let decisions = Self.store(setCookieFields, in: storage, from: response.url, mainDocumentURL: baseURL)
-                    for case .stored(let cookie) in decisions { state.masker.addValue(cookie.value) }
+                    for case .stored(let cookie) in decisions {
+                        state.masker.addValue(cookie.value)
+                        if !cookiesSet.contains(cookie.name) { cookiesSet.append(cookie.name) }
+                    }
                     if tracesExchanges {
                         for trace in ExchangeTracer.cookies(decisions, before: before, after: storage.allCookies, site: siteName, step: name) {
                             observer?(.cookieTrace(trace))
@@ -61,9 +65,14 @@ extension FlowEngine {
                 }
             }
             if tracesExchanges { observer?(.responseTrace(ExchangeTracer.response(response, site: siteName, step: name, masker: state.masker))) }
-            observer?(.exchange(FlowEvent.Exchange(
-                site: siteName, step: name, method: sent.method, url: sent.url.redactedForLog, status: response.status,
-                duration: ContinuousClock.now - hopStarted, redirectHop: hop)))
+            if let observer {
+                let query = URLComponents(url: sent.url, resolvingAgainstBaseURL: false)?.percentEncodedQuery
+                observer(.exchange(FlowEvent.Exchange(
+                    site: siteName, step: name, method: sent.method, url: sent.url.redactedForLog, status: response.status,
+                    duration: ContinuousClock.now - hopStarted, redirectHop: hop,
+                    queryNames: Self.queryNames(query).map { state.masker.redact($0) },
+                    maskedQuery: tracesExchanges ? query.map { state.masker.redact($0) } : nil)))
+            }
 
             guard step.followRedirects, response.isRedirect else { break }
             guard hop < maxRedirects else {
@@ -84,7 +93,17 @@ extension FlowEngine {
 
         state.lastResponse = response
         try inspect(step, response: response, name: name, mark: mark, state: &state, storage: storage)
-        return StepTiming(step: name, duration: ContinuousClock.now - started, requests: hop + 1, status: response.status)
+        return StepTiming(
+            step: name, duration: ContinuousClock.now - started, requests: hop + 1, status: response.status, cookiesSet: cookiesSet)
+    }
+
+    /// The names of a percent-encoded query's parameters, decoded, in order.
+    static func queryNames(_ query: String?) -> [String] {
+        guard let query, !query.isEmpty else { return [] }
+        return query.split(separator: "&").map { pair in
+            let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            return name.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? name
+        }
     }
 
     /// Expectations first (a failed login page then reads "expected status 303, found 200" rather than

@@ -236,10 +236,11 @@ public struct FlowEngine: Sendable {
     func essentialCookies(_ site: SiteDefinition, cookies all: [Cookie]) -> [EssentialCookie] {
         let date = now()
         return site.cookies.essential.map { name in
-            let live = all.filter { $0.name == name && !$0.isExpired(at: date) }
+            let live = all.filter { CookiePolicy.name($0.name, matches: name) && !$0.isExpired(at: date) }
             // With several (per path or host), the one that expires first bounds the session.
             let chosen = live.min { ($0.expires ?? .distantFuture) < ($1.expires ?? .distantFuture) }
-            return EssentialCookie(name: name, isSet: chosen != nil, expires: chosen?.expires, domain: chosen?.domain)
+            // A prefix entry (`DW*`) is shown by the name it matched.
+            return EssentialCookie(name: chosen?.name ?? name, isSet: chosen != nil, expires: chosen?.expires, domain: chosen?.domain)
         }
     }
 

@@ -103,6 +103,12 @@ public enum FlowEvent: Sendable {
         public var duration: Duration
         /// 0 for the step's own request, then 1, 2... for each redirect followed.
         public var redirectHop: Int
+        /// The names of the URL's query parameters, in order (masked as the run's output is): what tells apart
+        /// steps whose URLs differ only in their query (`doku.php?do=login`).
+        public var queryNames: [String] = []
+        /// With ``FlowEngine/tracesExchanges`` only: the query as sent, every credential, extracted value and
+        /// cookie value in it masked; nil otherwise.
+        public var maskedQuery: String?
 
         /// Whole milliseconds, as the CLI prints them.
         public var milliseconds: Int64 { duration.wholeMilliseconds }

@@ -9,12 +9,16 @@ public struct StepTiming: Sendable, Hashable {
     public var requests: Int
     /// The last response's status; nil for a plugin step.
     public var status: Int?
+    /// The names of the cookies the step's responses stored, in order, each once (for `login -v`, which shows
+    /// the author the names to put under `cookies.essential`); never a value.
+    public var cookiesSet: [String]
 
-    public init(step: String, duration: Duration, requests: Int, status: Int?) {
+    public init(step: String, duration: Duration, requests: Int, status: Int?, cookiesSet: [String] = []) {
         self.step = step
         self.duration = duration
         self.requests = requests
         self.status = status
+        self.cookiesSet = cookiesSet
     }
 }
 

@@ -31,11 +31,13 @@ public struct SiteSchedule: Sendable {
 
     /// What happened.
     public enum Event: Sendable, Hashable {
-        /// The daemon started or the site was added; `session` is what the store holds.
+        /// The daemon started or the site was added; `session` is what the store holds (a valid one is checked at
+        /// once when the site has a check).
         case start(session: SessionSummary?, enabled: Bool)
         /// A deadline of ``deadlines`` was reached.
         case timerFired(Timer)
-        /// A login ended; `session` is the stored session after a successful one.
+        /// A login ended; `session` is the stored session after a successful one, which is checked at once when
+        /// the site has a check (a check that fails then cannot pass: needs-attention).
         case loginFinished(RunOutcome, session: SessionSummary?)
         /// A `check` ended.
         case checkFinished(RunOutcome)
@@ -73,8 +75,17 @@ public struct SiteSchedule: Sendable {
     public private(set) var keepaliveRunning = false
     /// Failed logins since the last success (the backoff exponent).
     public private(set) var consecutiveFailures = 0
+    /// Why the site waits for a person; kept while `phase` is needs-attention (``attentionReason``).
+    var waitReason: AttentionReason?
+    /// What the check in flight is for: its answer means more right after a login.
+    var checkPurpose = CheckPurpose.routine
+    /// A login succeeded while a check of the session it replaced was in flight: that check's answer is about
+    /// the old session, and the new one is checked when it is in.
+    var verificationDue = false
+    /// Which kind of run set ``lastError``: a success of the same kind (or any login) resolves it.
+    var lastErrorSource: RunKind?
     /// Unanswered checks while the site is down (their backoff exponent).
-    private var probeFailures = 0
+    var probeFailures = 0
     /// Wall times of failed logins, for `max_failures_per_day`.
     private var failureTimes: [Date] = []
     private var random: SplitMix64
@@ -99,7 +110,8 @@ public struct SiteSchedule: Sendable {
         case .start(let stored, let enabled):
             session = stored
             guard enabled else { return disable() }
-            return resume(now: now)
+            // Cookies without an expiry say nothing of a logout on the server while the daemon was down.
+            return resume(now: now, checkAtOnce: .restoredSession)
 
         case .timerFired(let timer):
             guard deadlines[timer].map({ $0 <= now.monotonic }) ?? false else { return [] }
@@ -112,7 +124,14 @@ public struct SiteSchedule: Sendable {
 
         case .checkFinished(let outcome):
             checkRunning = false
-            return probeFinished(outcome, timer: .check, now: now)
+            let purpose = checkPurpose
+            checkPurpose = .routine
+            if verificationDue {
+                // The answer is about the session the login replaced: the new one is what must be checked.
+                verificationDue = false
+                return startCheck(.afterLogin, now: now)
+            }
+            return probeFinished(outcome, timer: .check, purpose: purpose, now: now)
 
         case .keepaliveFinished(let outcome, let stored):
             keepaliveRunning = false
@@ -120,7 +139,7 @@ public struct SiteSchedule: Sendable {
                 session = stored
                 planLogin(now: now)
             }
-            return probeFinished(outcome, timer: .keepalive, now: now)
+            return probeFinished(outcome, timer: .keepalive, purpose: .routine, now: now)
 
         case .refreshRequested:
             guard phase != .disabled else { return [] }
@@ -136,21 +155,25 @@ public struct SiteSchedule: Sendable {
             policy = newPolicy
             clearFailures()
             guard enabled else { return disable() }
+            let waited = phase == .needsAttention
             if phase == .needsAttention || phase == .disabled { phase = sessionIsValid(now) ? .valid : .failed }
             deadlines = [:]
-            return resume(now: now)
+            // A site that waited for a person is woken by the change: its session (or its new check) is tried now.
+            return resume(now: now, checkAtOnce: waited ? .routine : nil)
 
         case .secretChanged:
             guard phase == .needsAttention else { return [] }
             clearFailures()
             phase = sessionIsValid(now) ? .valid : .failed
-            return resume(now: now)
+            return resume(now: now, checkAtOnce: .routine)
 
         case .sessionStoredElsewhere(let stored):
             guard phase != .disabled else { return [] }
             if let current = session, current.lastLogin >= stored.lastLogin { return [] }
             session = stored
             guard stored.isValid(at: now.wall) else { return [] }
+            // The session was never what was wrong: the new one is served, and the site waits on.
+            guard !checkIsKnownWrong else { return [] }
             clearFailures()
             if !loginRunning { phase = .valid }
             planLogin(now: now)
@@ -172,8 +195,9 @@ public struct SiteSchedule: Sendable {
         return []
     }
 
-    /// From a known session: serve a valid one and plan its timers, or log in.
-    private mutating func resume(now: Now) -> [Action] {
+    /// From a known session: serve a valid one and plan its timers (with `checkAtOnce`, check it now when the
+    /// site has a check), or log in.
+    private mutating func resume(now: Now, checkAtOnce: CheckPurpose? = nil) -> [Action] {
         planProbe(.check, now: now)
         planProbe(.keepalive, now: now)
         if sessionIsValid(now) {
@@ -183,26 +207,40 @@ public struct SiteSchedule: Sendable {
                 deadlines[.login] = nil
                 return beginLogin(now: now)
             }
+            if let checkAtOnce { return startCheck(checkAtOnce, now: now) }
             return []
         }
         guard policy.canLogIn else {
             lastError = lastError ?? "no valid session: import one with `sessionkeeper import`"
-            waitForPerson(now: now)
+            waitForPerson(.manualSessionDied, now: now)
             return []
         }
         return beginLogin(now: now)
     }
 
     /// Needs-attention: nothing logs the site in until a person acts (its file, a secret, a refresh, a session
-    /// stored by another process). A session still valid is checked and kept alive meanwhile; with none, a probe
-    /// could only fail, and its warning each period would say nothing the state does not.
-    private mutating func waitForPerson(now: Now) {
+    /// stored by another process). A session still valid is checked and kept alive meanwhile (unless the check
+    /// is what is wrong); with none, a probe could only fail, and its warning each period would say nothing the
+    /// state does not.
+    private mutating func waitForPerson(_ reason: AttentionReason, now: Now) {
         phase = .needsAttention
+        waitReason = reason
         deadlines[.login] = nil
         if !sessionIsValid(now) {
             deadlines[.check] = nil
             deadlines[.keepalive] = nil
         }
+        if reason == .checkNeverPasses { deadlines[.check] = nil }
+    }
+
+    /// Runs the check now (when the site has one and nothing holds it back), for `purpose`.
+    private mutating func startCheck(_ purpose: CheckPurpose, now: Now) -> [Action] {
+        guard policy.checkEvery != nil, !checkRunning else { return [] }
+        deadlines[.check] = nil
+        let actions = fire(.check, now: now)
+        if checkRunning { checkPurpose = purpose }
+        if deadlines[.check] == nil, !checkRunning { planProbe(.check, now: now) }
+        return actions
     }
 
     private mutating func fire(_ timer: Timer, now: Now) -> [Action] {
@@ -218,7 +256,7 @@ public struct SiteSchedule: Sendable {
             if siteDown && policy.checkEvery != nil { return fire(.check, now: now) }
             return beginLogin(now: now)
         case .check:
-            guard !checkRunning, hasSessionToProbe(now) else { return [] }
+            guard !checkRunning, hasSessionToProbe(now), !checkIsKnownWrong else { return [] }
             // A check while a login runs would carry the session being replaced (none at all on the first
             // login) and tell nothing the login's outcome will not: it waits a period, as a keepalive does.
             guard !loginRunning else {
@@ -242,7 +280,7 @@ public struct SiteSchedule: Sendable {
     private mutating func beginLogin(now: Now) -> [Action] {
         guard !loginRunning else { return [] }
         guard policy.canLogIn else {
-            waitForPerson(now: now)
+            waitForPerson(.manualSessionDied, now: now)
             return []
         }
         if let notBefore, notBefore > now.monotonic {
@@ -264,17 +302,32 @@ public struct SiteSchedule: Sendable {
             probeFailures = 0
             notBefore = nil
             lastError = nil
+            lastErrorSource = nil
             phase = .valid
             planLogin(now: now)
             planProbe(.check, now: now)
             planProbe(.keepalive, now: now)
+            // The new session is checked at once: a check that fails now says the check, not the session, is
+            // wrong, which would otherwise turn into a login at every check period.
+            guard policy.checkEvery != nil else { break }
+            if checkRunning {
+                verificationDue = true
+                return []
+            }
+            return startCheck(.afterLogin, now: now)
         case .credentialsRefused(let reason), .misconfigured(let reason):
             failureTimes.append(now.wall)
             lastError = reason
-            waitForPerson(now: now)
+            lastErrorSource = .login
+            if case .credentialsRefused = outcome {
+                waitForPerson(.credentialsRefused, now: now)
+            } else {
+                waitForPerson(.misconfigured, now: now)
+            }
         case .siteDown(let reason, let retryAfter):
             // Not counted against the account: the credentials never reached anyone.
             lastError = reason
+            lastErrorSource = .login
             siteDown = true
             probeFailures += 1
             phase = sessionIsValid(now) ? .valid : .failed
@@ -302,21 +355,34 @@ public struct SiteSchedule: Sendable {
         return []
     }
 
-    private mutating func probeFinished(_ outcome: RunOutcome, timer: Timer, now: Now) -> [Action] {
+    private mutating func probeFinished(_ outcome: RunOutcome, timer: Timer, purpose: CheckPurpose, now: Now) -> [Action] {
         guard phase != .disabled else { return [] }
         // What put a site in needs-attention is what the person must read: later probes do not replace it.
-        let keptError = phase == .needsAttention ? lastError : nil
-        defer { if let keptError { lastError = keptError } }
+        let keptError = phase == .needsAttention ? (lastError, lastErrorSource) : nil
+        defer { if let keptError { (lastError, lastErrorSource) = keptError } }
+        let kind: RunKind = timer == .keepalive ? .keepalive : .check
+        if outcome != .ok, outcome != .cancelled { lastErrorSource = kind }
         switch outcome {
         case .ok:
             let wasDown = siteDown
             siteDown = false
             probeFailures = 0
-            if wasDown { lastError = nil }
+            // Resolved: the site answers again, or the kind of run that failed now passes.
+            if wasDown || lastErrorSource == kind {
+                lastError = nil
+                lastErrorSource = nil
+            }
             planProbe(timer, now: now)
             if phase == .failed && policy.canLogIn && deadlines[.login] == nil { return beginLogin(now: now) }
             if wasDown { planLogin(now: now) }
             if let deadline = deadlines[.login], deadline <= now.monotonic { return fire(.login, now: now) }
+            return []
+        case .loggedOut(let reason) where purpose == .afterLogin:
+            // The login that just ended made this session and said it was good: the check cannot pass.
+            lastError = "the check fails right after a successful login, so the check is wrong, not the session: \(reason)"
+            siteDown = false
+            probeFailures = 0
+            waitForPerson(.checkNeverPasses, now: now)
             return []
         case .loggedOut(let reason):
             lastError = reason
@@ -329,7 +395,7 @@ public struct SiteSchedule: Sendable {
             planProbe(timer, now: now)
             guard phase != .needsAttention else { return [] }
             guard policy.canLogIn else {
-                waitForPerson(now: now)
+                waitForPerson(.manualSessionDied, now: now)
                 return []
             }
             return beginLogin(now: now)
@@ -408,7 +474,7 @@ public struct SiteSchedule: Sendable {
     }
 
     private mutating func planProbe(_ timer: Timer, now: Now) {
-        guard let every = period(of: timer), hasSessionToProbe(now) else {
+        guard let every = period(of: timer), hasSessionToProbe(now), timer != .check || !checkIsKnownWrong else {
             deadlines[timer] = nil
             return
         }
@@ -425,11 +491,12 @@ public struct SiteSchedule: Sendable {
 
     private mutating func recordFailure(_ reason: String, now: Now) {
         lastError = reason
+        lastErrorSource = .login
         consecutiveFailures += 1
         failureTimes.append(now.wall)
         failureTimes.removeAll { now.wall.timeIntervalSince($0) >= 24 * 3600 }
         if failureTimes.count >= policy.maxFailuresPerDay {
-            waitForPerson(now: now)
+            waitForPerson(.dailyCapReached, now: now)
             lastError = "\(failureTimes.count) failed logins in 24 hours (max_failures_per_day); last: \(reason)"
         } else {
             phase = sessionIsValid(now) ? .valid : .failed
@@ -440,6 +507,7 @@ public struct SiteSchedule: Sendable {
         consecutiveFailures = 0
         failureTimes = []
         lastError = nil
+        lastErrorSource = nil
     }
 
     /// The backoff delay, never shorter than the server's `Retry-After`, which also becomes a floor for
@@ -456,6 +524,9 @@ public struct SiteSchedule: Sendable {
 
     /// A check or keepalive tells something: the site is not waiting for a person, or still has a session to keep.
     private func hasSessionToProbe(_ now: Now) -> Bool { phase != .needsAttention || sessionIsValid(now) }
+
+    /// The site waits for a person because its check cannot pass: running it again tells nothing.
+    private var checkIsKnownWrong: Bool { attentionReason == .checkNeverPasses }
 
     static func seconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components

@@ -67,9 +67,7 @@ public struct SiteLogin: Sendable {
             await restore(site, into: storage, report: report)
         }
 
-        var engine = FlowEngine(
-            client: client, credentials: credentials(site), plugins: plugins, environment: environment, now: now)
-        engine.tracesExchanges = tracesExchanges
+        let engine = engine(for: site)
         let flow: FlowResult
         do {
             flow = try await engine.login(site, storage: storage, observer: { report(.flow($0)) })

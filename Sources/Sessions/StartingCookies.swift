@@ -15,8 +15,7 @@ public enum StartingCookies {
         let live = stored.filter { !$0.isExpired(at: now) }
         switch policy {
         case .allButEssential:
-            let essentialNames = Set(essential)
-            return live.filter { !essentialNames.contains($0.name) }
+            return live.filter { cookie in !essential.contains { CookiePolicy.name(cookie.name, matches: $0) } }
         case .none:
             return []
         case .names(let names):

@@ -55,7 +55,7 @@ struct CookieCommand: ParsableCommand {
             } catch .unreachable(_) {
                 try printStored(format: outputFormat, url: requestURL, minimum: minimum, waits: waitFor != nil, socket: path)
             } catch {
-                throw CLIFailure(error, site: site)
+                throw CLIFailure(error, site: site, client: client)
             }
         }
     }

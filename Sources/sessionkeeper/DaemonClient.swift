@@ -130,6 +130,8 @@ extension CLIFailure {
             let detail = message ?? code ?? "no details"
             switch status {
             case 400: self = .usage("the daemon refused the request: \(detail)")
+            // The daemon's own words for an unknown site would only repeat the name.
+            case 404 where site != nil && code == "unknown_site": self = .usage("the daemon has no \(what)")
             case 404: self = .usage("the daemon has no \(what): \(detail)")
             case 403: self = .failed("the daemon refuses \(what) to this user (uid \(Syscall.userID)): \(detail)")
             case 409: self = .failed("\(what): \(detail)")
@@ -138,6 +140,19 @@ extension CLIFailure {
             default: self = .failed("the daemon answered \(status) for \(what): \(detail)")
             }
         }
+    }
+
+    /// ``init(_:site:)``, and for a site the daemon does not know, the close name among the sites it shows this
+    /// user, as `login` suggests one among the site files (a hidden site is never among them).
+    init(_ error: DaemonClientError, site: String, client: DaemonClient) {
+        self.init(error, site: site)
+        guard case .answered(404, "unknown_site"?, _) = error,
+              case .array(let sites)? = try? client.json("GET", "/v1/sites")["sites"] else { return }
+        let names = sites.compactMap { site -> String? in
+            if case .string(let name)? = site["name"] { return name }
+            return nil
+        }
+        if let close = Spelling.closest(to: site, among: names) { message += "; did you mean '\(close)'?" }
     }
 
     /// Says what is wrong and how to start the daemon.

@@ -70,7 +70,7 @@ struct ExecCommand: AsyncParsableCommand {
                 Console.err(StoredSession.staleNote(socket: path))
             } catch {
                 events?.close()
-                throw CLIFailure(error, site: site)
+                throw CLIFailure(error, site: site, client: client)
             }
 
             let folder: PrivateTemporaryFolder

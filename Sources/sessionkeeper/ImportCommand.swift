@@ -93,8 +93,8 @@ struct ImportCommand: AsyncParsableCommand {
                     "no cookie of \(source) was accepted for site '\(definition.name)' (base_url "
                         + "\(definition.baseURL.absoluteString)); the stored session was left as it was")
             }
-            let essentials = definition.cookies.essential.compactMap { name in kept.first { $0.name == name } }
-            for name in definition.cookies.essential where !kept.contains(where: { $0.name == name }) {
+            let essentials = definition.cookies.essential.compactMap { name in kept.first { CookiePolicy.name($0.name, matches: name) } }
+            for name in definition.cookies.essential where !kept.contains(where: { CookiePolicy.name($0.name, matches: name) }) {
                 Console.err("sessionkeeper: warning: the essential cookie '\(name)' is not among the imported cookies")
             }
             let record = SessionRecord(

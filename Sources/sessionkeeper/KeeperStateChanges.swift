@@ -44,10 +44,12 @@ struct KeeperStateChanges: AsyncSequence, Sendable {
                         change.message = snapshot?.status.lastError.map(Self.withoutResponseExcerpt)
                         var manual = false
                         if case .manual? = snapshot?.site.login { manual = true }
-                        change.reason = Self.reason(afterLogin: outcome, manual: manual)
+                        // The keeper's typed reason, named as the notifiers name it.
+                        change.reason = snapshot?.status.attention.flatMap { AttentionReason(rawValue: $0.reason.rawValue) }
+                            ?? Self.reason(afterLogin: outcome, manual: manual)
                     }
                     return change
-                case .cookies:
+                case .cookies, .checkFinished:
                     continue
                 }
             }

@@ -10,9 +10,9 @@ import SiteConfig
 import Sessions
 import Vault
 
-/// `sessionkeeper login SITE [--verbose] [--jar FILE] [--fresh] [--config PATH]` (SPEC section 9): runs
-/// one site's login in the foreground over libcurl, showing each request as it happens, and keeps the
-/// resulting session in the vault (and with `--jar` in a jar file).
+/// `sessionkeeper login SITE [--verbose] [--check] [--jar FILE] [--fresh] [--config PATH]` (SPEC section 9):
+/// runs one site's login in the foreground over libcurl, showing each request as it happens, and keeps the
+/// resulting session in the vault (and with `--jar` in a jar file); with `--check`, runs the site's check on it.
 struct LoginCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "login",
@@ -23,7 +23,9 @@ struct LoginCommand: AsyncParsableCommand {
             on standard error (method, URL without its query, status, milliseconds); no secret or cookie \
             value is ever printed. On success the cookies are stored in the vault as the site's session \
             (session cookies left out when the site sets persist_session_cookies: false) and the last line \
-            names the essential cookies and when they expire. Exit status: 0 logged in, 1 the flow failed, \
+            names the essential cookies and when they expire. With --check the site's check: runs on the new \
+            session right after (the end-to-end try of a new site file; `probe SITE` runs the check alone). \
+            Exit status: 0 logged in (and with --check, the check passes), 1 the flow or the check failed, \
             2 usage, configuration or vault key error.
             """
     )
@@ -34,8 +36,9 @@ struct LoginCommand: AsyncParsableCommand {
     @Flag(
         name: [.customShort("v"), .long],
         help: """
-            Also show restored cookie names, step timings, plugin output and what was stored. Twice (-vv): \
-            every request's and response's headers, each cookie stored, refused or evicted with the reason, \
+            Also show restored cookie names, step timings, the cookies each step set (names), each request's \
+            query parameter names, plugin output and what was stored. Twice (-vv): each query as sent (values \
+            from credentials masked), every request's and response's headers, each cookie stored, refused or evicted with the reason, \
             and the start of each body, for debugging a new site file (cookie values and secrets masked).
             """)
     var verbose: Int
@@ -45,6 +48,9 @@ struct LoginCommand: AsyncParsableCommand {
 
     @Flag(name: .long, help: "Start from an empty jar instead of the session stored in the vault.")
     var fresh = false
+
+    @Flag(name: .long, help: "Run the site's check on the new session right after the login; fail if it does not pass.")
+    var check = false
 
     @OptionGroup var config: ConfigOptions
 
@@ -59,12 +65,13 @@ struct LoginCommand: AsyncParsableCommand {
                     "site '\(definition.name)' is disabled (enabled: false in \(definition.file)); "
                         + "set enabled: true to log in")
             }
+            if check && definition.check == nil {
+                throw CLIFailure.usage("site '\(definition.name)' has no check: in \(definition.file), so --check has nothing to run")
+            }
             let progress = LoginProgress(verbosity: verbose, terminal: isatty(STDERR_FILENO) == 1)
-            // The resolver masks a credential command's own output in these lines before handing them over.
-            let wiring = try LoginWiring.open(daemonConfig, credentialOutput: progress.credentialOutput)
+            let wiring = try LoginWiring.open(daemonConfig, progress: progress)
             defer { wiring.close() }
-            var login = wiring.login
-            login.tracesExchanges = verbose >= 2
+            let login = wiring.login
 
             let result: SiteLoginResult
             do {
@@ -92,6 +99,12 @@ struct LoginCommand: AsyncParsableCommand {
             if let failure = result.outputFailures.first {
                 let more = result.outputFailures.count > 1 ? " (and \(result.outputFailures.count - 1) more output file(s))" : ""
                 throw CLIFailure.failed("logged in and stored the session, but \(failure)\(more)")
+            }
+            if check, let probe = definition.check {
+                let passed = try await CheckRun.run(
+                    login, site: definition, check: probe, session: result.record, progress: progress,
+                    failurePrefix: "logged in and stored the session, but ")
+                if jar == "-" { Console.err(passed) } else { Console.out(passed) }
             }
         }
     }
@@ -139,7 +152,8 @@ enum LoginSetup {
         let known = all.sites.map(\.name).sorted()
         throw CLIFailure.usage(
             "no site named '\(name)' in \(daemonConfig.sitesDirectory)"
-                + (known.isEmpty ? " (the folder has no site files)" : " (sites: \(known.joined(separator: ", ")))"))
+                + (known.isEmpty ? " (the folder has no site files)" : " (sites: \(known.joined(separator: ", ")))")
+                + (Spelling.closest(to: name, among: known).map { "; did you mean '\($0)'?" } ?? ""))
     }
 
     /// Prints every diagnostic on its own line, as `check` does (compilers' format, which editors can jump

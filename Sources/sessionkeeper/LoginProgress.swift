@@ -45,6 +45,12 @@ final class LoginProgress: Sendable {
         case .exchange(let exchange):
             let hop = exchange.redirectHop > 0 ? "  ↳ " : "  "
             line("\(hop)\(exchange.method) \(exchange.url) \(exchange.status) \(exchange.milliseconds) ms")
+            // -v: the query's parameter names (steps on one script differ only there); -vv: the query, masked.
+            if let query = exchange.maskedQuery, verbosity >= 2 {
+                line("    query: \(query)")
+            } else if verbose, !exchange.queryNames.isEmpty {
+                line("    query parameters: \(exchange.queryNames.joined(separator: ", "))")
+            }
         case .pluginOutput(_, let step, let text):
             if verbose { line("  [\(step)] \(text)") }
         case .requestTrace(let trace):
@@ -65,6 +71,7 @@ final class LoginProgress: Sendable {
             if verbose {
                 let requests = timing.requests == 1 ? "1 request" : "\(timing.requests) requests"
                 line("  step '\(timing.step)' done in \(timing.duration.wholeMilliseconds) ms (\(requests))")
+                if !timing.cookiesSet.isEmpty { line("  step '\(timing.step)' set cookies: \(timing.cookiesSet.joined(separator: ", "))") }
             }
         }
     }

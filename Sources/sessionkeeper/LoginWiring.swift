@@ -37,6 +37,16 @@ struct LoginWiring {
         return LoginWiring(vault: vault, client: client, login: login)
     }
 
+    /// ``open(_:credentialOutput:)`` for a command that shows a run as it goes (`login`, `probe`): credential
+    /// commands' output goes to `progress` (the resolver masks their own output first), and with `-vv` the
+    /// login path traces every exchange.
+    static func open(_ config: DaemonConfig, progress: LoginProgress) throws -> LoginWiring {
+        let wiring = try open(config, credentialOutput: progress.credentialOutput)
+        var login = wiring.login
+        login.tracesExchanges = progress.verbosity >= 2
+        return LoginWiring(vault: wiring.vault, client: wiring.client, login: login)
+    }
+
     /// Stops the client and closes the vault.
     func close() {
         client.shutdown()

@@ -10,9 +10,10 @@ struct RefreshCommand: ParsableCommand {
         abstract: "Make the running daemon log a site in now.",
         discussion: """
             POST /v1/sites/SITE/refresh. Without --wait the login starts and the command returns; with \
-            --wait it waits up to that long for the login to finish and prints the site's new state. \
-            Exit status: 0 started (or, with --wait, logged in); 1 the login failed, the wait ran out, or \
-            the daemon refused; 2 usage or an unknown site; 3 no daemon runs.
+            --wait it waits up to that long for the login to finish and says how it ended: a new session, \
+            or why not and whether the old session is still served. Exit status: 0 started (with --wait: a \
+            new login succeeded); 1 the login failed, the wait ran out, or the daemon refused; 2 usage or \
+            an unknown site; 3 no daemon runs.
             """
     )
 
@@ -32,18 +33,29 @@ struct RefreshCommand: ParsableCommand {
             do throws(DaemonClientError) {
                 answer = try client.json("POST", DaemonClient.sitePath(site, "/refresh"), query: [("wait", wait)])
             } catch {
-                throw CLIFailure(error, site: site)
+                throw CLIFailure(error, site: site, client: client)
             }
             guard waitFor != nil else {
                 Console.out("login of \(site) started")
                 return
             }
             let status = SiteStatus(answer)
-            guard status.state == "valid" else {
-                throw CLIFailure.failed(
-                    "site '\(site)' is \(status.state) after the login" + (status.lastError.map { ": \($0)" } ?? ""))
+            // The login this request waited for, not the site's state: a failed login leaves a site valid
+            // while its old session lasts.
+            guard case .string(let outcome)? = answer["login"]?["outcome"] else {
+                throw CLIFailure.failed("the daemon's answer does not say how the login of '\(site)' ended")
             }
-            Console.out("\(site): valid" + (status.expiresAt.map { " until \(CookieTime.rfc3339($0))" } ?? ""))
+            guard outcome == "ok" else {
+                var reason = "the login of '\(site)' failed (\(outcome))"
+                if case .string(let error)? = answer["login"]?["error"] { reason += ": \(error)" }
+                if answer["session_served"] == .bool(true) {
+                    reason += "; the old session is still served" + (status.expiresAt.map { " (until \(CookieTime.rfc3339($0)))" } ?? "")
+                } else {
+                    reason += "; no session is served"
+                }
+                throw CLIFailure.failed(reason)
+            }
+            Console.out("\(site): logged in, valid" + (status.expiresAt.map { " until \(CookieTime.rfc3339($0))" } ?? ""))
         }
     }
 }

@@ -18,6 +18,7 @@ struct SessionKeeper: AsyncParsableCommand {
             ImportCommand.self,
             JarCommand.self,
             LoginCommand.self,
+            ProbeCommand.self,
             RefreshCommand.self,
             RunCommand.self,
             SecretCommand.self,

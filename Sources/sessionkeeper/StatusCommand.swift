@@ -8,11 +8,13 @@ import SiteConfig
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show every site the running daemon keeps: state, expiry, next refresh, last error.",
+        abstract: "Show every site the running daemon keeps: state, expiry, next run, last error.",
         discussion: """
-            A table with times relative to now; --json prints the daemon's answer to GET /v1/sites as it is, \
-            for scripts (times in RFC 3339 UTC). Exit status: 0 shown, 1 the daemon failed to answer, 3 no \
-            daemon runs.
+            A table with times relative to now: the next run is the login (refresh), check or keepalive that \
+            comes first, with the failure count while a site backs off. Below it, what to do for each site \
+            that needs attention, and the site files that failed to load with their errors (shown to the \
+            daemon's managers only). --json prints the daemon's answer to GET /v1/sites as it is, for scripts \
+            (times in RFC 3339 UTC). Exit status: 0 shown, 1 the daemon failed to answer, 3 no daemon runs.
             """
     )
 
@@ -38,7 +40,19 @@ struct StatusCommand: ParsableCommand {
             guard case .array(let sites)? = answer["sites"] else {
                 throw CLIFailure.failed("the daemon's answer to GET /v1/sites has no 'sites' list")
             }
-            for line in SitesTable.lines(sites.map(SiteStatus.init), now: Date()) { Console.out(line) }
+            let statuses = sites.map(SiteStatus.init)
+            for line in SitesTable.lines(statuses, now: Date()) { Console.out(line) }
+            for site in statuses {
+                guard let reason = site.attentionReason else { continue }
+                Console.out("\(site.name) needs attention (\(reason)): \(site.whatToDo ?? "see its last error")")
+            }
+            if case .array(let failed)? = answer["failed_files"], !failed.isEmpty {
+                Console.out("site files that failed to load (a site that loaded before runs on its last good definition):")
+                for file in failed {
+                    guard case .array(let errors)? = file["errors"] else { continue }
+                    for case .string(let error) in errors { Console.out("  \(error)") }
+                }
+            }
         }
     }
 }
@@ -52,6 +66,14 @@ struct SiteStatus {
     var nextRefresh: Date?
     var lastError: String?
     var userAgent: String?
+    /// `next_run`: `refresh`, `check` or `keepalive`, and when.
+    var nextRun: (kind: String, at: Date)?
+    /// Consecutive failures while the site backs off.
+    var failures: Int
+    var retryAt: Date?
+    /// `attention`: why the site waits for a person, and what to do.
+    var attentionReason: String?
+    var whatToDo: String?
 
     init(_ value: JSONValue) {
         func text(_ key: String) -> String? {
@@ -65,15 +87,23 @@ struct SiteStatus {
         nextRefresh = text("next_refresh").flatMap(CookieTime.parseRFC3339)
         lastError = text("last_error")
         userAgent = text("user_agent")
+        if case .string(let kind)? = value["next_run"]?["kind"], case .string(let at)? = value["next_run"]?["at"],
+           let date = CookieTime.parseRFC3339(at) {
+            nextRun = (kind, date)
+        }
+        if case .number(let count)? = value["failures"] { failures = Int(count) ?? 0 } else { failures = 0 }
+        retryAt = text("retry_at").flatMap(CookieTime.parseRFC3339)
+        if case .string(let reason)? = value["attention"]?["reason"] { attentionReason = reason }
+        if case .string(let advice)? = value["attention"]?["what_to_do"] { whatToDo = advice }
     }
 }
 
 /// The `status` table: aligned columns, times relative to `now`, "-" for none.
 enum SitesTable {
     static func lines(_ sites: [SiteStatus], now: Date) -> [String] {
-        let header = ["SITE", "STATE", "EXPIRES", "NEXT REFRESH", "LAST ERROR"]
+        let header = ["SITE", "STATE", "EXPIRES", "NEXT RUN", "LAST ERROR"]
         let rows = sites.map { site in
-            [site.name, site.state, relative(site.expiresAt, now: now), relative(site.nextRefresh, now: now),
+            [site.name, site.state, relative(site.expiresAt, now: now), nextRun(site, now: now),
              site.lastError.map { $0.replacingOccurrences(of: "\n", with: " ") } ?? "-"]
         }
         let widths = (0..<header.count - 1).map { column in
@@ -86,6 +116,13 @@ enum SitesTable {
             }
             return line
         }
+    }
+
+    /// `check in 4m`, `refresh in 30s (failure 2)`: the next run, and while failing how many attempts failed.
+    static func nextRun(_ site: SiteStatus, now: Date) -> String {
+        guard let next = site.nextRun else { return "-" }
+        let failing = site.failures > 0 ? " (failure \(site.failures))" : ""
+        return "\(next.kind) \(relative(next.at, now: now))\(failing)"
     }
 
     /// `in 1h5m`, `3m20s ago`: to the second under an hour, to the minute beyond.

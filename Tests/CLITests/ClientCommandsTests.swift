@@ -82,9 +82,14 @@ import Testing
             let table = try await world.run(["status"])
             #expect(table.status == 0, "\(table.stderr)")
             let lines = table.stdout.split(separator: "\n").map(String.init)
-            #expect(lines.first?.hasPrefix("SITE") == true && lines.first?.contains("NEXT REFRESH") == true)
-            #expect(lines.contains { $0.hasPrefix("demo ") && $0.contains("valid") && $0.contains("in ") })
+            #expect(lines.first?.hasPrefix("SITE") == true && lines.first?.contains("NEXT RUN") == true)
+            #expect(lines.contains { $0.hasPrefix("demo ") && $0.contains("valid") && $0.contains("check in ") }, "\(lines)")
             #expect(lines.contains { $0.hasPrefix("nosession ") && $0.contains("expected status 303, found status 200") })
+            // A failing site's next run is its next attempt, with how many failed before it.
+            #expect(lines.contains { $0.hasPrefix("slow ") && $0.contains("refresh in ") && $0.contains("(failure 2)") }, "\(lines)")
+            // What to do for a site that waits for a person, and the files that failed to load, with their errors.
+            #expect(lines.contains("nosession needs attention (credentials-refused): fix the credentials in nosession.yaml"), "\(lines)")
+            #expect(lines.contains("  /etc/sessionkeeper/sites/broken.yaml:3:1: error: unknown key 'chek'"), "\(lines)")
             let json = try await world.run(["status", "--json"])
             #expect(json.stdout.hasPrefix(#"{"sites": ["#), "\(json.stdout)")
 
@@ -113,16 +118,21 @@ import Testing
                 #expect(run.stderr.contains(words), "\(site): \(run.stderr)")
                 #expect(run.stdout.isEmpty)
             }
+            // A misspelt site: the close name among the sites the daemon shows, said once.
+            let misspelt = try await world.run(["cookie", "demoo"])
+            #expect(misspelt.status == 2)
+            #expect(misspelt.stderr == "sessionkeeper: the daemon has no site 'demoo'; did you mean 'demo'?\n", "\(misspelt.stderr)")
 
             let started = try await world.run(["refresh", "demo"])
             #expect(started.status == 0, "\(started.stderr)")
             #expect(started.stdout == "login of demo started\n")
             let waited = try await world.run(["refresh", "demo", "--wait", "5s"])
             #expect(waited.status == 0, "\(waited.stderr)")
-            #expect(waited.stdout == "demo: valid until 2099-01-01T00:00:00Z\n")
+            #expect(waited.stdout == "demo: logged in, valid until 2099-01-01T00:00:00Z\n")
             let failed = try await world.run(["refresh", "nosession", "--wait", "5s"])
             #expect(failed.status == 1)
-            #expect(failed.stderr.contains("is failed after the login: expected status 303"), "\(failed.stderr)")
+            #expect(failed.stderr.contains("the login of 'nosession' failed (credentials-refused): expected status 303"), "\(failed.stderr)")
+            #expect(failed.stderr.contains("no session is served"), "\(failed.stderr)")
             let timedOut = try await world.run(["refresh", "slow", "--wait", "1s"])
             #expect(timedOut.status == 1)
             let forbidden = try await world.run(["refresh", "forbidden"])

@@ -27,7 +27,7 @@ import Testing
     /// schedule's view of the session valid.
     private static func fitByTheRule(site: SiteDefinition, record: SessionRecord, session: SessionSummary, at horizon: Date) -> Bool {
         let live = record.liveCookies(at: horizon)
-        let present = site.cookies.essential.allSatisfy { name in live.contains { $0.name == name } }
+        let present = site.cookies.essential.allSatisfy { entry in live.contains { CookiePolicy.name($0.name, matches: entry) } }
         return present && session.isValid(at: horizon)
     }
 
@@ -43,6 +43,8 @@ import Testing
         let cases: [(essential: [String], sessionExpiry: Double?, present: Bool, expected: End)] = [
             (["a"], nil, true, .at(10)), (["b"], nil, true, .at(30)), (["c"], nil, true, .never), (["a", "b"], nil, true, .at(10)),
             (["b", "c"], 25, true, .at(25)), (["c"], 40, true, .at(40)), (["e"], nil, true, .none), (["c"], nil, false, .none),
+            // A prefix entry stands for the cookies it matches, as the full name does.
+            (["\"b*\""], nil, true, .at(30)), (["\"a*\"", "\"b*\""], nil, true, .at(10)), (["\"e*\""], nil, true, .none),
         ]
         for (essential, sessionExpiry, present, expected) in cases {
             let site = try Self.site(essential: essential)

@@ -50,8 +50,20 @@ struct TestClock {
         _ clock: TestClock, policy: SitePolicy = policy(), expiresIn: Duration? = .seconds(3600)
     ) -> SiteSchedule {
         var schedule = SiteSchedule(policy: policy, seed: 1)
-        _ = schedule.handle(.start(session: session(clock, expiresIn: expiresIn), enabled: true), now: clock.now)
+        // A restored session is checked at once when the site has a check; here it passes.
+        if schedule.handle(.start(session: session(clock, expiresIn: expiresIn), enabled: true), now: clock.now) == [.check] {
+            _ = schedule.handle(.checkFinished(.ok), now: clock.now)
+        }
         return schedule
+    }
+
+    /// Ends a login with `outcome` and, when that starts the check of the new session, ends it with `check`.
+    static func loginEnds(
+        _ schedule: inout SiteSchedule, _ outcome: RunOutcome = .ok, session: SessionSummary?, check: RunOutcome = .ok, now: Now
+    ) -> [SiteSchedule.Action] {
+        let actions = schedule.handle(.loginFinished(outcome, session: session), now: now)
+        guard actions == [.check] else { return actions }
+        return schedule.handle(.checkFinished(check), now: now)
     }
 
     static let down = RunOutcome.siteDown(reason: "connect error", retryAfter: nil)
@@ -78,8 +90,10 @@ struct TestClock {
         let clock = TestClock()
         var schedule = SiteSchedule(policy: Self.policy(), seed: 1)
         let actions = schedule.handle(.start(session: Self.session(clock, expiresIn: .seconds(3600)), enabled: true), now: clock.now)
-        #expect(actions.isEmpty)
+        // The restored session is checked at once (it may have been logged out while the daemon was down).
+        #expect(actions == [.check])
         #expect(schedule.phase == .valid)
+        #expect(schedule.handle(.checkFinished(.ok), now: clock.now).isEmpty)
         // expiry − before_expiry
         #expect(clock.offset(schedule.deadlines[.login]) == .seconds(3000))
         #expect(clock.offset(schedule.deadlines[.check]) == .seconds(900))
@@ -128,13 +142,13 @@ struct TestClock {
         clock.advance(.seconds(15))
         #expect(schedule.handle(.timerFired(.login), now: clock.now) == [.logIn])
         clock.advance(.seconds(1))
-        #expect(schedule.handle(.loginFinished(.ok, session: Self.session(clock, expiresIn: .seconds(30))), now: clock.now).isEmpty)
+        #expect(Self.loginEnds(&schedule, session: Self.session(clock, expiresIn: .seconds(30)), now: clock.now).isEmpty)
         #expect(clock.offset(schedule.deadlines[.login]) == .seconds(15))
         // A login whose session was already over when it ended: retried after retry.initial (30 s), not at once.
         clock.advance(.seconds(15))
         #expect(schedule.handle(.timerFired(.login), now: clock.now) == [.logIn])
         let over = SessionSummary(lastLogin: clock.wall, expiresAt: clock.wall.addingTimeInterval(-1))
-        _ = schedule.handle(.loginFinished(.ok, session: over), now: clock.now)
+        _ = Self.loginEnds(&schedule, session: over, now: clock.now)
         #expect(clock.offset(schedule.deadlines[.login]) == .seconds(30))
     }
 
@@ -146,7 +160,7 @@ struct TestClock {
         #expect(schedule.phase == .refreshing)
         clock.advance(.seconds(2))
         let renewed = Self.session(clock, expiresIn: .seconds(7200))
-        #expect(schedule.handle(.loginFinished(.ok, session: renewed), now: clock.now).isEmpty)
+        #expect(Self.loginEnds(&schedule, session: renewed, now: clock.now).isEmpty)
         #expect(schedule.phase == .valid)
         #expect(clock.offset(schedule.deadlines[.login]) == .seconds(6600))
     }
@@ -300,7 +314,7 @@ struct TestClock {
         #expect(schedule.nextDeadline == nil)
         // A changed secret logs in; its success plans the probes again.
         #expect(schedule.handle(.secretChanged, now: clock.now) == [.logIn])
-        _ = schedule.handle(.loginFinished(.ok, session: Self.session(clock, expiresIn: .seconds(3600))), now: clock.now)
+        _ = Self.loginEnds(&schedule, session: Self.session(clock, expiresIn: .seconds(3600)), now: clock.now)
         #expect(clock.offset(schedule.deadlines[.check]) == .seconds(2))
         #expect(clock.offset(schedule.deadlines[.keepalive]) == .seconds(5))
     }
@@ -398,7 +412,7 @@ struct TestClock {
         #expect(schedule.handle(.timerFired(.check), now: clock.now).isEmpty)
         #expect(!schedule.checkRunning)
         #expect(clock.offset(schedule.deadlines[.check]) == .seconds(60))
-        _ = schedule.handle(.loginFinished(.ok, session: Self.session(clock, expiresIn: .seconds(3600))), now: clock.now)
+        _ = Self.loginEnds(&schedule, session: Self.session(clock, expiresIn: .seconds(3600)), now: clock.now)
         clock.advance(to: schedule.deadlines[.check]!)
         #expect(schedule.handle(.timerFired(.check), now: clock.now) == [.check])
     }
@@ -428,6 +442,7 @@ struct TestClock {
         var schedules = (0..<50).map { index -> SiteSchedule in
             var schedule = SiteSchedule(policy: Self.policy(check: .seconds(300)), seed: UInt64(index))
             _ = schedule.handle(.start(session: Self.session(clock, expiresIn: .seconds(86_400)), enabled: true), now: clock.now)
+            _ = schedule.handle(.checkFinished(.ok), now: clock.now)
             return schedule
         }
         clock.advance(.seconds(3600))  // a suspend: every check is overdue

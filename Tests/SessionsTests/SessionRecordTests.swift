@@ -1,6 +1,7 @@
 import CookieJar
 import Foundation
 import Sessions
+import SiteConfig
 import Testing
 
 @Suite struct SessionRecordTests {
@@ -112,6 +113,11 @@ import Testing
     @Test func defaultKeepsEverythingButTheEssentialCookies() {
         let kept = StartingCookies.select(from: Self.stored, policy: .allButEssential, essential: ["sid"], now: Self.now)
         #expect(kept.map(\.name) == ["device", "prefs"])
+        // An essential name ending in * leaves out what it matches, as the full name does.
+        let byPrefix = StartingCookies.select(from: Self.stored, policy: .allButEssential, essential: ["s*"], now: Self.now)
+        #expect(byPrefix.map(\.name) == ["device", "prefs"])
+        #expect(CookiePolicy.name("DW7f3a", matches: "DW*") && !CookiePolicy.name("XDW", matches: "DW*"))
+        #expect(CookiePolicy.name("sid", matches: "sid") && !CookiePolicy.name("sid2", matches: "sid"))
     }
 
     @Test func noneStartsEmpty() {

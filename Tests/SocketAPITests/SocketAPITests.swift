@@ -40,8 +40,17 @@ import TestSupport
                 #expect(site["expires_at"]?.plainText.hasSuffix("Z") == true)
                 #expect(site["last_login"]?.plainText.hasSuffix("Z") == true)
                 #expect(site["last_error"] == .null)
-                let keys = ["name", "state", "expires_at", "last_login", "next_refresh", "last_error"]
+                let keys = [
+                    "name", "state", "expires_at", "last_login", "next_refresh", "last_error", "next_run", "failures", "retry_at",
+                    "attention",
+                ]
                 if case .object(let members) = site { #expect(members.map(\.key) == keys) }
+                // The check planned, or while the check that follows the login still runs, the next login.
+                #expect(["check", "refresh"].contains(site["next_run"]?["kind"]?.plainText ?? "-"), "\(site)")
+                #expect(site["next_run"]?["at"]?.plainText.hasSuffix("Z") == true)
+                #expect(site["failures"] == .number("0") && site["retry_at"] == .null && site["attention"] == .null)
+                // The test runs as the daemon's user, a manager: the site files that failed to load (none).
+                #expect(sites.json?["failed_files"] == .array([]))
 
                 let one = try await world.curl("/v1/sites/demo")
                 #expect(one.status == 200)
@@ -222,6 +231,10 @@ import TestSupport
                 #expect(waited.status == 200)
                 #expect(waited.json?["state"]?.plainText == "valid")
                 #expect(waited.json?["name"]?.plainText == "demo")
+                // The login it waited for, and whether a session is served now.
+                #expect(waited.json?["login"]?["outcome"]?.plainText == "ok")
+                #expect(waited.json?["login"]?["error"] == .null)
+                #expect(waited.json?["session_served"] == .bool(true))
                 #expect(await world.keeper.record(for: "demo")?.lastLogin ?? .distantPast > before.lastLogin)
 
                 let checksBefore = world.requests.count("GET /api/me")
@@ -516,6 +529,11 @@ import TestSupport
                     #expect(metrics.body.contains(family), "\(family)")
                 }
                 #expect(metrics.body.contains("outcome=\"ok\""))
+                // The check that runs on the new session right after the login is counted by its outcome.
+                #expect(try await waitUntil(.seconds(5)) {
+                    let lines = (try? await world.curl("/metrics").body)?.split(separator: "\n") ?? []
+                    return lines.contains { $0.hasPrefix("sessionkeeper_checks_total{") && $0.contains("site=\"demo\"") && $0.contains("outcome=\"ok\"") }
+                })
             }
         }
     }

@@ -263,7 +263,8 @@ public struct CookiePolicy: Sendable, Hashable {
         }
     }
 
-    /// Names whose absence or expiry means logged out; their expiry drives refresh.
+    /// Names whose absence or expiry means logged out; their expiry drives refresh. A name ending in `*`
+    /// matches every cookie whose name starts with what precedes it (DokuWiki's `DW*`).
     public var essential: [String]
     /// Which Set-Cookie headers the jar accepts (default always).
     public var accept: Accept
@@ -283,6 +284,21 @@ public struct CookiePolicy: Sendable, Hashable {
         self.persistSessionCookies = persistSessionCookies
         self.limits = limits
         self.keepOnLogin = keepOnLogin
+    }
+}
+
+extension CookiePolicy {
+    /// Whether the cookie named `cookieName` is essential: an entry of ``essential`` names it or is a prefix
+    /// pattern that matches it.
+    public func isEssential(_ cookieName: String) -> Bool {
+        essential.contains { Self.name(cookieName, matches: $0) }
+    }
+
+    /// Whether `cookieName` matches the essential entry `entry`: the same name, or, for an entry ending in `*`,
+    /// a name that starts with what precedes the `*`.
+    public static func name(_ cookieName: String, matches entry: String) -> Bool {
+        guard entry.hasSuffix("*") else { return cookieName == entry }
+        return cookieName.hasPrefix(entry.dropLast())
     }
 }
 

@@ -1,9 +1,9 @@
 /// "Did you mean" suggestions by edit distance.
-enum Spelling {
+public enum Spelling {
     /// The candidate closest to `word` (case-insensitive Levenshtein distance), when it is close:
     /// at most 1 edit for short words, 2 for words of 5+ characters, 3 for 9+; also a candidate that
     /// equals `word` with `_` and `-` swapped.
-    static func closest(to word: String, among candidates: [String]) -> String? {
+    public static func closest(to word: String, among candidates: [String]) -> String? {
         let lowered = word.lowercased()
         let limit = lowered.count >= 9 ? 3 : lowered.count >= 5 ? 2 : 1
         var best: (candidate: String, distance: Int)?

@@ -12,6 +12,7 @@ import Scheduler
 /// Families, all labelled by names, never by values:
 /// - `sessionkeeper_logins_total{site,outcome}`: logins ended, by outcome (`ok`, `credentials-refused`, ...);
 /// - `sessionkeeper_login_duration_seconds{site}`: histogram of login durations;
+/// - `sessionkeeper_checks_total{site,outcome}`: checks ended, by outcome (`ok`, `logged-out`, `site-down`, ...);
 /// - `sessionkeeper_session_expires_in_seconds{site}`: seconds until the served session's first essential
 ///   cookie expires (only sites whose session has an expiry);
 /// - `sessionkeeper_sites{state}`: sites in each state;
@@ -40,6 +41,12 @@ final class DaemonMetrics: Sendable {
             .increment()
         CoreMetrics.Timer(label: "sessionkeeper_login_duration_seconds", dimensions: [("site", site)], factory: factory)
             .recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    }
+
+    /// A check ended.
+    func checkFinished(site: String, outcome: String) {
+        CoreMetrics.Counter(label: "sessionkeeper_checks_total", dimensions: [("site", site), ("outcome", outcome)], factory: factory)
+            .increment()
     }
 
     /// A request was answered. `route` is the route's pattern (`/v1/sites/{name}/cookies`), never a raw path, so

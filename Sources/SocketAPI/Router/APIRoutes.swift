@@ -61,7 +61,10 @@ struct APIRoutes: Sendable {
     private func sites(_ request: Request, _ context: APIContext) async throws -> Response {
         _ = try RouteQuery(request, for: .sites)
         let visible = await keeper.snapshots().filter { access.allows(context.peer, site: $0.site) }
-        return WireBody.json(.object([("sites", .array(visible.map { SiteWire.site($0.status) }))]))
+        var members: [(key: String, value: JSONValue)] = [("sites", .array(visible.map { SiteWire.site($0.status) }))]
+        // A file that failed to parse has no `access` to judge by: only the peers that manage the daemon see it.
+        if access.seesEverySite(context.peer) { members.append(("failed_files", SiteWire.failedFiles(await keeper.failedSiteFiles()))) }
+        return WireBody.json(.object(members))
     }
 
     private func site(_ request: Request, _ context: APIContext) async throws -> Response {
@@ -101,7 +104,7 @@ struct APIRoutes: Sendable {
             throw APIError(error)
         }
         guard wait != nil else { return WireBody.json(.object([("status", .string("started"))]), status: .accepted) }
-        return WireBody.json(SiteWire.site(status))
+        return WireBody.json(SiteWire.refreshed(status, sessionServed: keeper.servedNow(status.name, minValid: nil) != nil))
     }
 
     private func report(_ request: Request, _ context: APIContext) async throws -> Response {

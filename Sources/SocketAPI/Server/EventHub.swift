@@ -88,6 +88,7 @@ final class EventHub: Sendable {
         if case .loginFinished(let site, let outcome, let duration) = event {
             metrics.loginFinished(site: site, outcome: outcome, duration: duration)
         }
+        if case .checkFinished(let site, let outcome, _) = event { metrics.checkFinished(site: site, outcome: outcome) }
         let (readers, sequence) = state.withLock { state -> ([UInt64: Reader], UInt64) in
             state.sequence += 1
             return (state.readers, state.sequence)

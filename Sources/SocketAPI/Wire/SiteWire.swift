@@ -6,7 +6,8 @@ import JSON
 /// The JSON objects of SPEC section 8 that describe sites and events. Times are RFC 3339 in UTC with `Z`;
 /// an unknown time is `null`. Cookie names appear, cookie values never.
 enum SiteWire {
-    /// `{"name","state","expires_at","last_login","next_refresh","last_error"}`.
+    /// `{"name","state","expires_at","last_login","next_refresh","last_error","next_run","failures","retry_at",
+    /// "attention"}`.
     static func site(_ status: Keeper.SiteStatus) -> JSONValue {
         .object(siteMembers(status))
     }
@@ -30,7 +31,32 @@ enum SiteWire {
             ("last_login", time(status.lastLogin)),
             ("next_refresh", time(status.nextRefresh)),
             ("last_error", status.lastError.map(JSONValue.string) ?? .null),
+            ("next_run", status.nextRun.map { .object([("kind", .string($0.kind.rawValue)), ("at", time($0.at))]) } ?? .null),
+            ("failures", .number(String(status.failures))),
+            ("retry_at", time(status.retryAt)),
+            ("attention", status.attention.map { .object([("reason", .string($0.reason.rawValue)), ("what_to_do", .string($0.whatToDo))]) } ?? .null),
         ]
+    }
+
+    /// The answer to a `refresh` that waited: the site, plus `"login"`, how the login it waited for ended
+    /// (`{"outcome","error","ended_at"}`, `outcome` as in the metrics: `ok`, `site-down`, ...), and
+    /// `"session_served"`, whether a session is served now (after a failed login, the old one when it is still
+    /// valid).
+    static func refreshed(_ status: Keeper.SiteStatus, sessionServed: Bool) -> JSONValue {
+        var members = siteMembers(status)
+        members.append(("login", status.lastAttempt.map { attempt in
+            .object([
+                ("outcome", .string(attempt.outcome.name)), ("error", attempt.outcome.reason.map(JSONValue.string) ?? .null),
+                ("ended_at", time(attempt.endedAt)),
+            ])
+        } ?? .null))
+        members.append(("session_served", .bool(sessionServed)))
+        return .object(members)
+    }
+
+    /// `[{"file","errors"}]`: the site files that failed to load, for the peers that manage the daemon.
+    static func failedFiles(_ failures: [SiteFileFailure]) -> JSONValue {
+        .array(failures.map { .object([("file", .string($0.file)), ("errors", .array($0.errors.map(JSONValue.string)))]) })
     }
 
     static func time(_ date: Date?) -> JSONValue {
@@ -38,7 +64,7 @@ enum SiteWire {
     }
 
     /// One Server-Sent Event: `id:`, `event:` (`state` or `cookies`) and one `data:` line of JSON; nil for the
-    /// keeper's events that are not shown (finished logins, which only feed the metrics).
+    /// keeper's events that are not shown (finished logins and checks, which only feed the metrics).
     static func serverSentEvent(_ event: KeeperEvent, id: UInt64) -> String? {
         let kind: String
         let data: JSONValue
@@ -54,7 +80,7 @@ enum SiteWire {
                 ("site", .string(site)), ("time", self.time(time)), ("names", .array(names.map(JSONValue.string))),
                 ("expires_at", self.time(expiresAt)),
             ])
-        case .loginFinished:
+        case .loginFinished, .checkFinished:
             return nil
         }
         return "id: \(id)\nevent: \(kind)\ndata: \(JSONWriter.write(data))\n\n"
@@ -63,7 +89,7 @@ enum SiteWire {
     /// The site an event is about.
     static func site(of event: KeeperEvent) -> String {
         switch event {
-        case .state(let site, _, _, _), .cookies(let site, _, _, _), .loginFinished(let site, _, _): site
+        case .state(let site, _, _, _), .cookies(let site, _, _, _), .loginFinished(let site, _, _), .checkFinished(let site, _, _): site
         }
     }
 }

@@ -6,8 +6,8 @@ Usage: fake_socket_api.py SOCKET_PATH LOG_PATH [EVENT_DELAY_SECONDS]
 
 Every request line is appended to LOG_PATH. Sites:
   demo       valid; cookies demo_session (value rotates when the cookies event is sent) and theme
-  nosession  failed: its cookies answer 503 no_session; a refresh with wait ends in state failed
-  slow       its cookies and refresh with wait answer 504 timeout
+  nosession  failed: its cookies answer 503 no_session; a refresh with wait says its login was refused
+  slow       failed, backing off (2 failures, a refresh planned); its cookies and refresh with wait answer 504 timeout
   forbidden  403 on everything
   other      404 unknown site
 GET /v1/events streams, EVENT_DELAY_SECONDS (default 1) after it opens, a state event and a cookies
@@ -30,11 +30,17 @@ EXPIRES = "2099-01-01T00:00:00Z"
 
 SITES = {
     "demo": {"name": "demo", "state": "valid", "expires_at": EXPIRES, "last_login": "2026-11-24T01:00:00Z",
-             "next_refresh": "2098-12-31T23:50:00Z", "last_error": None},
+             "next_refresh": "2098-12-31T23:50:00Z", "last_error": None,
+             "next_run": {"kind": "check", "at": "2098-12-31T23:40:00Z"}, "failures": 0, "retry_at": None,
+             "attention": None},
     "nosession": {"name": "nosession", "state": "failed", "expires_at": None, "last_login": None,
-                  "next_refresh": "2026-11-24T03:00:00Z", "last_error": "expected status 303, found status 200"},
-    "slow": {"name": "slow", "state": "logging-in", "expires_at": None, "last_login": None,
-             "next_refresh": None, "last_error": None},
+                  "next_refresh": "2026-11-24T03:00:00Z", "last_error": "expected status 303, found status 200",
+                  "next_run": None, "failures": 1, "retry_at": None,
+                  "attention": {"reason": "credentials-refused", "what_to_do": "fix the credentials in nosession.yaml"}},
+    "slow": {"name": "slow", "state": "failed", "expires_at": None, "last_login": None,
+             "next_refresh": "2099-01-01T00:00:00Z", "last_error": "plugin failed",
+             "next_run": {"kind": "refresh", "at": "2099-01-01T00:00:00Z"}, "failures": 2,
+             "retry_at": "2099-01-01T00:00:00Z", "attention": None},
 }
 
 
@@ -91,7 +97,9 @@ class Handler(socketserver.StreamRequestHandler):
         if parts == ["v1", "health"]:
             return 200, "application/json", json.dumps({"status": "ok", "version": "fake", "uptime_s": 5})
         if parts == ["v1", "sites"]:
-            return 200, "application/json", json.dumps({"sites": list(SITES.values())})
+            return 200, "application/json", json.dumps({"sites": list(SITES.values()), "failed_files": [
+                {"file": "/etc/sessionkeeper/sites/broken.yaml",
+                 "errors": ["/etc/sessionkeeper/sites/broken.yaml:3:1: error: unknown key 'chek'"]}]})
         if len(parts) < 3 or parts[:2] != ["v1", "sites"]:
             return error(404, "not_found", "no such route")
         name = parts[2]
@@ -124,7 +132,15 @@ class Handler(socketserver.StreamRequestHandler):
                 return 202, "application/json", json.dumps({"status": "started"})
             if name == "slow":
                 return error(504, "timeout", "the login did not finish within %s" % query["wait"])
-            return 200, "application/json", json.dumps(SITES[name])
+            answer = dict(SITES[name])
+            if name == "nosession":
+                answer["login"] = {"outcome": "credentials-refused", "error": answer["last_error"],
+                                   "ended_at": "2026-11-24T02:00:00Z"}
+                answer["session_served"] = False
+            else:
+                answer["login"] = {"outcome": "ok", "error": None, "ended_at": "2026-11-24T02:00:00Z"}
+                answer["session_served"] = True
+            return 200, "application/json", json.dumps(answer)
         return error(404, "not_found", "no such route")
 
     def chunk(self, text):

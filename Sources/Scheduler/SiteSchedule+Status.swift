@@ -1,0 +1,90 @@
+import Foundation
+
+// MARK: What `status` shows of a schedule: why it waits for a person, what runs next, how it backs off
+
+extension SiteSchedule {
+    /// Why a site waits for a person (`needs-attention`), as far as its schedule can tell. The raw values are
+    /// the notifiers' names for the same reasons (`Notify.AttentionReason`), so one maps onto the other by name.
+    public enum AttentionReason: String, Sendable, Hashable, CaseIterable {
+        /// A login was refused in a way that looks permanent (an `expect` failed on a 2xx or 4xx answer).
+        case credentialsRefused = "credentials-refused"
+        /// `max_failures_per_day` failed logins in 24 hours.
+        case dailyCapReached = "daily-cap-reached"
+        /// A `login: manual` site has no valid session (none imported, it expired, or the check found it dead).
+        case manualSessionDied = "manual-session-died"
+        /// The check failed right after a successful login: the check is wrong, not the session, and logging in
+        /// again at every period would change nothing.
+        case checkNeverPasses = "check-never-passes"
+        /// The site file or a credential cannot work as it stands.
+        case misconfigured
+    }
+
+    /// What the check in flight is for.
+    enum CheckPurpose: Sendable, Hashable {
+        /// Its period came, a client reported a failure, or a person woke the site.
+        case routine
+        /// The session was restored at start: it may have been logged out while the daemon was down.
+        case restoredSession
+        /// A login just made the session: a failure means the check cannot pass.
+        case afterLogin
+    }
+
+    /// Why the site waits for a person; nil unless ``phase`` is needs-attention.
+    public var attentionReason: AttentionReason? { phase == .needsAttention ? waitReason : nil }
+
+    /// Consecutive failed attempts: logins that failed since the last success, plus, while the site is down,
+    /// the runs it did not answer. 0 when nothing is failing.
+    public var failures: Int { consecutiveFailures + (siteDown ? probeFailures : 0) }
+
+    /// A run the schedule has planned: which, and when (wall time).
+    public struct PlannedRun: Sendable, Hashable {
+        public enum Kind: String, Sendable, Hashable {
+            /// A login (`refresh` in status: a first login, a renewal or a retry).
+            case refresh
+            case check
+            case keepalive
+        }
+
+        public var kind: Kind
+        public var at: Date
+
+        public init(kind: Kind, at: Date) {
+            self.kind = kind
+            self.at = at
+        }
+    }
+
+    /// The next run the schedule has planned, whichever comes first; nil when nothing is planned (a site that
+    /// waits for a person with nothing to probe, a disabled site). On a tie the login is named.
+    public func nextRun(now: Now) -> PlannedRun? {
+        let order: [(Timer, PlannedRun.Kind)] = [(.login, .refresh), (.check, .check), (.keepalive, .keepalive)]
+        var best: (deadline: ContinuousClock.Instant, kind: PlannedRun.Kind)?
+        for (timer, kind) in order {
+            guard let deadline = deadlines[timer] else { continue }
+            if best.map({ deadline < $0.deadline }) ?? true { best = (deadline, kind) }
+        }
+        guard let best else { return nil }
+        return PlannedRun(kind: best.kind, at: wallTime(of: best.deadline, now: now))
+    }
+
+    /// While failing (a failed login backing off, or the site down), when the next attempt is planned: the login's
+    /// retry, or while the site is down the check that probes it first. Nil when nothing is failing or no
+    /// attempt is planned (the site waits for a person).
+    public func retryAt(now: Now) -> Date? {
+        guard phase != .needsAttention, phase != .disabled else { return nil }
+        let deadline: ContinuousClock.Instant?
+        if siteDown {
+            deadline = policy.checkEvery != nil ? deadlines[.check] ?? deadlines[.login] : deadlines[.login]
+        } else if consecutiveFailures > 0 {
+            deadline = deadlines[.login]
+        } else {
+            deadline = nil
+        }
+        return deadline.map { wallTime(of: $0, now: now) }
+    }
+
+    /// The wall time at which the monotonic clock reaches `deadline`, as far as anyone can tell now.
+    func wallTime(of deadline: ContinuousClock.Instant, now: Now) -> Date {
+        now.wall.addingTimeInterval(Self.seconds(now.monotonic.duration(to: deadline)))
+    }
+}
