@@ -97,11 +97,17 @@ final class ConnectionAdmission: Sendable {
 }
 
 /// The whole pipeline of a connection refused at admission: its answer (a 503) written as soon as the connection
-/// is active, then the end; whatever the peer sends meanwhile is dropped.
+/// is active, then the end. Its writing side is shut at once; its reading side stays open (what the peer sends
+/// is dropped) until the peer closes or for ``linger`` at most, so a client that sends its request after the
+/// answer came still reads the answer rather than a broken pipe.
 final class RefusedConnection: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
 
+    /// How long a refused connection's reading side stays open for the client to finish sending.
+    static let linger = TimeAmount.seconds(1)
+
     private let answer: String
+    private var closing: Scheduled<Void>?
 
     init(answer: String) {
         self.answer = answer
@@ -109,9 +115,16 @@ final class RefusedConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelActive(context: ChannelHandlerContext) {
         let channel = context.channel
-        context.writeAndFlush(NIOAny(ByteBuffer(string: answer))).whenComplete { _ in channel.close(promise: nil) }
+        context.writeAndFlush(NIOAny(ByteBuffer(string: answer))).whenComplete { _ in channel.close(mode: .output, promise: nil) }
+        closing = context.eventLoop.scheduleTask(in: Self.linger) { channel.close(promise: nil) }
         context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closing?.cancel()
+        closing = nil
+        context.fireChannelInactive()
+    }
 }
