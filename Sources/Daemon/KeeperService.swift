@@ -27,13 +27,20 @@ public final class KeeperService: Service, Sendable {
     private let inputs: AsyncStream<Input>
     private let feed: AsyncStream<Input>.Continuation
     private let pendingFiles = PendingFileNames()
+    private let willApply: @Sendable (DaemonConfig, [SiteDefinition]) async -> Void
 
-    /// - Parameter storeChanges: what other processes change in the store; nil: their changes are seen at each
-    ///   site's next check only.
+    /// - Parameters:
+    ///   - storeChanges: what other processes change in the store; nil: their changes are seen at each site's
+    ///     next check only.
+    ///   - willApply: told config.yaml as it is now and every site before the keeper takes them (at start, on
+    ///     every reload and every change of a site file), and awaited: the socket's access rules follow them
+    ///     (`socket.allow_uids`, the gids of `access.groups`).
     public init(
         configPath: String, config: DaemonConfig, loader: ConfigurationLoader, keeper: Keeper,
-        notifier: ServiceNotifier, logger: Logger, storeChanges: (any StoreChangeFeed)? = nil
+        notifier: ServiceNotifier, logger: Logger, storeChanges: (any StoreChangeFeed)? = nil,
+        willApply: @escaping @Sendable (DaemonConfig, [SiteDefinition]) async -> Void = { _, _ in }
     ) {
+        self.willApply = willApply
         self.configPath = configPath
         self.initialConfig = config
         self.loader = loader
@@ -66,7 +73,7 @@ public final class KeeperService: Service, Sendable {
         var config = initialConfig
         var catalog = SiteCatalog()
         log(catalog.reloadAll(loader: loader, config: config))
-        await apply(catalog, settings: config.scheduler)
+        await apply(catalog, config: config)
 
         var watcher = startWatching(config.sitesDirectory, feed: feed)
         let clockWatcher = startWatchingTheClock()
@@ -115,7 +122,7 @@ public final class KeeperService: Service, Sendable {
                 let names = pendingFiles.takeAll()
                 guard !names.isEmpty else { continue }
                 log(catalog.reload(names: names, loader: loader, config: config))
-                await apply(catalog, settings: config.scheduler)
+                await apply(catalog, config: config)
                 continue
             case .reload:
                 await notify { try $0.reloading() }
@@ -139,7 +146,7 @@ public final class KeeperService: Service, Sendable {
                     }
                 }
                 log(catalog.reloadAll(loader: loader, config: config))
-                await apply(catalog, settings: config.scheduler)
+                await apply(catalog, config: config)
                 await notify { try $0.ready(status: await self.statusLine()) }
                 continue
             case .watchdog:
@@ -160,8 +167,10 @@ public final class KeeperService: Service, Sendable {
     }
 
     /// Makes the keeper's sites the catalog's, and has the store's changes followed for them.
-    private func apply(_ catalog: SiteCatalog, settings: SchedulerSettings) async {
+    private func apply(_ catalog: SiteCatalog, config: DaemonConfig) async {
         let sites = catalog.sites
+        await willApply(config, sites)
+        let settings = config.scheduler
         storeChanges?.follow(
             sites: Set(sites.map(\.name)), secrets: sites.reduce(into: Set<String>()) { $0.formUnion(Keeper.secretNames(of: $1)) })
         await keeper.apply(sites, settings: settings)
@@ -212,13 +221,15 @@ public final class KeeperService: Service, Sendable {
     }
 
     /// The keys of config.yaml a reload cannot apply to a running daemon: the state folder and the vault it
-    /// holds open, the socket it listens on, the metrics route, and the logging set up at start. Sites,
-    /// `sites_dir`, `plugins_dir`, `defaults` and `scheduler` apply at once.
+    /// holds open, the socket it listens on (its path, mode and group), the metrics route, and the logging set up
+    /// at start. Sites, `sites_dir`, `plugins_dir`, `defaults`, `scheduler` and `socket.allow_uids` apply at once.
     static func settingsNeedingRestart(running: DaemonConfig, reloaded: DaemonConfig) -> [String] {
         var keys: [String] = []
         if running.stateDirectory != reloaded.stateDirectory { keys.append("state_dir") }
         if running.vault != reloaded.vault { keys.append("vault") }
-        if running.socket != reloaded.socket { keys.append("socket") }
+        var socket = running.socket
+        socket.allowUIDs = reloaded.socket.allowUIDs
+        if socket != reloaded.socket { keys.append("socket") }
         if running.metrics != reloaded.metrics { keys.append("metrics") }
         if running.log != reloaded.log { keys.append("log") }
         return keys

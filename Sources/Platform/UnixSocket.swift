@@ -8,14 +8,16 @@ import Musl
 internal import CLinux
 
 /// Who is at the other end of a Unix-domain socket connection, as the kernel saw it at `connect(2)`
-/// (SO_PEERCRED), plus the process's supplementary groups.
+/// (SO_PEERCRED), with the supplementary groups it had then (SO_PEERGROUPS).
 public struct PeerCredentials: Sendable, Hashable {
     public var pid: Int32
     public var uid: UInt32
     public var gid: UInt32
-    /// Supplementary groups of the peer process, read from `/proc/PID/status` (`Groups:`) when the
-    /// connection was accepted. Empty when they could not be read, or when the process behind the pid is no
-    /// longer the peer's (it exited and the pid was reused: its `Uid:` differs).
+    /// Supplementary groups of the peer at `connect(2)`, as the kernel recorded them (SO_PEERGROUPS, Linux
+    /// 4.13+; no read of `/proc/PID/status`, which `ProtectProc=invisible` hides). Only for a peer in more
+    /// groups than ``KernelPeerGroups/capacity`` (or a kernel without SO_PEERGROUPS) are they read from
+    /// `/proc/PID/status` when the connection is accepted, and then empty when that cannot be read or the
+    /// process behind the pid is no longer the peer's (it exited and the pid was reused: its `Uid:` differs).
     public var supplementaryGroups: [UInt32]
 
     public init(pid: Int32, uid: UInt32, gid: UInt32, supplementaryGroups: [UInt32] = []) {
@@ -28,24 +30,53 @@ public struct PeerCredentials: Sendable, Hashable {
     /// The primary and supplementary groups.
     public var allGroups: [UInt32] { [gid] + supplementaryGroups }
 
-    /// What the kernel recorded for the peer (``KernelPeerCredentials``, as getsockopt(SO_PEERCRED) fills it),
-    /// with its process's supplementary groups. Call it when the connection is accepted: the `/proc` read is a
-    /// memory read of the kernel's process table.
-    public init(kernel: KernelPeerCredentials) {
+    /// What the kernel recorded for the peer (``KernelPeerCredentials`` and ``KernelPeerGroups``, as
+    /// getsockopt(SO_PEERCRED) and getsockopt(SO_PEERGROUPS) fill them). Without `groups` (the peer is in more
+    /// groups than the buffer holds, or the kernel has no SO_PEERGROUPS) they are read from `/proc/PID/status`:
+    /// call it when the connection is accepted, when the pid is most likely still the peer's.
+    public init(kernel: KernelPeerCredentials, groups: KernelPeerGroups?) {
         self.init(
             pid: kernel.pid, uid: kernel.uid, gid: kernel.gid,
-            supplementaryGroups: UnixSocket.supplementaryGroups(pid: kernel.pid, uid: kernel.uid))
+            supplementaryGroups: groups?.groups ?? UnixSocket.supplementaryGroups(pid: kernel.pid, uid: kernel.uid))
     }
 
-    /// The peer of the connected Unix-domain socket `fd` (getsockopt SO_PEERCRED), with its supplementary groups.
+    /// The peer of the connected Unix-domain socket `fd` (getsockopt SO_PEERCRED), with its supplementary groups
+    /// (getsockopt SO_PEERGROUPS, however many).
     public init(socket fd: Int32) throws(SystemError) {
         var raw = KernelPeerCredentials()
         var length = socklen_t(MemoryLayout<KernelPeerCredentials>.size)
         guard getsockopt(fd, KernelPeerCredentials.optionLevel, KernelPeerCredentials.optionName, &raw, &length) == 0 else {
             throw SystemError(call: "getsockopt SO_PEERCRED", errno: Glibc.errno)
         }
-        self.init(kernel: raw)
+        self.init(pid: raw.pid, uid: raw.uid, gid: raw.gid, supplementaryGroups: try UnixSocket.peerGroups(fd))
     }
+}
+
+/// The supplementary groups SO_PEERGROUPS reports, for up to ``capacity`` of them: a fixed-size value, so that
+/// an event loop's socket option call (which knows only a value's size) can fill it.
+///
+/// The call does not say how many it wrote; the kernel keeps a process's groups sorted (setgroups(2) sorts
+/// them), so the groups are the entries up to the last nonzero one. A lone gid 0 cannot be told from none: a
+/// peer whose only supplementary group is root's is judged by its primary group.
+public struct KernelPeerGroups: Sendable {
+    /// Groups the buffer holds: more makes the call fail with ERANGE.
+    public static let capacity = 256
+
+    public var gids = InlineArray<256, UInt32>(repeating: 0)
+
+    public init() {}
+
+    /// The groups, without the unused rest of the buffer.
+    public var groups: [UInt32] {
+        var count = Self.capacity
+        while count > 0, gids[count - 1] == 0 { count -= 1 }
+        return (0..<count).map { gids[$0] }
+    }
+
+    /// The socket option that reads it: level `SOL_SOCKET`, name `SO_PEERGROUPS` (59 on every Linux
+    /// architecture but alpha, mips, parisc and sparc, which Swift does not run on).
+    public static let optionLevel = Int32(SOL_SOCKET)
+    public static let optionName: Int32 = 59
 }
 
 /// Linux's `struct ucred` (pid_t, uid_t, gid_t), which the Glibc module leaves out (it is declared under
@@ -132,6 +163,23 @@ public enum UnixSocket {
 
     /// The calling process's effective group id.
     public static var groupID: UInt32 { Glibc.getegid() }
+
+    /// The supplementary groups the peer of the connected Unix-domain socket `fd` had at connect(2)
+    /// (getsockopt SO_PEERGROUPS, asked again with the size the kernel says it needs).
+    static func peerGroups(_ fd: Int32) throws(SystemError) -> [UInt32] {
+        var gids = [UInt32](repeating: 0, count: 64)
+        while true {
+            var length = socklen_t(gids.count * MemoryLayout<UInt32>.size)
+            if getsockopt(fd, KernelPeerGroups.optionLevel, KernelPeerGroups.optionName, &gids, &length) == 0 {
+                return Array(gids.prefix(Int(length) / MemoryLayout<UInt32>.size))
+            }
+            let code = Glibc.errno
+            guard code == ERANGE, Int(length) > gids.count * MemoryLayout<UInt32>.size else {
+                throw SystemError(call: "getsockopt SO_PEERGROUPS", errno: code)
+            }
+            gids = [UInt32](repeating: 0, count: Int(length) / MemoryLayout<UInt32>.size)
+        }
+    }
 
     /// The supplementary groups of process `pid`, from the `Groups:` line of `/proc/PID/status`; empty when the
     /// file cannot be read or its real uid is not `uid` (the peer exited and its pid was reused).

@@ -45,6 +45,10 @@ public struct SiteSchedule: Sendable {
         case keepaliveFinished(RunOutcome, session: SessionSummary?)
         /// Someone asked for a login (`refresh`, a socket client's `min_valid`): clears needs-attention.
         case refreshRequested
+        /// A reader (a peer the site's `access` lets in, not a manager) asked for a login (SPEC section 8): it
+        /// starts one only when the schedule itself could, so it never clears needs-attention, never cuts a
+        /// backoff short and never runs past `max_failures_per_day`.
+        case readerRefreshRequested
         /// A client reported a failed request: run the check now rather than a blind login.
         case checkRequested
         /// The site file changed (its new policy): clears needs-attention and failure counts.
@@ -144,6 +148,10 @@ public struct SiteSchedule: Sendable {
         case .refreshRequested:
             guard phase != .disabled else { return [] }
             if phase == .needsAttention { phase = sessionIsValid(now) ? .valid : .failed }
+            return beginLogin(now: now)
+
+        case .readerRefreshRequested:
+            guard acceptsReaderRefresh(now) else { return [] }
             return beginLogin(now: now)
 
         case .checkRequested:
@@ -521,6 +529,15 @@ public struct SiteSchedule: Sendable {
     }
 
     private func sessionIsValid(_ now: Now) -> Bool { session?.isValid(at: now.wall) ?? false }
+
+    /// Whether a reader's refresh may start a login now: the site logs in by itself, waits for no person, has
+    /// no failed login or outage it is backing off from, and no `Retry-After` in force.
+    public func acceptsReaderRefresh(_ now: Now) -> Bool {
+        guard phase != .disabled, phase != .needsAttention, policy.canLogIn else { return false }
+        guard consecutiveFailures == 0, !siteDown else { return false }
+        if let notBefore, notBefore > now.monotonic { return false }
+        return true
+    }
 
     /// A check or keepalive tells something: the site is not waiting for a person, or still has a session to keep.
     private func hasSessionToProbe(_ now: Now) -> Bool { phase != .needsAttention || sessionIsValid(now) }

@@ -118,7 +118,7 @@ enum DaemonClientError: Error {
 extension CLIFailure {
     /// A daemon error in the user's words, with SPEC section 9's exit codes: no daemon 3; a request the
     /// daemon calls malformed (400) or a site it does not know (404) 2, like any usage error; everything
-    /// else (403, 409, 503, 504, a broken exchange) 1.
+    /// else (403, 408, 409, 503, 504, a broken exchange) 1.
     init(_ error: DaemonClientError, site: String? = nil) {
         let what = site.map { "site '\($0)'" } ?? "the request"
         switch error {
@@ -135,7 +135,9 @@ extension CLIFailure {
             case 404: self = .usage("the daemon has no \(what): \(detail)")
             case 403: self = .failed("the daemon refuses \(what) to this user (uid \(Syscall.userID)): \(detail)")
             case 409: self = .failed("\(what): \(detail)")
+            case 503 where code == "too_many": self = .failed("the daemon is busy: \(detail)")
             case 503: self = .failed("no valid session for \(what) yet: \(detail)")
+            case 408: self = .failed("the daemon cut the request off: \(detail)")
             case 504: self = .failed("\(what): the wait ran out before a login finished: \(detail)")
             default: self = .failed("the daemon answered \(status) for \(what): \(detail)")
             }

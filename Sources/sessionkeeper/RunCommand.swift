@@ -67,14 +67,21 @@ struct RunCommand: AsyncParsableCommand {
                     "cannot watch the vault; secrets set and sessions stored by other processes are seen at each site's next check",
                     metadata: ["error": "\(error)"])
             }
+            // Who reads and who manages which site: kept up to date by the service as config.yaml and the sites
+            // are reloaded, read by the socket on every request.
+            let access = AccessControl(daemonUID: Syscall.userID, allowUIDs: daemonConfig.socket.allowUIDs)
             let service = KeeperService(
                 configPath: path, config: daemonConfig, loader: loader, keeper: keeper, notifier: ServiceNotifier(),
-                logger: logger, storeChanges: storeChanges)
+                logger: logger, storeChanges: storeChanges,
+                willApply: { config, sites in
+                    access.apply(allowUIDs: config.socket.allowUIDs)
+                    await access.resolveGroups(of: sites)
+                })
             // The socket is the last service: on shutdown it stops first, so no client is answered by a keeper
             // that has stopped.
             let socket = SocketServer(
                 settings: daemonConfig.socket, metricsEnabled: daemonConfig.metrics, keeper: keeper,
-                reload: { service.reload() }, logger: logger)
+                reload: { service.reload() }, logger: logger, access: access)
             do throws(SocketFileError) {
                 try socket.prepareSocketFile()
             } catch {

@@ -105,11 +105,12 @@ import Testing
             let requests = try String(contentsOfFile: world.folder.path("requests.log"), encoding: .utf8)
             #expect(requests.contains("GET /v1/sites/demo/cookies?format=header&url=http%3A%2F%2F127.0.0.1%2Fapp%3Fx%3D1%26y%3D2&min_valid=10m&wait=2s HTTP/1.1"), "\(requests)")
 
-            // Errors: 503, 504 and 403 are failures (1); an unknown site and a refused request are usage errors (2).
+            // Errors: 503 (no session, or a cap), 504 and 403 are failures (1); an unknown site and a refused request are usage errors (2).
             for (site, extra, status, words) in [
                 ("nosession", [String](), Int32(1), "no valid session for site 'nosession' yet"),
                 ("slow", ["--wait", "1s"], 1, "the wait ran out"),
                 ("forbidden", [], 1, "refuses site 'forbidden' to this user"),
+                ("busy", [], 1, "the daemon is busy: uid 0 holds 128 connections (the cap per uid)"),
                 ("nosuchsite", [], 2, "the daemon has no site 'nosuchsite'"),
                 ("demo", ["--min-valid", "bogus"], 2, "--min-valid"),
             ] {

@@ -12,7 +12,7 @@ import Testing
         #expect(peer.pid == getpid())
         #expect(peer.uid == getuid())
         #expect(peer.gid == getgid())
-        // The supplementary groups are this process's own, read from /proc.
+        // The supplementary groups are this process's own, as the kernel recorded them (SO_PEERGROUPS).
         let listed = Int(getgroups(0, nil))
         var groups = [gid_t](repeating: 0, count: max(listed, 1))
         let count = Int(getgroups(Int32(groups.count), &groups))
@@ -24,6 +24,17 @@ import Testing
         try #require(fd >= 0)
         defer { close(fd) }
         #expect(throws: SystemError.self) { try PeerCredentials(socket: fd) }
+    }
+
+    /// What an event loop's fixed-size SO_PEERGROUPS read holds: the sorted groups, then zeros.
+    @Test func peerGroupsAreTheEntriesUpToTheLastNonzeroOne() {
+        var buffer = KernelPeerGroups()
+        #expect(buffer.groups.isEmpty)
+        for (index, gid) in [UInt32(0), 27, 100, 65534].enumerated() { buffer.gids[index] = gid }
+        #expect(buffer.groups == [0, 27, 100, 65534])
+        for index in 0..<KernelPeerGroups.capacity { buffer.gids[index] = UInt32(index + 1) }
+        #expect(buffer.groups.count == KernelPeerGroups.capacity)
+        #expect(MemoryLayout<KernelPeerGroups>.size == KernelPeerGroups.capacity * 4)
     }
 
     /// A pid whose `Uid:` is not the peer's (the peer exited and the pid was reused) gives no groups.

@@ -92,12 +92,12 @@ struct SocketWorld {
     /// The socket server for this world (not started).
     func socketServer(
         settings: SocketSettings? = nil, metrics: Bool = true, limits: SocketServer.Limits = SocketServer.Limits(),
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date = { Date() }, access: AccessControl? = nil
     ) -> SocketServer {
         SocketServer(
             settings: settings ?? SocketSettings(path: socketPath, mode: 0o666), metricsEnabled: metrics, keeper: keeper,
             reload: { [reloads] in reloads.increment() }, logger: logger, limits: limits, now: now,
-            onListening: { [listens] in listens.increment() })
+            onListening: { [listens] in listens.increment() }, access: access)
     }
 
     /// Runs `server` in a service group until `body` returns, then shuts it down gracefully.

@@ -6,12 +6,13 @@ import HummingbirdCore
 import JSON
 import Logging
 import NIOCore
+import Scheduler
 import Sessions
 import SiteConfig
 
 /// The routes of SPEC section 8. Every site route checks the peer against the site's access first (404 for a
-/// site that does not exist, 403 for one the peer may not see), then its query parameters (400 naming the
-/// parameter), then asks the ``Keeper``.
+/// site that does not exist and, byte for byte the same, for one the peer may not read), then whether the
+/// route needs a manager (403), then its query parameters (400 naming the parameter), then asks the ``Keeper``.
 struct APIRoutes: Sendable {
     let keeper: Keeper
     let access: AccessControl
@@ -60,10 +61,12 @@ struct APIRoutes: Sendable {
 
     private func sites(_ request: Request, _ context: APIContext) async throws -> Response {
         _ = try RouteQuery(request, for: .sites)
-        let visible = await keeper.snapshots().filter { access.allows(context.peer, site: $0.site) }
+        let snapshots = await keeper.snapshots()
+        await access.resolveMissingGroups(of: snapshots.map(\.site))
+        let visible = snapshots.filter { access.allows(context.peer, site: $0.site) }
         var members: [(key: String, value: JSONValue)] = [("sites", .array(visible.map { SiteWire.site($0.status) }))]
-        // A file that failed to parse has no `access` to judge by: only the peers that manage the daemon see it.
-        if access.seesEverySite(context.peer) { members.append(("failed_files", SiteWire.failedFiles(await keeper.failedSiteFiles()))) }
+        // A file that failed to parse has no `access` to judge by: only the daemon's managers see it.
+        if access.manages(context.peer) { members.append(("failed_files", SiteWire.failedFiles(await keeper.failedSiteFiles()))) }
         return WireBody.json(.object(members))
     }
 
@@ -78,10 +81,10 @@ struct APIRoutes: Sendable {
         let query = Result { () throws(APIError) in try RouteQuery(request, for: .cookies) }
         // A session fit to serve comes from the Keeper's board, without an actor hop.
         if case .success(let parameters) = query, let served = keeper.servedNow(name, minValid: parameters.minValid) {
-            try requireAccess(context, to: served.site)
+            try await requireAccess(context, to: served.site)
             return CookieAnswer(served, format: parameters.format ?? .header, url: parameters.url, now: now).response
         }
-        // Anything else as the Keeper sees it: the site (404, 403), then the parameters (400), then a login to
+        // Anything else as the Keeper sees it: the site (404), then the parameters (400), then a login to
         // start or wait for, or the reason there is no session.
         _ = try await visibleSite(context)
         let parameters = try query.get()
@@ -96,10 +99,14 @@ struct APIRoutes: Sendable {
 
     private func refresh(_ request: Request, _ context: APIContext) async throws -> Response {
         let snapshot = try await visibleSite(context)
+        let byManager = access.manages(context.peer)
+        if snapshot.status.phase == .needsAttention {
+            try requireManager(context, to: "clear needs-attention of site '\(snapshot.site.name)' (a reader's refresh never does)")
+        }
         let wait = try RouteQuery(request, for: .refresh).wait
         let status: Keeper.SiteStatus
         do {
-            status = try await keeper.refresh(snapshot.site.name, wait: wait)
+            status = try await keeper.refresh(snapshot.site.name, wait: wait, byManager: byManager)
         } catch {
             throw APIError(error)
         }
@@ -125,6 +132,7 @@ struct APIRoutes: Sendable {
 
     private func setCookie(_ request: Request, _ context: APIContext) async throws -> Response {
         let snapshot = try await visibleSite(context)
+        try requireManager(context, to: "set cookies of site '\(snapshot.site.name)' (they change what every reader is served)")
         guard let url = try RouteQuery(request, for: .setCookie).url else { throw APIError.badParameter("url", "required: the URL of the response that carried the values") }
         var request = request
         let body: ByteBuffer
@@ -148,7 +156,7 @@ struct APIRoutes: Sendable {
     private func events(_ request: Request, _ context: APIContext) throws -> Response {
         _ = try RouteQuery(request, for: .events)
         let channel = context.channel
-        let stream = hub.subscribe(context.peer, close: { channel.close(promise: nil) })
+        let stream = try hub.subscribe(context.peer, close: { channel.close(promise: nil) })
         return Response(
             status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
             body: ResponseBody { writer in
@@ -160,7 +168,7 @@ struct APIRoutes: Sendable {
     }
 
     private func reload(_ request: Request, _ context: APIContext) throws -> Response {
-        try requireEverySite(context, for: "reload the configuration")
+        try requireManager(context, to: "reload the configuration")
         _ = try RouteQuery(request, for: .reload)
         reload()
         return WireBody.json(.object([("status", .string("reloading"))]), status: .accepted)
@@ -168,7 +176,7 @@ struct APIRoutes: Sendable {
 
     private func metricsText(_ request: Request, _ context: APIContext) async throws -> Response {
         guard let metrics else { throw APIError(.notFound, .notFound, "metrics are off (metrics: false in config.yaml)") }
-        try requireEverySite(context, for: "read the metrics (they name every site)")
+        try requireManager(context, to: "read the metrics (they name every site)")
         _ = try RouteQuery(request, for: .metrics)
         let text = metrics.render(await keeper.status(), now: now())
         return WireBody.text(text, contentType: "text/plain; version=0.0.4; charset=utf-8")
@@ -176,29 +184,26 @@ struct APIRoutes: Sendable {
 
     // MARK: Helpers
 
-    /// The site named in the path, when it exists (404) and the peer may see it (403).
-    private func visibleSite(_ context: APIContext) async throws -> SiteSnapshot {
+    /// The site named in the path, when it exists and the peer may read it; else the 404 of a missing site.
+    func visibleSite(_ context: APIContext) async throws(APIError) -> SiteSnapshot {
         let name = context.parameters.get("name") ?? ""
-        guard let snapshot = await keeper.snapshot(of: name) else {
-            throw APIError(.notFound, .unknownSite, "no site named '\(name)'")
-        }
-        try requireAccess(context, to: snapshot.site)
+        guard let snapshot = await keeper.snapshot(of: name) else { throw APIError.unknownSite(name) }
+        try await requireAccess(context, to: snapshot.site)
         return snapshot
     }
 
-    /// 403 unless the peer may read `site`.
-    private func requireAccess(_ context: APIContext, to site: SiteDefinition) throws(APIError) {
-        guard access.allows(context.peer, site: site) else {
-            throw APIError(.forbidden, .forbidden, "uid \(context.peer.uid) may not read site '\(site.name)'")
-        }
+    /// Unless the peer may read `site`, the 404 of a missing site: a peer learns nothing of a site it may not
+    /// read, not even that it exists.
+    private func requireAccess(_ context: APIContext, to site: SiteDefinition) async throws(APIError) {
+        if !access.hasResolvedGroups(of: site) { await access.resolveMissingGroups(of: [site]) }
+        guard access.allows(context.peer, site: site) else { throw APIError.unknownSite(site.name) }
     }
 
-    /// What concerns every site (reloading, the metrics, which name every site) is for the peers that see every
-    /// site: the daemon's uid, root and `socket.allow_uids`.
-    private func requireEverySite(_ context: APIContext, for action: String) throws(APIError) {
-        guard access.seesEverySite(context.peer) else {
-            throw APIError(.forbidden, .forbidden, "uid \(context.peer.uid) may not \(action)")
-        }
+    /// 403 unless the peer is a manager (``AccessControl/manages(_:)``): what changes what others are served
+    /// or concerns every site. A site route checks ``visibleSite(_:)`` first, so a peer that may not read the
+    /// site gets its 404, not this.
+    func requireManager(_ context: APIContext, to action: String) throws(APIError) {
+        guard access.manages(context.peer) else { throw APIError.managerNeeded(uid: context.peer.uid, to: action) }
     }
 
     /// The Set-Cookie values of a body: one a line, blank lines skipped, a `Set-Cookie:` field name allowed

@@ -22,14 +22,18 @@ final class EventHub: Sendable {
     private let access: AccessControl
     private let metrics: DaemonMetrics
     private let readerBuffer: Int
+    private let maxReaders: Int
+    private let maxReadersPerUID: Int
     private let logger: Logger
     private let state = Locked<(readers: [UInt64: Reader], nextID: UInt64, sequence: UInt64)>(([:], 0, 0))
 
-    init(keeper: Keeper, access: AccessControl, metrics: DaemonMetrics, readerBuffer: Int, logger: Logger) {
+    init(keeper: Keeper, access: AccessControl, metrics: DaemonMetrics, limits: SocketServer.Limits, logger: Logger) {
         self.keeper = keeper
         self.access = access
         self.metrics = metrics
-        self.readerBuffer = max(1, readerBuffer)
+        self.readerBuffer = max(1, limits.eventBuffer)
+        self.maxReaders = limits.maxEventReaders
+        self.maxReadersPerUID = limits.maxEventReadersPerUID
         self.logger = logger
     }
 
@@ -60,13 +64,23 @@ final class EventHub: Sendable {
     }
 
     /// A new reader's stream of Server-Sent Event texts; `close` closes its connection when it is dropped.
-    func subscribe(_ peer: PeerCredentials, close: @escaping @Sendable () -> Void) -> AsyncStream<String> {
+    /// - Throws: a 503 ``APIError`` when as many readers as ``SocketServer/Limits/maxEventReaders`` are
+    ///   subscribed, or as many of the peer's uid as ``SocketServer/Limits/maxEventReadersPerUID``.
+    func subscribe(_ peer: PeerCredentials, close: @escaping @Sendable () -> Void) throws(APIError) -> AsyncStream<String> {
         let (stream, feed) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingOldest(readerBuffer))
-        let id = state.withLock { state in
+        let subscribed = state.withLock { state -> Result<UInt64, APIError> in
+            if state.readers.count >= maxReaders {
+                return .failure(APIError(.serviceUnavailable, .tooMany, "\(maxReaders) event readers are subscribed (the cap)"))
+            }
+            if state.readers.values.count(where: { $0.peer.uid == peer.uid }) >= maxReadersPerUID {
+                return .failure(APIError(
+                    .serviceUnavailable, .tooMany, "uid \(peer.uid) has \(maxReadersPerUID) event readers subscribed (the cap per uid)"))
+            }
             state.nextID += 1
             state.readers[state.nextID] = Reader(peer: peer, feed: feed, close: close)
-            return state.nextID
+            return .success(state.nextID)
         }
+        let id = try subscribed.get()
         feed.onTermination = { [weak self] _ in self?.remove(id) }
         return stream
     }
@@ -96,6 +110,7 @@ final class EventHub: Sendable {
         guard !readers.isEmpty, let text = SiteWire.serverSentEvent(event, id: sequence) else { return }
         // A removed site's last events are shown to the peers that see every site only.
         let site = await keeper.snapshot(of: SiteWire.site(of: event))?.site
+        if let site, !access.hasResolvedGroups(of: site) { await access.resolveMissingGroups(of: [site]) }
         deliver(text, to: readers.filter { _, reader in
             site.map { access.allows(reader.peer, site: $0) } ?? access.seesEverySite(reader.peer)
         })

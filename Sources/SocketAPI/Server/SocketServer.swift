@@ -15,12 +15,28 @@ import SiteConfig
 ///
 /// It owns the socket file (its folder, a stale file from a crash replaced, a live one refused, the mode and
 /// group applied once bound, the file removed when it stops), the peer check of every connection
-/// (SO_PEERCRED, ``AccessControl``), the routes, the event stream and the metrics. Everything about sites
+/// (SO_PEERCRED, ``AccessControl``), the caps on connections and requests (``Limits``), the routes, the event
+/// stream and the metrics. Everything about sites
 /// and sessions it asks the ``Keeper``.
 public final class SocketServer: Service, Sendable {
     /// Bounds on what one client may make the server hold. NIO serves every connection on its event loops
-    /// without blocking, so a slow client holds its own connection only.
+    /// without blocking, so a slow client holds its own connection only, and these caps bound how many it may
+    /// hold and for how long; the defaults are far above what a deployment's clients use, so only a runaway or
+    /// hostile peer meets them.
     public struct Limits: Sendable, Hashable {
+        /// Connections open at once, all peers together; the next is answered 503 and closed. Each costs a file
+        /// descriptor: the unit's `LimitNOFILE` leaves room for them.
+        public var maxConnections = 1024
+        /// Connections open at once from one uid, so one peer cannot take every place of ``maxConnections``.
+        public var maxConnectionsPerUID = 128
+        /// A request's head and body must arrive within this of its first byte, else 408 and the connection is
+        /// closed: a trickled request holds a connection this long at most. The time a route then takes
+        /// (`wait=`, an event stream) does not count.
+        public var requestDeadline: Duration = .seconds(10)
+        /// `GET /v1/events` streams open at once, all peers together; the next is answered 503.
+        public var maxEventReaders = 256
+        /// `GET /v1/events` streams open at once from one uid.
+        public var maxEventReadersPerUID = 16
         /// Largest request body (`set-cookie`'s values); a larger one is a 413.
         public var maxBodyBytes = 64 * 1024
         /// Largest single header field, and all header fields together.
@@ -69,21 +85,25 @@ public final class SocketServer: Service, Sendable {
     ///   - metricsEnabled: `metrics:` of config.yaml (serve `GET /metrics`).
     ///   - reload: what `POST /v1/reload` does (``KeeperService/reload()``, as SIGHUP).
     ///   - onListening: called once the socket listens with its mode and group set.
+    ///   - access: who reads and who manages which site; the daemon passes the one its ``KeeperService`` keeps
+    ///     up to date on reload (``AccessControl/apply(allowUIDs:)``, ``AccessControl/resolveGroups(of:)``).
+    ///     Without one, `settings.allowUIDs` for the life of the server.
     public init(
         settings: SocketSettings, metricsEnabled: Bool, keeper: Keeper, reload: @escaping @Sendable () -> Void,
         logger: Logger, limits: Limits = Limits(), now: @escaping @Sendable () -> Date = { Date() },
-        onListening: @escaping @Sendable () -> Void = {}
+        onListening: @escaping @Sendable () -> Void = {}, access: AccessControl? = nil
     ) {
         self.settings = settings
         self.limits = limits
         self.keeper = keeper
-        self.access = AccessControl(daemonUID: Syscall.userID, allowUIDs: settings.allowUIDs)
+        let control = access ?? AccessControl(daemonUID: Syscall.userID, allowUIDs: settings.allowUIDs)
+        self.access = control
         self.metrics = DaemonMetrics()
         self.metricsEnabled = metricsEnabled
         self.reload = reload
         self.logger = logger
         self.now = now
-        self.hub = EventHub(keeper: keeper, access: access, metrics: metrics, readerBuffer: limits.eventBuffer, logger: logger)
+        self.hub = EventHub(keeper: keeper, access: control, metrics: metrics, limits: limits, logger: logger)
         self.onListening = onListening
     }
 
@@ -104,7 +124,7 @@ public final class SocketServer: Service, Sendable {
         let (ready, readyFeed) = AsyncStream.makeStream(of: SocketFileError?.self)
         let application = Application(
             router: buildRouter(),
-            server: .socketHTTP1(limits: limits) { [peers] in [peers.makeHandler()] },
+            server: .socketHTTP1(limits: limits, admission: ConnectionAdmission(limits: limits, peers: peers, logger: logger)),
             configuration: ApplicationConfiguration(address: .unixDomainSocket(path: settings.path), serverName: nil),
             onServerRunning: { [settings] _ in
                 bound.set()

@@ -10,14 +10,17 @@ public struct APIError: Error, HTTPResponseError, Sendable, Hashable {
     public enum Code: String, Sendable, Hashable, CaseIterable {
         /// 400: a query parameter is unknown or its value is invalid (the message names it).
         case badRequest = "bad_request"
-        /// 403: the peer may not see this site.
+        /// 403: the action needs a manager (the daemon's uid, root or `socket.allow_uids`), or the peer's
+        /// credentials could not be read.
         case forbidden
-        /// 404: no site of that name.
+        /// 404: no site of that name the peer may read (a site it may not read answers the same).
         case unknownSite = "unknown_site"
         /// 404: no such route.
         case notFound = "not_found"
         /// 405: the route exists with another method.
         case methodNotAllowed = "method_not_allowed"
+        /// 408: the request's head and body did not arrive within ``SocketServer/Limits/requestDeadline``.
+        case requestTimeout = "request_timeout"
         /// 409: the site is disabled.
         case disabled
         /// 409: a login was asked for but cannot start.
@@ -28,6 +31,9 @@ public struct APIError: Error, HTTPResponseError, Sendable, Hashable {
         case tooLarge = "too_large"
         /// 503: no session fit to serve.
         case noSession = "no_session"
+        /// 503: the peer, or all peers together, hold as many connections or event streams as
+        /// ``SocketServer/Limits`` allows.
+        case tooMany = "too_many"
         /// 504: `wait` ran out before a login ended.
         case timeout
         /// 500: a fault of the daemon.
@@ -50,10 +56,31 @@ public struct APIError: Error, HTTPResponseError, Sendable, Hashable {
 
     /// The JSON error response.
     func response() -> Response {
-        let body: JSONValue = .object([
-            ("error", .object([("code", .string(code.rawValue)), ("message", .string(message))]))
-        ])
-        return WireBody.json(body, status: status)
+        WireBody.json(body, status: status)
+    }
+
+    private var body: JSONValue {
+        .object([("error", .object([("code", .string(code.rawValue)), ("message", .string(message))]))])
+    }
+
+    /// The whole HTTP/1.1 answer as bytes, ending the connection: for what the server answers itself, before
+    /// or beside the HTTP pipeline (a connection over a cap, a request past its deadline).
+    var closingResponseBytes: String {
+        let text = JSONWriter.write(body) + "\n"
+        return "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nContent-Type: application/json\r\n" +
+            "Content-Length: \(text.utf8.count)\r\nConnection: close\r\n\r\n" + text
+    }
+
+    /// The 404 of a site that does not exist, which a site the peer may not read answers too, byte for byte.
+    static func unknownSite(_ name: String) -> APIError {
+        APIError(.notFound, .unknownSite, "no site named '\(name)'")
+    }
+
+    /// The 403 of a reader (or a stranger, for what concerns no one site) asking for what only a manager may do.
+    static func managerNeeded(uid: UInt32, to action: String) -> APIError {
+        APIError(
+            .forbidden, .forbidden,
+            "uid \(uid) may not \(action): that needs a manager (the daemon's uid, root or socket.allow_uids)")
     }
 
     static func badParameter(_ name: String, _ problem: String) -> APIError {

@@ -9,6 +9,7 @@ Every request line is appended to LOG_PATH. Sites:
   nosession  failed: its cookies answer 503 no_session; a refresh with wait says its login was refused
   slow       failed, backing off (2 failures, a refresh planned); its cookies and refresh with wait answer 504 timeout
   forbidden  403 on everything
+  busy       503 too_many on everything (a connection cap)
   other      404 unknown site
 GET /v1/events streams, EVENT_DELAY_SECONDS (default 1) after it opens, a state event and a cookies
 event for demo (after rotating demo_session's value), then comments once a second.
@@ -105,6 +106,8 @@ class Handler(socketserver.StreamRequestHandler):
         name = parts[2]
         if name == "forbidden":
             return error(403, "forbidden", "uid not allowed for site 'forbidden'")
+        if name == "busy":
+            return error(503, "too_many", "uid 0 holds 128 connections (the cap per uid); close some first")
         if name not in SITES:
             return error(404, "unknown_site", "no site named '%s'" % name)
         rest = parts[3:]

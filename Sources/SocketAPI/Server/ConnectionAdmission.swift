@@ -1,0 +1,130 @@
+import Locking
+import Logging
+import NIOCore
+import Platform
+
+/// Who may hold how many of the socket's connections (``SocketServer/Limits/maxConnections`` for all peers
+/// together, ``SocketServer/Limits/maxConnectionsPerUID`` for one uid), so that no peer, however many
+/// connections it opens, keeps the others out.
+///
+/// Each new connection's peer is read once (SO_PEERCRED, SO_PEERGROUPS) before any byte of it is parsed, and
+/// counted; one over a cap gets ``RefusedConnection`` in front of its pipeline, which answers a short 503 as soon
+/// as the connection is active and closes it (the connection must still be set up and registered: NIO registers
+/// an accepted connection only after its setup succeeded, and leaves one whose setup failed open). An admitted
+/// connection's peer goes into the ``PeerRegistry`` its requests are judged by, and its place is freed when it
+/// closes.
+final class ConnectionAdmission: Sendable {
+    private let limits: SocketServer.Limits
+    private let peers: PeerRegistry
+    private let logger: Logger
+    private let counts = Locked<(total: Int, byUID: [UInt32: Int])>((0, [:]))
+    /// Refusals not logged yet, and when the last log line about them was written: a peer opening thousands
+    /// of connections gets one line per ``logInterval``, not one per connection.
+    private let refusals = Locked<(unlogged: Int, lastLogged: NIODeadline?)>((0, nil))
+    static let logInterval = TimeAmount.seconds(10)
+
+    init(limits: SocketServer.Limits, peers: PeerRegistry, logger: Logger) {
+        self.limits = limits
+        self.peers = peers
+        self.logger = logger
+    }
+
+    /// Reads the peer of `channel`, counts it and registers it; for a connection over a cap (or whose peer
+    /// cannot be read), the refusal to answer it with. Never fails. Runs on the channel's event loop.
+    func admit(_ channel: any Channel) -> EventLoopFuture<APIError?> {
+        guard let provider = channel as? any SocketOptionProvider else { return channel.eventLoop.makeSucceededFuture(nil) }
+        return provider.peerCredentials().map { peer in
+            if let refusal = self.take(peer) {
+                self.logRefusal(refusal, peer: peer)
+                return refusal
+            }
+            let key = ObjectIdentifier(channel)
+            self.peers.set(peer, for: key)
+            channel.closeFuture.whenComplete { _ in
+                self.peers.remove(key)
+                self.release(peer)
+            }
+            return nil
+        }.recover { _ in
+            // Never a failed setup (the connection would stay open, unregistered): a peer that cannot be told
+            // is refused like one over a cap.
+            APIError(.forbidden, .forbidden, "the peer's credentials could not be read")
+        }
+    }
+
+    /// Counts a connection of `peer`, or says which cap it would pass.
+    private func take(_ peer: PeerCredentials) -> APIError? {
+        counts.withLock { counts in
+            if counts.total >= limits.maxConnections {
+                return APIError(
+                    .serviceUnavailable, .tooMany, "the daemon holds \(limits.maxConnections) connections (its cap); try again shortly")
+            }
+            if counts.byUID[peer.uid, default: 0] >= limits.maxConnectionsPerUID {
+                return APIError(
+                    .serviceUnavailable, .tooMany,
+                    "uid \(peer.uid) holds \(limits.maxConnectionsPerUID) connections (the cap per uid); close some first")
+            }
+            counts.total += 1
+            counts.byUID[peer.uid, default: 0] += 1
+            return nil
+        }
+    }
+
+    private func logRefusal(_ refusal: APIError, peer: PeerCredentials) {
+        let now = NIODeadline.now()
+        let count = refusals.withLock { state -> Int? in
+            state.unlogged += 1
+            if let last = state.lastLogged, now - last < Self.logInterval { return nil }
+            defer { state = (0, now) }
+            return state.unlogged
+        }
+        guard let count else { return }
+        logger.warning("connections refused over a cap", metadata: [
+            "uid": "\(peer.uid)", "pid": "\(peer.pid)", "reason": "\(refusal.message)", "refused": "\(count)",
+        ])
+    }
+
+    private func release(_ peer: PeerCredentials) {
+        counts.withLock { counts in
+            counts.total -= 1
+            let left = counts.byUID[peer.uid, default: 1] - 1
+            counts.byUID[peer.uid] = left > 0 ? left : nil
+        }
+    }
+
+    /// Connections admitted and open now (for tests and the metrics).
+    var open: Int { counts.withLock { $0.total } }
+}
+
+/// The whole pipeline of a connection refused at admission: its answer (a 503) written as soon as the connection
+/// is active, then the end. Its writing side is shut at once; its reading side stays open (what the peer sends
+/// is dropped) until the peer closes or for ``linger`` at most, so a client that sends its request after the
+/// answer came still reads the answer rather than a broken pipe.
+final class RefusedConnection: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+
+    /// How long a refused connection's reading side stays open for the client to finish sending.
+    static let linger = TimeAmount.seconds(1)
+
+    private let answer: String
+    private var closing: Scheduled<Void>?
+
+    init(answer: String) {
+        self.answer = answer
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let channel = context.channel
+        context.writeAndFlush(NIOAny(ByteBuffer(string: answer))).whenComplete { _ in channel.close(mode: .output, promise: nil) }
+        closing = context.eventLoop.scheduleTask(in: Self.linger) { channel.close(promise: nil) }
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closing?.cancel()
+        closing = nil
+        context.fireChannelInactive()
+    }
+}
