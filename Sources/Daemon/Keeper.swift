@@ -21,6 +21,8 @@ public actor Keeper {
         public var nextRefresh: Date?
         public var lastError: String?
         public var siteDown: Bool
+        /// The prompt a login waits on, while the site is waiting-for-person.
+        public var prompt: PromptRequest? = nil
     }
 
     struct Entry {
@@ -60,6 +62,8 @@ public actor Keeper {
     var clockReference: Now?
     /// Sites whose stored session changed while their own login ran (``lookAtStoredSession(of:)``).
     var storedDuringLogin: Set<String> = []
+    /// The prompt each waiting login asks, by site (``ask(_:site:)``): at most one, as one login runs per site.
+    var waitingPrompts: [String: WaitingPrompt] = [:]
 
     /// How far the wall clock may move apart from the monotonic clock between two wakes before the keeper takes
     /// it as a jump (the clock was set, or the machine slept) and plans every site again.
@@ -143,7 +147,7 @@ public actor Keeper {
         SiteStatus(
             name: entry.site.name, phase: entry.schedule.phase, expiresAt: entry.record?.expiresAt,
             lastLogin: entry.record?.lastLogin, nextRefresh: entry.schedule.nextLogin(now: now),
-            lastError: entry.schedule.lastError, siteDown: entry.schedule.siteDown)
+            lastError: entry.schedule.lastError, siteDown: entry.schedule.siteDown, prompt: entry.schedule.prompt)
     }
 
     /// The session currently served for `site` (nil: none, or no such site).
@@ -164,6 +168,7 @@ public actor Keeper {
             for task in entry.runs.values { task.cancel() }
         }
         for name in loginWaiters.keys { resumeWaiters(of: name, loginEnded: false) }
+        for name in waitingPrompts.keys { endPrompt(of: name, with: .failure(.cancelled)) }
         endEventStreams()
     }
 
@@ -191,6 +196,7 @@ public actor Keeper {
         guard let entry = entries.removeValue(forKey: name) else { return }
         deadlineBySite[name] = nil
         for task in entry.runs.values { task.cancel() }
+        endPrompt(of: name, with: .failure(.cancelled))
         gate.finish(site: name)
         resumeWaiters(of: name, loginEnded: true)
         lastReport[name] = nil
@@ -201,7 +207,9 @@ public actor Keeper {
 
     // MARK: Events and actions
 
-    func dispatch(_ event: SiteSchedule.Event, to name: String) {
+    /// - Parameter notice: what a person reads if the event puts the site in needs-attention, when the run that
+    ///   ended says it better than the schedule's last error (without the page the site answered).
+    func dispatch(_ event: SiteSchedule.Event, to name: String, notice: String? = nil) {
         guard !stopped, let before = entries[name]?.schedule.phase else { return }
         let now = now
         // In place: a copy of the entry would make the schedule's collections copy on write.
@@ -215,7 +223,10 @@ public actor Keeper {
                 "site": "\(name)", "from": "\(before.rawValue)", "to": "\(schedule.phase.rawValue)",
                 "next_refresh": "\(schedule.nextLogin(now: now).map { CookieTime.rfc3339($0) } ?? "-")",
             ])
-            publish(.state(site: name, time: wallClock(), from: before, to: schedule.phase))
+            publish(.state(stateChange(of: name, from: before, schedule: schedule, notice: notice)))
+        } else if event.isStart, schedule.phase == .needsAttention {
+            // A site that needs a person from its start is told like one that comes to need one.
+            publish(.state(stateChange(of: name, from: before, schedule: schedule, notice: notice)))
         }
         for action in actions { start(action, for: name) }
     }

@@ -210,7 +210,7 @@ public final class KeeperService: Service, Sendable {
     }
 
     /// The keys of config.yaml a reload cannot apply to a running daemon: the state folder and the vault it
-    /// holds open, the socket it listens on, the metrics route, and the logging set up at start. Sites,
+    /// holds open, the socket it listens on, the metrics route, the logging and the notifiers set up at start. Sites,
     /// `sites_dir`, `plugins_dir`, `defaults` and `scheduler` apply at once.
     static func settingsNeedingRestart(running: DaemonConfig, reloaded: DaemonConfig) -> [String] {
         var keys: [String] = []
@@ -219,6 +219,7 @@ public final class KeeperService: Service, Sendable {
         if running.socket != reloaded.socket { keys.append("socket") }
         if running.metrics != reloaded.metrics { keys.append("metrics") }
         if running.log != reloaded.log { keys.append("log") }
+        if running.notify != reloaded.notify { keys.append("notify") }
         return keys
     }
 

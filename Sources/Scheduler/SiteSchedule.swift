@@ -14,6 +14,8 @@ public struct SiteSchedule: Sendable {
         case valid
         case loggingIn = "logging-in"
         case refreshing
+        /// A login waits for a person's answer to a `prompt` step (SPEC section 12).
+        case waitingForPerson = "waiting-for-person"
         case failed
         case needsAttention = "needs-attention"
         case disabled
@@ -53,6 +55,10 @@ public struct SiteSchedule: Sendable {
         case sessionStoredElsewhere(SessionSummary)
         /// The wall clock jumped or the machine was suspended: plan everything once more.
         case clockJumped
+        /// The running login reached a `prompt` step and waits for a person's answer.
+        case promptWaiting(PromptRequest)
+        /// The waiting prompt was answered; the login goes on.
+        case promptAnswered
     }
 
     public private(set) var policy: SitePolicy
@@ -63,6 +69,10 @@ public struct SiteSchedule: Sendable {
     public private(set) var deadlines: [Timer: ContinuousClock.Instant] = [:]
     /// The last failure's message (already free of secrets), nil after a success.
     public private(set) var lastError: String?
+    /// Why the site needs a person, while it is ``Phase/needsAttention``.
+    public private(set) var attentionReason: AttentionReason?
+    /// The prompt the running login waits on, while the site is ``Phase/waitingForPerson``.
+    public private(set) var prompt: PromptRequest?
     /// The last run could not reach the site: cookies are kept and served, no login is tried until it
     /// answers again.
     public private(set) var siteDown = false
@@ -95,6 +105,14 @@ public struct SiteSchedule: Sendable {
 
     /// Feeds one event; returns what to start now.
     public mutating func handle(_ event: Event, now: Now) -> [Action] {
+        let actions = apply(event, now: now)
+        // What belongs to a phase goes with it, whichever transition left it.
+        if phase != .needsAttention { attentionReason = nil }
+        if phase != .waitingForPerson { prompt = nil }
+        return actions
+    }
+
+    private mutating func apply(_ event: Event, now: Now) -> [Action] {
         switch event {
         case .start(let stored, let enabled):
             session = stored
@@ -161,6 +179,17 @@ public struct SiteSchedule: Sendable {
         case .clockJumped:
             guard phase != .disabled else { return [] }
             return replanAfterJump(now: now)
+
+        case .promptWaiting(let request):
+            guard loginRunning, phase != .disabled else { return [] }
+            prompt = request
+            phase = .waitingForPerson
+            return []
+
+        case .promptAnswered:
+            guard loginRunning, phase == .waitingForPerson else { return [] }
+            phase = sessionIsValid(now) ? .refreshing : .loggingIn
+            return []
         }
     }
 
@@ -187,7 +216,7 @@ public struct SiteSchedule: Sendable {
         }
         guard policy.canLogIn else {
             lastError = lastError ?? "no valid session: import one with `sessionkeeper import`"
-            waitForPerson(now: now)
+            waitForPerson(.manualSessionDied, now: now)
             return []
         }
         return beginLogin(now: now)
@@ -196,8 +225,9 @@ public struct SiteSchedule: Sendable {
     /// Needs-attention: nothing logs the site in until a person acts (its file, a secret, a refresh, a session
     /// stored by another process). A session still valid is checked and kept alive meanwhile; with none, a probe
     /// could only fail, and its warning each period would say nothing the state does not.
-    private mutating func waitForPerson(now: Now) {
+    private mutating func waitForPerson(_ reason: AttentionReason, now: Now) {
         phase = .needsAttention
+        attentionReason = reason
         deadlines[.login] = nil
         if !sessionIsValid(now) {
             deadlines[.check] = nil
@@ -229,7 +259,9 @@ public struct SiteSchedule: Sendable {
             return [.check]
         case .keepalive:
             guard hasSessionToProbe(now) else { return [] }
-            guard !keepaliveRunning, !siteDown, !loginRunning else {
+            // A login waiting for a person may wait for minutes: the session it replaces is still served, and a
+            // sliding one must not die meanwhile.
+            guard !keepaliveRunning, !siteDown, !loginRunning || phase == .waitingForPerson else {
                 planProbe(.keepalive, now: now)
                 return []
             }
@@ -242,7 +274,7 @@ public struct SiteSchedule: Sendable {
     private mutating func beginLogin(now: Now) -> [Action] {
         guard !loginRunning else { return [] }
         guard policy.canLogIn else {
-            waitForPerson(now: now)
+            waitForPerson(.manualSessionDied, now: now)
             return []
         }
         if let notBefore, notBefore > now.monotonic {
@@ -268,10 +300,18 @@ public struct SiteSchedule: Sendable {
             planLogin(now: now)
             planProbe(.check, now: now)
             planProbe(.keepalive, now: now)
-        case .credentialsRefused(let reason), .misconfigured(let reason):
+        case .credentialsRefused(let reason):
             failureTimes.append(now.wall)
             lastError = reason
-            waitForPerson(now: now)
+            waitForPerson(.credentialsRefused, now: now)
+        case .misconfigured(let reason):
+            failureTimes.append(now.wall)
+            lastError = reason
+            waitForPerson(.misconfigured, now: now)
+        case .promptTimedOut(let reason):
+            // Not counted against the account: nothing was sent to the site for the missing answer.
+            lastError = reason
+            waitForPerson(.promptTimedOut, now: now)
         case .siteDown(let reason, let retryAfter):
             // Not counted against the account: the credentials never reached anyone.
             lastError = reason
@@ -329,7 +369,7 @@ public struct SiteSchedule: Sendable {
             planProbe(timer, now: now)
             guard phase != .needsAttention else { return [] }
             guard policy.canLogIn else {
-                waitForPerson(now: now)
+                waitForPerson(.manualSessionDied, now: now)
                 return []
             }
             return beginLogin(now: now)
@@ -343,7 +383,7 @@ public struct SiteSchedule: Sendable {
             probeFailures += 1
             deadlines[timer] = now.monotonic + waitAfter(failures: probeFailures, retryAfter: retryAfter, now: now)
             return []
-        case .credentialsRefused(let reason), .misconfigured(let reason), .failed(let reason):
+        case .credentialsRefused(let reason), .misconfigured(let reason), .failed(let reason), .promptTimedOut(let reason):
             lastError = reason
             planProbe(timer, now: now)
             return []
@@ -429,7 +469,7 @@ public struct SiteSchedule: Sendable {
         failureTimes.append(now.wall)
         failureTimes.removeAll { now.wall.timeIntervalSince($0) >= 24 * 3600 }
         if failureTimes.count >= policy.maxFailuresPerDay {
-            waitForPerson(now: now)
+            waitForPerson(.dailyCapReached, now: now)
             lastError = "\(failureTimes.count) failed logins in 24 hours (max_failures_per_day); last: \(reason)"
         } else {
             phase = sessionIsValid(now) ? .valid : .failed

@@ -23,7 +23,8 @@ struct LoginCommand: AsyncParsableCommand {
             on standard error (method, URL without its query, status, milliseconds); no secret or cookie \
             value is ever printed. On success the cookies are stored in the vault as the site's session \
             (session cookies left out when the site sets persist_session_cookies: false) and the last line \
-            names the essential cookies and when they expire. Exit status: 0 logged in, 1 the flow failed, \
+            names the essential cookies and when they expire. A `prompt` step asks on the terminal without \
+            echo (without a terminal, standard input gives one answer). Exit status: 0 logged in, 1 the flow failed, \
             2 usage, configuration or vault key error.
             """
     )
@@ -68,7 +69,9 @@ struct LoginCommand: AsyncParsableCommand {
 
             let result: SiteLoginResult
             do {
-                result = try await login.run(definition, start: fresh ? .fresh : .storedSession, events: progress.sink)
+                result = try await login.run(
+                    definition, start: fresh ? .fresh : .storedSession, events: progress.sink,
+                    prompts: TerminalPrompts(beforeAsking: { progress.finish() }))
             } catch {
                 progress.finish()
                 // A missing credential or environment variable is found before any request: a configuration

@@ -4,6 +4,7 @@ import JSON
 import Locking
 import Logging
 import Notify
+import Scheduler
 import ServiceLifecycle
 import SiteConfig
 import TestSupport
@@ -77,7 +78,7 @@ final class NotifyWorld: Sendable {
         NotifierSettings(target: .webhook(WebhookSettings(url: URL(string: url)!, format: format, headers: headers)), events: events, timeout: timeout)
     }
 
-    static func change(_ site: String, _ from: SiteState, _ to: SiteState, reason: AttentionReason? = nil, message: String? = nil) -> SiteStateChange {
+    static func change(_ site: String, _ from: SiteSchedule.Phase, _ to: SiteSchedule.Phase, reason: AttentionReason? = nil, message: String? = nil) -> SiteStateChange {
         SiteStateChange(site: site, time: Date(), from: from, to: to, reason: reason, message: message)
     }
 }

@@ -45,6 +45,7 @@ struct APIRoutes: Sendable {
         case .events: try events(request, context)
         case .reload: try reload(request, context)
         case .metrics: try await metricsText(request, context)
+        case .answer: try await answerPrompt(request, context)
         }
     }
 
@@ -174,7 +175,7 @@ struct APIRoutes: Sendable {
     // MARK: Helpers
 
     /// The site named in the path, when it exists (404) and the peer may see it (403).
-    private func visibleSite(_ context: APIContext) async throws -> SiteSnapshot {
+    func visibleSite(_ context: APIContext) async throws -> SiteSnapshot {
         let name = context.parameters.get("name") ?? ""
         guard let snapshot = await keeper.snapshot(of: name) else {
             throw APIError(.notFound, .unknownSite, "no site named '\(name)'")
@@ -184,7 +185,7 @@ struct APIRoutes: Sendable {
     }
 
     /// 403 unless the peer may read `site`.
-    private func requireAccess(_ context: APIContext, to site: SiteDefinition) throws(APIError) {
+    func requireAccess(_ context: APIContext, to site: SiteDefinition) throws(APIError) {
         guard access.allows(context.peer, site: site) else {
             throw APIError(.forbidden, .forbidden, "uid \(context.peer.uid) may not read site '\(site.name)'")
         }

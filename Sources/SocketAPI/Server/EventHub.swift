@@ -85,8 +85,13 @@ final class EventHub: Sendable {
     }
 
     private func route(_ event: KeeperEvent) async {
-        if case .loginFinished(let site, let outcome, let duration) = event {
+        switch event {
+        case .loginFinished(let site, let outcome, let duration):
             metrics.loginFinished(site: site, outcome: outcome, duration: duration)
+        case .state(let change):
+            metrics.stateChanged(site: change.site, to: change.to)
+        case .cookies:
+            break
         }
         let (readers, sequence) = state.withLock { state -> ([UInt64: Reader], UInt64) in
             state.sequence += 1

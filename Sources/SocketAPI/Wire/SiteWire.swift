@@ -2,11 +2,13 @@ import CookieJar
 import Daemon
 import Foundation
 import JSON
+import Scheduler
 
 /// The JSON objects of SPEC section 8 that describe sites and events. Times are RFC 3339 in UTC with `Z`;
 /// an unknown time is `null`. Cookie names appear, cookie values never.
 enum SiteWire {
-    /// `{"name","state","expires_at","last_login","next_refresh","last_error"}`.
+    /// `{"name","state","expires_at","last_login","next_refresh","last_error"}`, and `"prompt"` while the site
+    /// is waiting-for-person.
     static func site(_ status: Keeper.SiteStatus) -> JSONValue {
         .object(siteMembers(status))
     }
@@ -28,7 +30,15 @@ enum SiteWire {
             ("last_login", time(status.lastLogin)),
             ("next_refresh", time(status.nextRefresh)),
             ("last_error", status.lastError.map(JSONValue.string) ?? .null),
-        ]
+        ] + (status.prompt.map { [("prompt", prompt($0))] } ?? [])
+    }
+
+    /// The prompt a waiting-for-person site's login waits on: `{"name","message","expires_at"}`.
+    static func prompt(_ prompt: PromptRequest) -> JSONValue {
+        .object([
+            ("name", .string(prompt.name)), ("message", prompt.message.map(JSONValue.string) ?? .null),
+            ("expires_at", time(prompt.expiresAt)),
+        ])
     }
 
     static func time(_ date: Date?) -> JSONValue {
@@ -41,11 +51,15 @@ enum SiteWire {
         let kind: String
         let data: JSONValue
         switch event {
-        case .state(let site, let time, let from, let to):
+        case .state(let change):
             kind = "state"
-            data = .object([
-                ("site", .string(site)), ("time", self.time(time)), ("from", .string(from.rawValue)), ("to", .string(to.rawValue)),
-            ])
+            var members: [(key: String, value: JSONValue)] = [
+                ("site", .string(change.site)), ("time", self.time(change.time)), ("from", .string(change.from.rawValue)),
+                ("to", .string(change.to.rawValue)),
+            ]
+            if let reason = change.reason { members.append(("reason", .string(reason.rawValue))) }
+            if let prompt = change.prompt { members.append(("prompt", self.prompt(prompt))) }
+            data = .object(members)
         case .cookies(let site, let time, let names, let expiresAt):
             kind = "cookies"
             data = .object([
@@ -61,7 +75,8 @@ enum SiteWire {
     /// The site an event is about.
     static func site(of event: KeeperEvent) -> String {
         switch event {
-        case .state(let site, _, _, _), .cookies(let site, _, _, _), .loginFinished(let site, _, _): site
+        case .state(let change): change.site
+        case .cookies(let site, _, _, _), .loginFinished(let site, _, _): site
         }
     }
 }

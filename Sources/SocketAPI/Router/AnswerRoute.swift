@@ -1,0 +1,52 @@
+import Daemon
+import Foundation
+import Hummingbird
+import JSON
+import NIOCore
+
+// MARK: POST /v1/sites/NAME/answer?name=V: a person's answer to a waiting prompt (SPEC section 12)
+
+extension APIRoutes {
+    /// The body is the value (one trailing newline dropped, so `echo 123456 | curl --data-binary @-` works); it
+    /// goes to the waiting login alone, never to a log or an answer. 409 when no prompt (of that name) waits.
+    func answerPrompt(_ request: Request, _ context: APIContext) async throws -> Response {
+        let snapshot = try await visibleSite(context)
+        try requireManager(context, for: "answer the prompts of site '\(snapshot.site.name)'")
+        let prompt = try RouteQuery(request, for: .answer).name
+        var request = request
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: limits.maxBodyBytes)
+        } catch {
+            throw APIError(.contentTooLarge, .tooLarge, "the request body is larger than \(limits.maxBodyBytes) bytes")
+        }
+        let value = Self.answerValue(String(decoding: body.readableBytesView, as: UTF8.self))
+        guard !value.isEmpty else { throw APIError(.badRequest, .badRequest, "the body is empty: it carries the answer") }
+        let answered: String
+        do {
+            answered = try await keeper.answer(snapshot.site.name, prompt: prompt, value: value)
+        } catch {
+            throw APIError(error)
+        }
+        logger.info("a prompt was answered over the socket", metadata: [
+            "site": "\(snapshot.site.name)", "prompt": "\(answered)", "uid": "\(context.peer.uid)",
+        ])
+        return WireBody.json(.object([("status", .string("answered")), ("prompt", .string(answered))]))
+    }
+
+    /// Who may answer a site's prompts: a manager of the daemon (its own uid, root, `socket.allow_uids`), as
+    /// for reloading; a reader of the site may not put values into its login.
+    func requireManager(_ context: APIContext, for action: String) throws(APIError) {
+        guard access.seesEverySite(context.peer) else {
+            throw APIError(.forbidden, .forbidden, "uid \(context.peer.uid) may not \(action)")
+        }
+    }
+
+    /// The answer in a body: without one trailing newline (`\n` or `\r\n`).
+    static func answerValue(_ body: String) -> String {
+        var value = Substring(body)
+        if value.hasSuffix("\n") { value = value.dropLast() }
+        if value.hasSuffix("\r") { value = value.dropLast() }
+        return String(value)
+    }
+}
