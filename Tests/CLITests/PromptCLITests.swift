@@ -180,13 +180,14 @@ import Testing
     }
 
     /// `sessionkeeper login` asks on its standard input: here a pipe the test writes the code into once the demo
-    /// site sent it. Without an answer (standard input closed at once, not a terminal), it fails saying so.
+    /// site sent it; with `-vv` the request that carries it shows it masked. Without an answer (standard input
+    /// closed at once, not a terminal), it fails saying so.
     @Test func loginAsksForTheAnswerOnItsStandardInput() async throws {
         try await LoginCLIWorld.with { world in
             try Self.setUp(world, receiver: nil, timeout: "1m")
             let binary = try #require(CLIRunner.executable)
             let login = try await startProgram(
-                binary.path, ["login", "coded", "--config", world.configPath],
+                binary.path, ["login", "coded", "-vv", "--config", world.configPath],
                 environment: ["PATH": "/usr/bin:/bin", "HOME": world.folder.path, "DEMO_PASSWORD": LoginCLITests.password],
                 directory: world.folder.path)
             let code = try await Self.waitForCode(world)

@@ -150,4 +150,31 @@ import Testing
             #expect(message.contains("step 'submit'") && !message.contains("last response") && !message.contains("wrong-password"))
         }
     }
+
+    /// A `login: manual` site without a session needs a person from its start: that is published once, with its
+    /// reason, as a change from the placeholder state, so the notifiers tell it once.
+    @Test func aSiteThatNeedsAPersonFromItsStartIsPublishedOnce() async throws {
+        try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
+            let keeper = world.keeper()
+            let changes = Changes()
+            let collector = changes.collect(await keeper.events())
+            let loader = ConfigurationLoader(environment: [:])
+            let manual = try loader.loadSite(
+                text: "base_url: \(world.server.baseURL.absoluteString)\nlogin: manual\n", file: world.folder.appendingPathComponent("manual.yaml").path,
+                config: loader.defaultConfig(directory: world.folder.path))
+            await keeper.apply([manual])
+            try await KeeperTests.settle(keeper)
+            #expect(await keeper.status().first?.phase == .needsAttention)
+            let published = try await waitUntil(.seconds(5)) { !changes.all.isEmpty }
+            #expect(published)
+            // Applying the same site again changes nothing and tells nothing.
+            await keeper.apply([manual])
+            try await Task.sleep(for: .milliseconds(200))
+            await keeper.stopAll()
+            collector.cancel()
+            #expect(changes.all.count == 1, "\(changes.all)")
+            let change = try #require(changes.all.first)
+            #expect(change.to == .needsAttention && change.reason == .manualSessionDied, "\(change)")
+        }
+    }
 }
