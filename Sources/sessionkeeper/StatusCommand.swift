@@ -52,6 +52,8 @@ struct SiteStatus {
     var nextRefresh: Date?
     var lastError: String?
     var userAgent: String?
+    /// The prompt a waiting-for-person site's login waits on: its name and message.
+    var prompt: (name: String, message: String?)?
 
     init(_ value: JSONValue) {
         func text(_ key: String) -> String? {
@@ -65,6 +67,19 @@ struct SiteStatus {
         nextRefresh = text("next_refresh").flatMap(CookieTime.parseRFC3339)
         lastError = text("last_error")
         userAgent = text("user_agent")
+        if case .string(let promptName)? = value["prompt"]?["name"] {
+            var message: String?
+            if case .string(let text)? = value["prompt"]?["message"] { message = text }
+            prompt = (promptName, message)
+        }
+    }
+
+    /// What the last column shows: the waiting prompt and how to answer it, else the last error.
+    var note: String {
+        if let prompt {
+            return (prompt.message.map { "asks: \($0); " } ?? "") + "answer with: sessionkeeper answer \(name) \(prompt.name)"
+        }
+        return lastError.map { $0.replacingOccurrences(of: "\n", with: " ") } ?? "-"
     }
 }
 
@@ -73,8 +88,7 @@ enum SitesTable {
     static func lines(_ sites: [SiteStatus], now: Date) -> [String] {
         let header = ["SITE", "STATE", "EXPIRES", "NEXT REFRESH", "LAST ERROR"]
         let rows = sites.map { site in
-            [site.name, site.state, relative(site.expiresAt, now: now), relative(site.nextRefresh, now: now),
-             site.lastError.map { $0.replacingOccurrences(of: "\n", with: " ") } ?? "-"]
+            [site.name, site.state, relative(site.expiresAt, now: now), relative(site.nextRefresh, now: now), site.note]
         }
         let widths = (0..<header.count - 1).map { column in
             ([header] + rows).map { $0[column].count }.max() ?? 0
