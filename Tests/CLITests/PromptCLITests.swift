@@ -10,27 +10,9 @@ import Testing
 /// the code. `sessionkeeper login` asks for it on its standard input instead.
 @Suite struct PromptCLITests {
     static func codeSiteYAML(port: Int, timeout: String) -> String {
-        """
-        base_url: http://127.0.0.1:\(port)
-        credentials: {username: alice, password: {env: DEMO_PASSWORD}}
-        login:
-          steps:
-            - name: send the code
-              post: /login/code
-              form: {username: "{{ credentials.username }}", password: "{{ credentials.password }}"}
-              expect: {status: 200}
-            - name: code from the text message
-              prompt: {name: sms_code, message: "Code sent to the phone ending 42", timeout: \(timeout)}
-            - name: enter the code
-              post: /login/code/verify
-              form: {code: "{{ sms_code }}"}
-              follow_redirects: false
-              expect: {status: 303, cookie: demo_session}
-        refresh: {before_expiry: 10m}
-        check: {get: /api/me, expect: {status: 200}}
-        cookies: {essential: [demo_session]}
-
-        """
+        demoSiteCodeLoginYAML(
+            baseURL: URL(string: "http://127.0.0.1:\(port)")!, timeout: timeout,
+            extra: "refresh: {before_expiry: 10m}\ncheck: {get: /api/me, expect: {status: 200}}\n")
     }
 
     /// The world's sites folder holds only the coded site; config.yaml has the socket at state/sk.sock, metrics,

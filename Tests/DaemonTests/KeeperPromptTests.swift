@@ -16,25 +16,7 @@ import Testing
 /// in waiting-for-person until the code is answered through ``Keeper/answer(_:prompt:value:)``.
 @Suite(.serialized) struct KeeperPromptTests {
     static func codeSiteYAML(_ base: URL, timeout: String = "30s") -> String {
-        """
-        base_url: \(base.absoluteString)
-        credentials: {username: alice, password: {env: DEMO_PASSWORD}}
-        login:
-          steps:
-            - name: send the code
-              post: /login/code
-              form: {username: "{{ credentials.username }}", password: "{{ credentials.password }}"}
-              expect: {status: 200}
-            - name: code from the text message
-              prompt: {name: sms_code, message: "Code sent to the phone ending 42", timeout: \(timeout)}
-            - name: enter the code
-              post: /login/code/verify
-              form: {code: "{{ sms_code }}"}
-              follow_redirects: false
-              expect: {status: 303, cookie: demo_session}
-        refresh: {before_expiry: 1m}
-        cookies: {essential: [demo_session]}
-        """
+        demoSiteCodeLoginYAML(baseURL: base, timeout: timeout, extra: "refresh: {before_expiry: 1m}")
     }
 
     static func site(_ world: KeeperTests.World, timeout: String = "30s") throws -> SiteDefinition {

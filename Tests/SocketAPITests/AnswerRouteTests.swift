@@ -11,24 +11,7 @@ import Testing
 /// daemon's managers only; the site's state, its prompt and the state event as clients see them.
 @Suite struct AnswerRouteTests {
     static func codeSiteYAML(_ base: URL) -> String {
-        """
-        base_url: \(base.absoluteString)
-        credentials: {username: alice, password: {env: DEMO_PASSWORD}}
-        access: {uids: [65534]}
-        login:
-          steps:
-            - name: send the code
-              post: /login/code
-              form: {username: "{{ credentials.username }}", password: "{{ credentials.password }}"}
-            - name: code from the text message
-              prompt: {name: sms_code, message: "Code sent to the phone ending 42", timeout: 5m}
-            - name: enter the code
-              post: /login/code/verify
-              form: {code: "{{ sms_code }}"}
-              follow_redirects: false
-              expect: {status: 303, cookie: demo_session}
-        cookies: {essential: [demo_session]}
-        """
+        demoSiteCodeLoginYAML(baseURL: base, timeout: "5m", extra: "access: {uids: [65534]}")
     }
 
     @Test func onlyAManagerAnswersAndTheAnswerCompletesTheLogin() async throws {

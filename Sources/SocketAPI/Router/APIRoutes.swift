@@ -124,14 +124,7 @@ struct APIRoutes: Sendable {
     private func setCookie(_ request: Request, _ context: APIContext) async throws -> Response {
         let snapshot = try await visibleSite(context)
         guard let url = try RouteQuery(request, for: .setCookie).url else { throw APIError.badParameter("url", "required: the URL of the response that carried the values") }
-        var request = request
-        let body: ByteBuffer
-        do {
-            body = try await request.collectBody(upTo: limits.maxBodyBytes)
-        } catch {
-            throw APIError(.contentTooLarge, .tooLarge, "the request body is larger than \(limits.maxBodyBytes) bytes")
-        }
-        let values = Self.setCookieValues(String(decoding: body.readableBytesView, as: UTF8.self))
+        let values = Self.setCookieValues(try await bodyText(request))
         let counts: (accepted: Int, rejected: Int)
         do {
             counts = try await keeper.setCookies(snapshot.site.name, url: url, values: values)
@@ -173,6 +166,18 @@ struct APIRoutes: Sendable {
     }
 
     // MARK: Helpers
+
+    /// The request's body as text, at most ``SocketServer/Limits/maxBodyBytes`` (413 beyond).
+    func bodyText(_ request: Request) async throws(APIError) -> String {
+        var request = request
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: limits.maxBodyBytes)
+        } catch {
+            throw APIError(.contentTooLarge, .tooLarge, "the request body is larger than \(limits.maxBodyBytes) bytes")
+        }
+        return String(decoding: body.readableBytesView, as: UTF8.self)
+    }
 
     /// The site named in the path, when it exists (404) and the peer may see it (403).
     func visibleSite(_ context: APIContext) async throws -> SiteSnapshot {

@@ -2,7 +2,6 @@ import Daemon
 import Foundation
 import Hummingbird
 import JSON
-import NIOCore
 
 // MARK: POST /v1/sites/NAME/answer?name=V: a person's answer to a waiting prompt (SPEC section 12)
 
@@ -13,14 +12,7 @@ extension APIRoutes {
         let snapshot = try await visibleSite(context)
         try requireManager(context, for: "answer the prompts of site '\(snapshot.site.name)'")
         let prompt = try RouteQuery(request, for: .answer).name
-        var request = request
-        let body: ByteBuffer
-        do {
-            body = try await request.collectBody(upTo: limits.maxBodyBytes)
-        } catch {
-            throw APIError(.contentTooLarge, .tooLarge, "the request body is larger than \(limits.maxBodyBytes) bytes")
-        }
-        let value = Self.answerValue(String(decoding: body.readableBytesView, as: UTF8.self))
+        let value = Self.answerValue(try await bodyText(request))
         guard !value.isEmpty else { throw APIError(.badRequest, .badRequest, "the body is empty: it carries the answer") }
         let answered: String
         do {
