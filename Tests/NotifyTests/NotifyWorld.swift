@@ -16,6 +16,8 @@ final class NotifyWorld: Sendable {
     let folder: TemporaryFolder
     let client: CurlHTTPClient
     let logs = LogLines()
+    /// How each delivery ended, as the service reports it for the metrics.
+    let outcomes = Locked<[NotificationOutcome]>([])
     private let servers = Locked<[PythonServer]>([])
 
     init(_ label: String = #function) throws {
@@ -57,7 +59,8 @@ final class NotifyWorld: Sendable {
         let (changes, feed) = AsyncStream.makeStream(of: SiteStateChange.self)
         let service = NotifyService(
             notifiers: channels, changes: changes, logger: logger, queueCapacity: capacity, retry: retry,
-            resendInterval: resendInterval, shutdownGrace: shutdownGrace)
+            resendInterval: resendInterval, shutdownGrace: shutdownGrace,
+            observe: { [outcomes] outcome in outcomes.withLock { $0.append(outcome) } })
         let group = ServiceGroup(configuration: .init(services: [service], logger: logger))
         let running = Task { try await group.run() }
         do {
