@@ -83,7 +83,8 @@ import Testing
                 try await keeper.answer("coded", prompt: nil, value: code)
             }
             await keeper.stopAll()
-            collector.cancel()
+            // stopAll ends the event streams: the collector has every event once it returns.
+            await collector.value
             let phases = changes.all.map(\.to)
             #expect(phases == [.waitingForPerson, .loggingIn, .valid], "\(changes.all)")
             let waiting = try #require(changes.all.first)
@@ -108,7 +109,8 @@ import Testing
             // A late answer finds nothing waiting.
             await #expect(throws: ClientRequestError.self) { try await keeper.answer("coded", prompt: nil, value: "123456") }
             await keeper.stopAll()
-            collector.cancel()
+            // stopAll ends the event streams: the collector has every event once it returns.
+            await collector.value
             let last = try #require(changes.all.last)
             #expect(last.to == .needsAttention && last.reason == .promptTimedOut, "\(changes.all)")
         }
@@ -125,7 +127,8 @@ import Testing
             let attention = try await waitUntil(.seconds(30)) { await keeper.status().first?.phase == .needsAttention }
             #expect(attention)
             await keeper.stopAll()
-            collector.cancel()
+            // stopAll ends the event streams: the collector has every event once it returns.
+            await collector.value
             let change = try #require(changes.all.last)
             #expect(change.reason == .credentialsRefused, "\(changes.all)")
             let message = try #require(change.message)
@@ -153,7 +156,8 @@ import Testing
             await keeper.apply([manual])
             try await Task.sleep(for: .milliseconds(200))
             await keeper.stopAll()
-            collector.cancel()
+            // stopAll ends the event streams: the collector has every event once it returns.
+            await collector.value
             #expect(changes.all.count == 1, "\(changes.all)")
             let change = try #require(changes.all.first)
             #expect(change.to == .needsAttention && change.reason == .manualSessionDied, "\(change)")

@@ -151,7 +151,9 @@ import Testing
         let full = world.logs.all.filter { $0.contains("queue full") }
         #expect(full.count == 1, "\(full)")
         let dropped = world.outcomes.withLock { $0 }.filter { $0 == NotificationOutcome(notifier: "notify[0]", event: "needs-attention", result: .dropped) }
-        #expect(dropped.count >= 5, "each notification dropped from the full queue is counted: \(dropped.count)")
+        // Eight changes into a queue of two behind a held delivery: each drop is counted (how many depends on when
+        // the worker took its items), never more than the six beyond the queue's room.
+        #expect((1...6).contains(dropped.count), "each notification dropped from the full queue is counted: \(dropped.count)")
         #expect(world.logs.all.contains { $0.contains("still queued at shutdown were dropped") })
         await world.cleanUp()
     }

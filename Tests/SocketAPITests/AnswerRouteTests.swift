@@ -56,6 +56,7 @@ import Testing
                 #expect(!world.logs.all.contains { $0.contains(code) }, "the answer is in no log line")
             }
             // The state events carry the prompt, and the way back.
+            _ = try await waitUntil(.seconds(10)) { changes.withLock { $0.last?.to == .valid } }
             let seen = changes.withLock { $0 }
             #expect(seen.map(\.to) == [.waitingForPerson, .loggingIn, .valid], "\(seen)")
             let first = try #require(seen.first)
