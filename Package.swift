@@ -162,7 +162,7 @@ let package = Package(
         .target(
             name: "Notify",
             dependencies: [
-                "Locking", "SiteConfig", "HTTPTransport", "JSON", "Platform",
+                "Locking", "SiteConfig", "Scheduler", "HTTPTransport", "JSON", "Platform",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -217,7 +217,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "LoginFlow", "Vault", "Credentials",
-                "Platform", "Sessions", "Daemon", "JSON", "SocketAPI", "SocketClient", "PostgresStore", "BrowserCookies", "Notify",
+                "Platform", "Sessions", "Scheduler", "Daemon", "JSON", "SocketAPI", "SocketClient", "PostgresStore", "BrowserCookies", "Notify",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -322,7 +322,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "Daemon", "Scheduler", "Sessions", "SiteConfig", "CurlTransport", "DemoSite", "Vault", "TestSupport",
-                "LoginFlow", "HTTPTransport",
+                "LoginFlow", "HTTPTransport", "JSON",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -376,7 +376,7 @@ let package = Package(
         .testTarget(
             name: "NotifyTests",
             dependencies: [
-                "Locking", "Notify", "SiteConfig", "HTTPTransport", "CurlTransport", "JSON", "TestSupport",
+                "Locking", "Notify", "SiteConfig", "Scheduler", "HTTPTransport", "CurlTransport", "JSON", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

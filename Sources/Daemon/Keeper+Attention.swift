@@ -8,17 +8,17 @@ import SiteConfig
 /// Why a site waits for a person, and what to do about it, in status and in the log. Never a value.
 public struct Attention: Sendable, Hashable {
     /// The typed reason (its raw value is the notifiers' name for it).
-    public var reason: SiteSchedule.AttentionReason
+    public var reason: AttentionReason
     /// What a person can do: which file or secret to fix, and what wakes the site.
     public var whatToDo: String
 
-    public init(reason: SiteSchedule.AttentionReason, whatToDo: String) {
+    public init(reason: AttentionReason, whatToDo: String) {
         self.reason = reason
         self.whatToDo = whatToDo
     }
 
     /// The advice for `reason` on `site`: the commands name the site, its file and the secrets it reads.
-    public static func advice(for reason: SiteSchedule.AttentionReason, site: SiteDefinition) -> String {
+    public static func advice(for reason: AttentionReason, site: SiteDefinition) -> String {
         let name = site.name
         let retry = "`sessionkeeper refresh \(name)` tries again now"
         let secrets = Keeper.secretNames(of: site).sorted()
@@ -40,6 +40,10 @@ public struct Attention: Sendable, Hashable {
         case .checkNeverPasses:
             return "fix the check in \(site.file) (try it with `sessionkeeper login \(name) --check` or `sessionkeeper probe \(name)`; "
                 + "docs/SITES.md, \"Writing the check\"); a change to the file wakes the site; \(retry)"
+        case .promptTimedOut:
+            return "answer sooner: \(retry) and `sessionkeeper answer \(name)` when it asks (or answer from the notification)"
+        case .other:
+            return "read the last error and fix \(site.file) (a change wakes the site); \(retry)"
         }
     }
 }

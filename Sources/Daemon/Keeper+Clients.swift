@@ -169,6 +169,9 @@ public enum ClientRequestError: Error, Sendable, Hashable, CustomStringConvertib
     case cannotLogIn(String, reason: String)
     /// A report for a site without `check:`.
     case noCheck(String)
+    /// An answer for a prompt that does not wait: none does (`waiting` nil), or the one that waits is not the
+    /// one `asked`.
+    case noPrompt(String, asked: String?, waiting: String?)
 
     public var description: String {
         switch self {
@@ -178,6 +181,12 @@ public enum ClientRequestError: Error, Sendable, Hashable, CustomStringConvertib
         case .timedOut(let site, let wait): "site '\(site)': no login finished within \(DurationText.format(wait))"
         case .cannotLogIn(let site, let reason): "site '\(site)' cannot log in now: \(reason)"
         case .noCheck(let site): "site '\(site)' has no check: (ask for a refresh instead)"
+        case .noPrompt(let site, let asked, let waiting):
+            if let waiting {
+                "site '\(site)' waits for an answer to '\(waiting)', not to '\(asked ?? "")'"
+            } else {
+                "site '\(site)' is not waiting for an answer\(asked.map { " to '\($0)'" } ?? "")"
+            }
         }
     }
 }

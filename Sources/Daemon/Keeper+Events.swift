@@ -36,6 +36,24 @@ extension Keeper {
         }
     }
 
+    /// The change of `name`'s state to what `schedule` says now, with what a person needs to know of it: the reason
+    /// and message of needs-attention (`notice` when the run that ended gave one without the site's page, else the
+    /// schedule's last error), the waiting prompt.
+    func stateChange(of name: String, from: SiteSchedule.Phase, schedule: SiteSchedule, notice: String?) -> SiteStateChange {
+        var change = SiteStateChange(site: name, time: wallClock(), from: from, to: schedule.phase)
+        switch schedule.phase {
+        case .needsAttention:
+            change.reason = schedule.attentionReason ?? .other
+            change.message = notice ?? schedule.lastError
+        case .waitingForPerson:
+            change.prompt = schedule.prompt
+            change.message = schedule.prompt?.message
+        case .valid, .loggingIn, .refreshing, .failed, .disabled:
+            break
+        }
+        return change
+    }
+
     /// Makes `record` the session served for `name`, telling subscribers when its cookies changed.
     func serve(_ record: SessionRecord, site name: String) {
         guard let before = entries[name] else { return }
@@ -50,8 +68,10 @@ extension Keeper {
 /// Something that happened to a site, for the socket's event stream and metrics. Names and times, never a
 /// cookie value.
 public enum KeeperEvent: Sendable, Hashable {
-    /// The site's state changed.
-    case state(site: String, time: Date, from: SiteSchedule.Phase, to: SiteSchedule.Phase)
+    /// The site's state changed, with why it needs a person (needs-attention) or the prompt that waits
+    /// (waiting-for-person). A site that needs a person from its start (a `login: manual` site without a
+    /// session) is published too, from the placeholder state `failed`.
+    case state(SiteStateChange)
     /// The served session's cookies changed (a login, a keepalive's renewal, cookies a client handed back, a
     /// session another process stored): the live cookies' names and the session's end.
     case cookies(site: String, time: Date, names: [String], expiresAt: Date?)

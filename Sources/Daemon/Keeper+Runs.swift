@@ -36,20 +36,24 @@ extension Keeper {
         let started = clock.now
         let outcome: RunOutcome
         var record: SessionRecord?
+        var notice: String?
         do {
-            let result = try await login.run(site, events: Self.logging(logger))
+            let result = try await login.run(site, events: Self.logging(logger), prompts: KeeperPrompts(keeper: self, site: site.name))
             record = result.record
             outcome = .ok
         } catch {
             switch error {
-            case .flow(let flowError): outcome = RunOutcome.classify(flowError, run: .login, now: wallClock())
+            case .flow(let flowError):
+                outcome = RunOutcome.classify(flowError, run: .login, now: wallClock())
+                notice = flowError.summary
             case .store(let storeError): outcome = .failed(reason: storeError.description)
             }
         }
-        loginEnded(site.name, outcome: outcome, record: record, duration: clock.now - started)
+        loginEnded(site.name, outcome: outcome, record: record, duration: clock.now - started, notice: notice)
     }
 
-    func loginEnded(_ name: String, outcome: RunOutcome, record: SessionRecord?, duration: Duration) {
+    /// - Parameter notice: the failure as a person may read it anywhere (``FlowError/summary``).
+    func loginEnded(_ name: String, outcome: RunOutcome, record: SessionRecord?, duration: Duration, notice: String? = nil) {
         gate.finish(site: name)
         guard let entry = entries[name] else { return }
         entries[name]?.runs[.logIn] = nil
@@ -58,7 +62,7 @@ extension Keeper {
         entries[name]?.lastAttempt = LoginAttempt(outcome: outcome, endedAt: wallClock())
         publish(.loginFinished(site: name, outcome: outcome.name, duration: duration))
         let summary = entries[name]?.record.map { Self.summary($0, site: entry.site, now: wallClock()) }
-        dispatch(.loginFinished(outcome, session: outcome == .ok ? summary : nil), to: name)
+        dispatch(.loginFinished(outcome, session: outcome == .ok ? summary : nil), to: name, notice: notice)
         resumeWaiters(of: name, loginEnded: true)
         admitLogins()
         rearm()
@@ -77,6 +81,7 @@ extension Keeper {
             record = stored
         }
         var outcome = RunOutcome.ok
+        var notice: String?
         var renewed: SessionRecord?
         do {
             if action == .check {
@@ -93,11 +98,16 @@ extension Keeper {
             }
         } catch {
             outcome = RunOutcome.classify(error, run: action == .check ? .check : .keepalive, now: wallClock())
+            notice = error.summary
         }
-        probeEnded(action, site: site.name, outcome: outcome, record: renewed ?? storedElsewhere, duration: clock.now - started)
+        probeEnded(
+            action, site: site.name, outcome: outcome, record: renewed ?? storedElsewhere, duration: clock.now - started, notice: notice)
     }
 
-    func probeEnded(_ action: SiteSchedule.Action, site name: String, outcome: RunOutcome, record: SessionRecord?, duration: Duration) {
+    func probeEnded(
+        _ action: SiteSchedule.Action, site name: String, outcome: RunOutcome, record: SessionRecord?, duration: Duration,
+        notice: String? = nil
+    ) {
         guard let entry = entries[name] else { return }
         entries[name]?.runs[action] = nil
         if let record { adopt(record, site: name) }
@@ -105,9 +115,9 @@ extension Keeper {
         if action == .check { publish(.checkFinished(site: name, outcome: outcome.name, duration: duration)) }
         let summary = record.map { Self.summary($0, site: entry.site, now: wallClock()) }
         if action == .check {
-            dispatch(.checkFinished(outcome), to: name)
+            dispatch(.checkFinished(outcome), to: name, notice: notice)
         } else {
-            dispatch(.keepaliveFinished(outcome, session: summary), to: name)
+            dispatch(.keepaliveFinished(outcome, session: summary), to: name, notice: notice)
         }
         rearm()
     }

@@ -31,6 +31,8 @@ public actor Keeper {
         public var retryAt: Date?
         /// How the site's last login ended; nil when none ended since the daemon started.
         public var lastAttempt: LoginAttempt?
+        /// The prompt a login waits on, while the site is waiting-for-person.
+        public var prompt: PromptRequest? = nil
     }
 
     struct Entry {
@@ -74,6 +76,8 @@ public actor Keeper {
     var storedDuringLogin: Set<String> = []
     /// Site files that failed to load, as the last reload left them (``failedSiteFiles()``).
     var failedFiles: [SiteFileFailure] = []
+    /// The prompt each waiting login asks, by site (``ask(_:site:)``): at most one, as one login runs per site.
+    var waitingPrompts: [String: WaitingPrompt] = [:]
 
     /// How far the wall clock may move apart from the monotonic clock between two wakes before the keeper takes
     /// it as a jump (the clock was set, or the machine slept) and plans every site again.
@@ -159,7 +163,7 @@ public actor Keeper {
             lastLogin: entry.record?.lastLogin, nextRefresh: entry.schedule.nextLogin(now: now),
             lastError: entry.schedule.lastError, siteDown: entry.schedule.siteDown, attention: attention(of: entry),
             nextRun: entry.schedule.nextRun(now: now), failures: entry.schedule.failures, retryAt: entry.schedule.retryAt(now: now),
-            lastAttempt: entry.lastAttempt)
+            lastAttempt: entry.lastAttempt, prompt: entry.schedule.prompt)
     }
 
     /// The session currently served for `site` (nil: none, or no such site).
@@ -180,6 +184,7 @@ public actor Keeper {
             for task in entry.runs.values { task.cancel() }
         }
         for name in loginWaiters.keys { resumeWaiters(of: name, loginEnded: false) }
+        for name in waitingPrompts.keys { endPrompt(of: name, with: .failure(.cancelled)) }
         endEventStreams()
     }
 
@@ -207,6 +212,7 @@ public actor Keeper {
         guard let entry = entries.removeValue(forKey: name) else { return }
         deadlineBySite[name] = nil
         for task in entry.runs.values { task.cancel() }
+        endPrompt(of: name, with: .failure(.cancelled))
         gate.finish(site: name)
         resumeWaiters(of: name, loginEnded: true)
         lastReport[name] = nil
@@ -217,7 +223,9 @@ public actor Keeper {
 
     // MARK: Events and actions
 
-    func dispatch(_ event: SiteSchedule.Event, to name: String) {
+    /// - Parameter notice: what a person reads if the event puts the site in needs-attention, when the run that
+    ///   ended says it better than the schedule's last error (without the page the site answered).
+    func dispatch(_ event: SiteSchedule.Event, to name: String, notice: String? = nil) {
         guard !stopped, let before = entries[name]?.schedule.phase else { return }
         let now = now
         // In place: a copy of the entry would make the schedule's collections copy on write.
@@ -231,8 +239,11 @@ public actor Keeper {
                 "site": "\(name)", "from": "\(before.rawValue)", "to": "\(schedule.phase.rawValue)",
                 "next_refresh": "\(schedule.nextLogin(now: now).map { CookieTime.rfc3339($0) } ?? "-")",
             ])
-            publish(.state(site: name, time: wallClock(), from: before, to: schedule.phase))
+            publish(.state(stateChange(of: name, from: before, schedule: schedule, notice: notice)))
             if schedule.phase == .needsAttention { logAttention(name) }
+        } else if event.isStart, schedule.phase == .needsAttention {
+            // A site that needs a person from its start is told like one that comes to need one.
+            publish(.state(stateChange(of: name, from: before, schedule: schedule, notice: notice)))
         }
         for action in actions { start(action, for: name) }
     }

@@ -221,8 +221,9 @@ public final class KeeperService: Service, Sendable {
     }
 
     /// The keys of config.yaml a reload cannot apply to a running daemon: the state folder and the vault it
-    /// holds open, the socket it listens on (its path, mode and group), the metrics route, and the logging set up
-    /// at start. Sites, `sites_dir`, `plugins_dir`, `defaults`, `scheduler` and `socket.allow_uids` apply at once.
+    /// holds open, the socket it listens on (its path, mode and group), the metrics route, the logging and the
+    /// notifiers set up at start. Sites, `sites_dir`, `plugins_dir`, `defaults`, `scheduler` and
+    /// `socket.allow_uids` apply at once.
     static func settingsNeedingRestart(running: DaemonConfig, reloaded: DaemonConfig) -> [String] {
         var keys: [String] = []
         if running.stateDirectory != reloaded.stateDirectory { keys.append("state_dir") }
@@ -232,6 +233,7 @@ public final class KeeperService: Service, Sendable {
         if socket != reloaded.socket { keys.append("socket") }
         if running.metrics != reloaded.metrics { keys.append("metrics") }
         if running.log != reloaded.log { keys.append("log") }
+        if running.notify != reloaded.notify { keys.append("notify") }
         return keys
     }
 

@@ -29,6 +29,8 @@ extension RunOutcome {
             return .misconfigured(reason: reason)
         case .plugin:
             return .failed(reason: reason)
+        case .prompt:
+            return .promptTimedOut(reason: reason)
         case .transport(let kind):
             return classify(transport: kind, reason: reason)
         case .cancelled:

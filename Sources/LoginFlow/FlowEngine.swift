@@ -47,6 +47,8 @@ public struct FlowEngine: Sendable {
     /// (``FlowEvent/requestTrace(_:)`` and the others), masked; for `login -vv`. Off by default: the daemon
     /// does not pay for events nobody reads.
     public var tracesExchanges = false
+    /// Who answers `prompt` steps; without one, a prompt step fails saying that nobody can answer here.
+    public var prompts: (any PromptProvider)?
     /// Characters of a body a trace shows.
     public static let traceBodyLength = 512
 
@@ -105,6 +107,8 @@ public struct FlowEngine: Sendable {
                     timing = try await perform(request, name: step.name, mark: step.mark, state: &state, storage: storage, observer: observer)
                 case .plugin(let plugin):
                     timing = try await runPlugin(plugin, name: step.name, mark: step.mark, state: &state, storage: storage, observer: observer)
+                case .prompt(let prompt):
+                    timing = try await ask(prompt, name: step.name, mark: step.mark, state: &state)
                 }
                 state.timings.append(timing)
                 observer?(.stepFinished(site: site.name, timing: timing))
@@ -153,6 +157,9 @@ public struct FlowEngine: Sendable {
                     try await state.prepare({ request.forEachVariable($0) }, provider: credentials, step: step.name, mark: step.mark)
                 case .plugin(let plugin):
                     try await preparePlugin(plugin, step: step.name, mark: step.mark)
+                case .prompt:
+                    // Its answer comes when the flow reaches it; nothing of it can be resolved before.
+                    continue
                 }
             }
         case .plugin(let plugin):

@@ -25,6 +25,8 @@ public struct FlowError: Error, Sendable, CustomStringConvertible {
         case credential
         /// The flow finished but an essential cookie is missing or expired.
         case essentialCookieMissing
+        /// A `prompt` step got no answer: nobody answered in time, or nobody can answer here.
+        case prompt
         /// The run was cancelled.
         case cancelled
     }
@@ -88,6 +90,18 @@ public struct FlowError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
+        var text = summary
+        if let response {
+            text += " [last response: \(response.status) \(response.url)"
+            if !response.bodyExcerpt.isEmpty { text += ", body: \"\(response.bodyExcerpt)\"" }
+            text += "]"
+        }
+        return text
+    }
+
+    /// The failure without the last response's status, URL and page excerpt: what a notification may carry to
+    /// a third party's service (the page the site answered stays in the daemon's log).
+    public var summary: String {
         var text = "site '\(site)'"
         if let step { text += ", step '\(step)'" }
         if let mark { text += " (\(mark))" }
@@ -96,11 +110,6 @@ public struct FlowError: Error, Sendable, CustomStringConvertible {
         if let expected { text += "; expected \(expected)" }
         if let found { text += ", found \(found)" }
         if let detail { text += kind == .credential ? detail : "; \(detail)" }
-        if let response {
-            text += " [last response: \(response.status) \(response.url)"
-            if !response.bodyExcerpt.isEmpty { text += ", body: \"\(response.bodyExcerpt)\"" }
-            text += "]"
-        }
         return text
     }
 
@@ -116,6 +125,7 @@ public struct FlowError: Error, Sendable, CustomStringConvertible {
         case .plugin: "the plugin failed"
         case .credential: "a credential is not available"
         case .essentialCookieMissing: "an essential cookie is missing after the login"
+        case .prompt: "the prompt got no answer"
         case .cancelled: "cancelled"
         }
     }

@@ -35,6 +35,12 @@ struct RunState: Sendable {
         masker.addValue(value)
     }
 
+    /// Sets a variable whose value is a secret whatever its length (a prompt's answer: a six-digit code is one).
+    mutating func setSecretVariable(_ name: String, _ value: String) {
+        variables[name] = value
+        masker.addSecret(value)
+    }
+
     /// Whether ``prepare(_:provider:step:mark:)`` has anything to do for a variable name: only these are
     /// collected, so a step without credentials or environment variables allocates nothing.
     static func needsPreparation(_ name: String) -> Bool {

@@ -1,4 +1,5 @@
 import Foundation
+import Scheduler
 import SiteConfig
 
 /// Which state changes become notifications: a pure state machine (changes in, notifications out), so

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTransport
 import Logging
+import Scheduler
 import ServiceLifecycle
 import SiteConfig
 
@@ -39,6 +40,7 @@ public struct NotifyService: Service {
     ///   - changes: the sites' state changes, in order.
     ///   - sleep: waits for a duration, throwing when cancelled (retries, re-sends and the shutdown grace;
     ///     tests pass a faster or manual one).
+    ///   - observe: told how each delivery ended (the daemon's metrics count them).
     public init(
         notifiers: [(channel: any NotifierChannel, events: [NotificationEvent])],
         changes: some AsyncSequence<SiteStateChange, Never> & Sendable,
@@ -47,11 +49,13 @@ public struct NotifyService: Service {
         retry: RetryPolicy = RetryPolicy(),
         resendInterval: Duration = NotifyService.defaultResendInterval,
         shutdownGrace: Duration = NotifyService.defaultShutdownGrace,
-        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        observe: @escaping @Sendable (NotificationOutcome) -> Void = { _ in }
     ) {
         routes = notifiers.map { notifier in
             Route(
-                queue: DeliveryQueue(channel: notifier.channel, capacity: queueCapacity, retry: retry, logger: logger, sleep: sleep),
+                queue: DeliveryQueue(
+                    channel: notifier.channel, capacity: queueCapacity, retry: retry, logger: logger, sleep: sleep, observe: observe),
                 events: notifier.events, resendsFiringAlerts: notifier.channel.resendsFiringAlerts)
         }
         self.changes = changes

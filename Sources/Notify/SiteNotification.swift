@@ -1,4 +1,5 @@
 import Foundation
+import Scheduler
 import SiteConfig
 
 /// One episode of a site needing a person: from the change that took it out of a good state until it is

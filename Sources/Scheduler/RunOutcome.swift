@@ -29,6 +29,9 @@ public enum RunOutcome: Sendable, Hashable {
     /// Any other failure (a plugin, a redirect loop, an extraction on a changed page): exponential
     /// backoff with jitter, up to `retry.max`.
     case failed(reason: String)
+    /// A `prompt` step got no answer within its timeout: the site needs a person, as after
+    /// ``credentialsRefused(reason:)``, but nothing counts against the account.
+    case promptTimedOut(reason: String)
     /// The run was cancelled (shutdown, a site removed).
     case cancelled
 
@@ -42,6 +45,7 @@ public enum RunOutcome: Sendable, Hashable {
         case .rateLimited: "rate-limited"
         case .misconfigured: "misconfigured"
         case .failed: "failed"
+        case .promptTimedOut: "prompt-timed-out"
         case .cancelled: "cancelled"
         }
     }
@@ -50,7 +54,8 @@ public enum RunOutcome: Sendable, Hashable {
     public var reason: String? {
         switch self {
         case .ok, .cancelled: nil
-        case .loggedOut(let reason), .credentialsRefused(let reason), .misconfigured(let reason), .failed(let reason): reason
+        case .loggedOut(let reason), .credentialsRefused(let reason), .misconfigured(let reason), .failed(let reason),
+             .promptTimedOut(let reason): reason
         case .siteDown(let reason, _), .rateLimited(let reason, _): reason
         }
     }

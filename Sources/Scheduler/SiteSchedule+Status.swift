@@ -3,22 +3,6 @@ import Foundation
 // MARK: What `status` shows of a schedule: why it waits for a person, what runs next, how it backs off
 
 extension SiteSchedule {
-    /// Why a site waits for a person (`needs-attention`), as far as its schedule can tell. The raw values are
-    /// the notifiers' names for the same reasons (`Notify.AttentionReason`), so one maps onto the other by name.
-    public enum AttentionReason: String, Sendable, Hashable, CaseIterable {
-        /// A login was refused in a way that looks permanent (an `expect` failed on a 2xx or 4xx answer).
-        case credentialsRefused = "credentials-refused"
-        /// `max_failures_per_day` failed logins in 24 hours.
-        case dailyCapReached = "daily-cap-reached"
-        /// A `login: manual` site has no valid session (none imported, it expired, or the check found it dead).
-        case manualSessionDied = "manual-session-died"
-        /// The check failed right after a successful login: the check is wrong, not the session, and logging in
-        /// again at every period would change nothing.
-        case checkNeverPasses = "check-never-passes"
-        /// The site file or a credential cannot work as it stands.
-        case misconfigured
-    }
-
     /// What the check in flight is for.
     enum CheckPurpose: Sendable, Hashable {
         /// Its period came, a client reported a failure, or a person woke the site.
@@ -29,8 +13,6 @@ extension SiteSchedule {
         case afterLogin
     }
 
-    /// Why the site waits for a person; nil unless ``phase`` is needs-attention.
-    public var attentionReason: AttentionReason? { phase == .needsAttention ? waitReason : nil }
 
     /// Consecutive failed attempts: logins that failed since the last success, plus, while the site is down,
     /// the runs it did not answer. 0 when nothing is failing.

@@ -14,6 +14,8 @@ public struct SiteSchedule: Sendable {
         case valid
         case loggingIn = "logging-in"
         case refreshing
+        /// A login waits for a person's answer to a `prompt` step (SPEC section 12).
+        case waitingForPerson = "waiting-for-person"
         case failed
         case needsAttention = "needs-attention"
         case disabled
@@ -59,6 +61,10 @@ public struct SiteSchedule: Sendable {
         case sessionStoredElsewhere(SessionSummary)
         /// The wall clock jumped or the machine was suspended: plan everything once more.
         case clockJumped
+        /// The running login reached a `prompt` step and waits for a person's answer.
+        case promptWaiting(PromptRequest)
+        /// The waiting prompt was answered; the login goes on.
+        case promptAnswered
     }
 
     public private(set) var policy: SitePolicy
@@ -69,6 +75,10 @@ public struct SiteSchedule: Sendable {
     public private(set) var deadlines: [Timer: ContinuousClock.Instant] = [:]
     /// The last failure's message (already free of secrets), nil after a success.
     public private(set) var lastError: String?
+    /// Why the site needs a person, while it is ``Phase/needsAttention``.
+    public private(set) var attentionReason: AttentionReason?
+    /// The prompt the running login waits on, while the site is ``Phase/waitingForPerson``.
+    public private(set) var prompt: PromptRequest?
     /// The last run could not reach the site: cookies are kept and served, no login is tried until it
     /// answers again.
     public private(set) var siteDown = false
@@ -79,8 +89,6 @@ public struct SiteSchedule: Sendable {
     public private(set) var keepaliveRunning = false
     /// Failed logins since the last success (the backoff exponent).
     public private(set) var consecutiveFailures = 0
-    /// Why the site waits for a person; kept while `phase` is needs-attention (``attentionReason``).
-    var waitReason: AttentionReason?
     /// What the check in flight is for: its answer means more right after a login.
     var checkPurpose = CheckPurpose.routine
     /// A login succeeded while a check of the session it replaced was in flight: that check's answer is about
@@ -110,6 +118,14 @@ public struct SiteSchedule: Sendable {
 
     /// Feeds one event; returns what to start now.
     public mutating func handle(_ event: Event, now: Now) -> [Action] {
+        let actions = apply(event, now: now)
+        // What belongs to a phase goes with it, whichever transition left it.
+        if phase != .needsAttention { attentionReason = nil }
+        if phase != .waitingForPerson { prompt = nil }
+        return actions
+    }
+
+    private mutating func apply(_ event: Event, now: Now) -> [Action] {
         switch event {
         case .start(let stored, let enabled):
             session = stored
@@ -192,6 +208,17 @@ public struct SiteSchedule: Sendable {
         case .clockJumped:
             guard phase != .disabled else { return [] }
             return replanAfterJump(now: now)
+
+        case .promptWaiting(let request):
+            guard loginRunning, phase != .disabled else { return [] }
+            prompt = request
+            phase = .waitingForPerson
+            return []
+
+        case .promptAnswered:
+            guard loginRunning, phase == .waitingForPerson else { return [] }
+            phase = sessionIsValid(now) ? .refreshing : .loggingIn
+            return []
         }
     }
 
@@ -232,7 +259,7 @@ public struct SiteSchedule: Sendable {
     /// state does not.
     private mutating func waitForPerson(_ reason: AttentionReason, now: Now) {
         phase = .needsAttention
-        waitReason = reason
+        attentionReason = reason
         deadlines[.login] = nil
         if !sessionIsValid(now) {
             deadlines[.check] = nil
@@ -275,7 +302,9 @@ public struct SiteSchedule: Sendable {
             return [.check]
         case .keepalive:
             guard hasSessionToProbe(now) else { return [] }
-            guard !keepaliveRunning, !siteDown, !loginRunning else {
+            // A login waiting for a person may wait for minutes: the session it replaces is still served, and a
+            // sliding one must not die meanwhile.
+            guard !keepaliveRunning, !siteDown, !loginRunning || phase == .waitingForPerson else {
                 planProbe(.keepalive, now: now)
                 return []
             }
@@ -332,6 +361,11 @@ public struct SiteSchedule: Sendable {
             } else {
                 waitForPerson(.misconfigured, now: now)
             }
+        case .promptTimedOut(let reason):
+            // Not counted against the account: nothing was sent to the site for the missing answer.
+            lastError = reason
+            lastErrorSource = .login
+            waitForPerson(.promptTimedOut, now: now)
         case .siteDown(let reason, let retryAfter):
             // Not counted against the account: the credentials never reached anyone.
             lastError = reason
@@ -417,7 +451,7 @@ public struct SiteSchedule: Sendable {
             probeFailures += 1
             deadlines[timer] = now.monotonic + waitAfter(failures: probeFailures, retryAfter: retryAfter, now: now)
             return []
-        case .credentialsRefused(let reason), .misconfigured(let reason), .failed(let reason):
+        case .credentialsRefused(let reason), .misconfigured(let reason), .failed(let reason), .promptTimedOut(let reason):
             lastError = reason
             planProbe(timer, now: now)
             return []
@@ -543,7 +577,7 @@ public struct SiteSchedule: Sendable {
     private func hasSessionToProbe(_ now: Now) -> Bool { phase != .needsAttention || sessionIsValid(now) }
 
     /// The site waits for a person because its check cannot pass: running it again tells nothing.
-    private var checkIsKnownWrong: Bool { attentionReason == .checkNeverPasses }
+    private var checkIsKnownWrong: Bool { phase == .needsAttention && attentionReason == .checkNeverPasses }
 
     static func seconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components

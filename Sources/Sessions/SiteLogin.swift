@@ -55,8 +55,10 @@ public struct SiteLogin: Sendable {
     }
 
     /// Logs `site` in and stores the session.
+    /// - Parameter prompts: who answers the flow's `prompt` steps (the daemon's waiting slots, `login`'s terminal);
+    ///   without one, a prompt step fails saying that nobody can answer.
     public func run(
-        _ site: SiteDefinition, start: Start = .storedSession, events: SessionEventSink? = nil
+        _ site: SiteDefinition, start: Start = .storedSession, events: SessionEventSink? = nil, prompts: (any PromptProvider)? = nil
     ) async throws(SiteLoginError) -> SiteLoginResult {
         let report: SessionEventSink = events ?? { _ in }
         let storage = SiteJar.makeStorage(for: site, clock: now)
@@ -67,7 +69,8 @@ public struct SiteLogin: Sendable {
             await restore(site, into: storage, report: report)
         }
 
-        let engine = engine(for: site)
+        var engine = engine(for: site)
+        engine.prompts = prompts
         let flow: FlowResult
         do {
             flow = try await engine.login(site, storage: storage, observer: { report(.flow($0)) })

@@ -38,10 +38,12 @@ struct DaemonClient {
     }
 
     /// Sends one request; a 2xx answer is returned, anything else thrown.
-    func request(_ method: String, _ path: String, query: [(String, String?)] = []) throws(DaemonClientError) -> UnixSocketHTTPResponse {
+    func request(
+        _ method: String, _ path: String, query: [(String, String?)] = [], body: [UInt8] = []
+    ) throws(DaemonClientError) -> UnixSocketHTTPResponse {
         let response: UnixSocketHTTPResponse
         do {
-            response = try http.send(method, path + Self.queryString(query))
+            response = try http.send(method, path + Self.queryString(query), body: body)
         } catch {
             if case .notReachable = error { throw .unreachable(error) }
             throw .exchange(error)
@@ -51,8 +53,8 @@ struct DaemonClient {
     }
 
     /// A JSON answer, parsed.
-    func json(_ method: String, _ path: String, query: [(String, String?)] = []) throws(DaemonClientError) -> JSONValue {
-        let response = try request(method, path, query: query)
+    func json(_ method: String, _ path: String, query: [(String, String?)] = [], body: [UInt8] = []) throws(DaemonClientError) -> JSONValue {
+        let response = try request(method, path, query: query, body: body)
         do {
             return try JSONValue.parse(response.body)
         } catch {

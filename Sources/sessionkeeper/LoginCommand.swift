@@ -23,8 +23,9 @@ struct LoginCommand: AsyncParsableCommand {
             on standard error (method, URL without its query, status, milliseconds); no secret or cookie \
             value is ever printed. On success the cookies are stored in the vault as the site's session \
             (session cookies left out when the site sets persist_session_cookies: false) and the last line \
-            names the essential cookies and when they expire. With --check the site's check: runs on the new \
-            session right after (the end-to-end try of a new site file; `probe SITE` runs the check alone). \
+            names the essential cookies and when they expire. A `prompt` step asks on the terminal without \
+            echo (without a terminal, standard input gives one answer). With --check the site's check: runs on the \
+            new session right after (the end-to-end try of a new site file; `probe SITE` runs the check alone). \
             Exit status: 0 logged in (and with --check, the check passes), 1 the flow or the check failed, \
             2 usage, configuration or vault key error.
             """
@@ -75,7 +76,9 @@ struct LoginCommand: AsyncParsableCommand {
 
             let result: SiteLoginResult
             do {
-                result = try await login.run(definition, start: fresh ? .fresh : .storedSession, events: progress.sink)
+                result = try await login.run(
+                    definition, start: fresh ? .fresh : .storedSession, events: progress.sink,
+                    prompts: TerminalPrompts(beforeAsking: { progress.finish() }))
             } catch {
                 progress.finish()
                 // A missing credential or environment variable is found before any request: a configuration

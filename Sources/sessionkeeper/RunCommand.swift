@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import Notify
 import Platform
+import Scheduler
 import ServiceLifecycle
 import Sessions
 import SiteConfig
@@ -90,7 +91,11 @@ struct RunCommand: AsyncParsableCommand {
             // The notifiers come first: on shutdown they stop last, so what the keeper told them as it stopped
             // still goes out.
             var services = [ServiceGroupConfiguration.ServiceConfiguration]()
-            if let notify = await Self.notifyService(daemonConfig, keeper: keeper, wiring: wiring, logger: logger) {
+            let notifications: @Sendable (NotificationOutcome) -> Void = { [socket] outcome in
+                socket.notificationEnded(notifier: outcome.notifier, event: outcome.event, outcome: outcome.result.rawValue)
+            }
+            if let notify = await Self.notifyService(
+                daemonConfig, keeper: keeper, wiring: wiring, logger: logger, observe: notifications) {
                 services.append(.init(service: notify))
             }
             services += [.init(service: service), .init(service: socket)]
@@ -104,10 +109,12 @@ struct RunCommand: AsyncParsableCommand {
         }
     }
 
-    /// The notifiers of config.yaml's `notify:` (SPEC section 12), fed from the keeper's events through the
-    /// adapter of KeeperStateChanges.swift; nil when there are none. A notifier that cannot be set up is left
+    /// The notifiers of config.yaml's `notify:` (SPEC section 12), fed the state changes the keeper publishes
+    /// (with their reasons and prompts); nil when there are none. A notifier that cannot be set up is left
     /// out with an error in the log; the daemon serves everything else.
-    static func notifyService(_ config: DaemonConfig, keeper: Keeper, wiring: LoginWiring, logger: Logger) async -> NotifyService? {
+    static func notifyService(
+        _ config: DaemonConfig, keeper: Keeper, wiring: LoginWiring, logger: Logger, observe: @escaping @Sendable (NotificationOutcome) -> Void
+    ) async -> NotifyService? {
         guard !config.notify.isEmpty else { return nil }
         let (notifiers, problems) = NotifyService.channels(
             for: config.notify, client: wiring.client, environment: ProcessInfo.processInfo.environment)
@@ -115,8 +122,10 @@ struct RunCommand: AsyncParsableCommand {
             logger.error("notifier left out", metadata: ["notifier": "\(problem.label)", "reason": "\(problem.message)"])
         }
         guard !notifiers.isEmpty else { return nil }
-        let changes = KeeperStateChanges(events: await keeper.events(buffer: notifyEventBuffer), keeper: keeper)
-        return NotifyService(notifiers: notifiers, changes: changes, logger: logger)
+        let changes = await keeper.events(buffer: notifyEventBuffer).compactMap { @Sendable event -> SiteStateChange? in
+            if case .state(let change) = event { change } else { nil }
+        }
+        return NotifyService(notifiers: notifiers, changes: changes, logger: logger, observe: observe)
     }
 
     /// The notifiers' subscription to the keeper's events reads each at once (it only queues notifications),

@@ -12,6 +12,7 @@ struct SessionKeeper: AsyncParsableCommand {
         abstract: "Keeps web logins alive and serves their cookies to local tools.",
         version: SessionKeeperVersion.string,
         subcommands: [
+            AnswerCommand.self,
             CheckCommand.self,
             CookieCommand.self,
             ExecCommand.self,

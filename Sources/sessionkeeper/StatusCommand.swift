@@ -74,6 +74,8 @@ struct SiteStatus {
     /// `attention`: why the site waits for a person, and what to do.
     var attentionReason: String?
     var whatToDo: String?
+    /// The prompt a waiting-for-person site's login waits on: its name and message.
+    var prompt: (name: String, message: String?)?
 
     init(_ value: JSONValue) {
         func text(_ key: String) -> String? {
@@ -95,6 +97,19 @@ struct SiteStatus {
         retryAt = text("retry_at").flatMap(CookieTime.parseRFC3339)
         if case .string(let reason)? = value["attention"]?["reason"] { attentionReason = reason }
         if case .string(let advice)? = value["attention"]?["what_to_do"] { whatToDo = advice }
+        if case .string(let promptName)? = value["prompt"]?["name"] {
+            var message: String?
+            if case .string(let text)? = value["prompt"]?["message"] { message = text }
+            prompt = (promptName, message)
+        }
+    }
+
+    /// What the last column shows: the waiting prompt and how to answer it, else the last error.
+    var note: String {
+        if let prompt {
+            return (prompt.message.map { "asks: \($0); " } ?? "") + "answer with: sessionkeeper answer \(name) \(prompt.name)"
+        }
+        return lastError.map { $0.replacingOccurrences(of: "\n", with: " ") } ?? "-"
     }
 }
 
@@ -103,8 +118,7 @@ enum SitesTable {
     static func lines(_ sites: [SiteStatus], now: Date) -> [String] {
         let header = ["SITE", "STATE", "EXPIRES", "NEXT RUN", "LAST ERROR"]
         let rows = sites.map { site in
-            [site.name, site.state, relative(site.expiresAt, now: now), nextRun(site, now: now),
-             site.lastError.map { $0.replacingOccurrences(of: "\n", with: " ") } ?? "-"]
+            [site.name, site.state, relative(site.expiresAt, now: now), nextRun(site, now: now), site.note]
         }
         let widths = (0..<header.count - 1).map { column in
             ([header] + rows).map { $0[column].count }.max() ?? 0

@@ -67,12 +67,12 @@ import Testing
             // SIGHUP with a config.yaml that names another sites folder: demo goes, demo-two comes.
             try FileManager.default.createDirectory(atPath: world.folder.path("other-sites"), withIntermediateDirectories: true)
             try FileManager.default.copyItem(atPath: world.folder.path("sites/demo.yaml"), toPath: world.folder.path("other-sites/demo-two.yaml"))
-            try "state_dir: state\nsites_dir: other-sites\nvault: {key: {file: state/master.key}}\nmetrics: false\n"
+            try "state_dir: state\nsites_dir: other-sites\nvault: {key: {file: state/master.key}}\nmetrics: false\nnotify: [{command: [/bin/true]}]\n"
                 .write(toFile: world.configPath, atomically: true, encoding: .utf8)
             daemon.send(SIGHUP)
             #expect(await Self.eventually { daemon.outputText.contains("config.yaml reloaded") }, "log: \(daemon.outputText)")
             // What a running daemon cannot change is said, not silently ignored.
-            #expect(daemon.outputText.contains("config.yaml: metrics changed; the daemon keeps the running values until it is restarted"),
+            #expect(daemon.outputText.contains("config.yaml: metrics, notify changed; the daemon keeps the running values until it is restarted"),
                     "log: \(daemon.outputText)")
             #expect(await Self.eventually { daemon.outputText.contains("outcome=ok run=login site=demo-two") }, "log: \(daemon.outputText)")
             #expect(daemon.outputText.split(separator: "\n").contains { $0.contains("site removed") && $0.contains("site=demo ") },

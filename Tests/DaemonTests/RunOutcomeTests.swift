@@ -11,7 +11,7 @@ import Testing
 
     /// The shape of an outcome, without its human-readable reason.
     enum Shape: Hashable, CustomStringConvertible {
-        case ok, loggedOut, credentialsRefused, siteDown(Duration?), rateLimited(Duration?), misconfigured, failed, cancelled
+        case ok, loggedOut, credentialsRefused, siteDown(Duration?), rateLimited(Duration?), misconfigured, failed, promptTimedOut, cancelled
 
         init(_ outcome: RunOutcome) {
             switch outcome {
@@ -22,6 +22,7 @@ import Testing
             case .rateLimited(_, let delay): self = .rateLimited(delay)
             case .misconfigured: self = .misconfigured
             case .failed: self = .failed
+            case .promptTimedOut: self = .promptTimedOut
             case .cancelled: self = .cancelled
             }
         }
@@ -35,6 +36,7 @@ import Testing
             case .rateLimited(let delay): "rate-limited(\(delay.map { "\($0)" } ?? "-"))"
             case .misconfigured: "misconfigured"
             case .failed: "failed"
+            case .promptTimedOut: "prompt-timed-out"
             case .cancelled: "cancelled"
             }
         }
@@ -113,6 +115,8 @@ import Testing
         #expect(Self.classify(FlowError(kind: .credential, site: "wiki", step: "submit"), .login) == .misconfigured)
         #expect(Self.classify(FlowError(kind: .invalidRequest, site: "wiki", step: "submit"), .check) == .misconfigured)
         #expect(Self.classify(FlowError(kind: .cancelled, site: "wiki"), .login) == .cancelled)
+        // A prompt nobody answered: the site needs a person, not a retry.
+        #expect(Self.classify(FlowError(kind: .prompt, site: "wiki", step: "code", detail: "nobody answered within 15m"), .login) == .promptTimedOut)
         // A login plugin that returned no essential cookie: no response to look at.
         #expect(Self.classify(FlowError(kind: .essentialCookieMissing, site: "wiki", step: "login"), .login) == .credentialsRefused)
         #expect(Self.classify(FlowError(kind: .essentialCookieMissing, site: "wiki", step: "check"), .check) == .loggedOut)

@@ -86,6 +86,12 @@ import Testing
         #expect(lines.contains { $0.contains("trying again") && $0.contains("notify[1] (json webhook to 127.0.0.1)") && $0.contains("cannot connect") })
         #expect(lines.contains { $0.contains("trying again") && $0.contains("answered 503") })
         #expect(!lines.contains { $0.contains("/hook") }, "a webhook's path is never logged")
+        // What the metrics count: each notifier by its place, never its URL.
+        let outcomes = Set(world.outcomes.withLock { $0 })
+        #expect(outcomes.contains(NotificationOutcome(notifier: "notify[1]", event: "needs-attention", result: .failed)), "\(outcomes)")
+        #expect(outcomes.contains(NotificationOutcome(notifier: "notify[2]", event: "needs-attention", result: .delivered)), "\(outcomes)")
+        #expect(outcomes.contains(NotificationOutcome(notifier: "notify[3]", event: "needs-attention", result: .delivered)), "\(outcomes)")
+        #expect(!outcomes.contains { $0.notifier == "notify[0]" && $0.result == .delivered })
         await world.cleanUp()
     }
 
@@ -144,6 +150,10 @@ import Testing
         }
         let full = world.logs.all.filter { $0.contains("queue full") }
         #expect(full.count == 1, "\(full)")
+        let dropped = world.outcomes.withLock { $0 }.filter { $0 == NotificationOutcome(notifier: "notify[0]", event: "needs-attention", result: .dropped) }
+        // Eight changes into a queue of two behind a held delivery: each drop is counted (how many depends on when
+        // the worker took its items), never more than the six beyond the queue's room.
+        #expect((1...6).contains(dropped.count), "each notification dropped from the full queue is counted: \(dropped.count)")
         #expect(world.logs.all.contains { $0.contains("still queued at shutdown were dropped") })
         await world.cleanUp()
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Notify
+import Scheduler
 import SiteConfig
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 @Suite struct IncidentTrackerTests {
     static let start = Date(timeIntervalSince1970: 1_800_000_000)
 
-    static func change(_ from: SiteState, _ to: SiteState, at seconds: Double, site: String = "wiki", reason: AttentionReason? = nil,
+    static func change(_ from: SiteSchedule.Phase, _ to: SiteSchedule.Phase, at seconds: Double, site: String = "wiki", reason: AttentionReason? = nil,
                        message: String? = nil, prompt: PromptRequest? = nil) -> SiteStateChange {
         SiteStateChange(site: site, time: start + seconds, from: from, to: to, reason: reason, message: message, prompt: prompt)
     }

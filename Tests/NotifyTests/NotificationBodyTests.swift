@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Notify
+import Scheduler
 import SiteConfig
 import Testing
 

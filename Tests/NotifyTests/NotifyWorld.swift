@@ -4,6 +4,7 @@ import JSON
 import Locking
 import Logging
 import Notify
+import Scheduler
 import ServiceLifecycle
 import SiteConfig
 import TestSupport
@@ -15,6 +16,8 @@ final class NotifyWorld: Sendable {
     let folder: TemporaryFolder
     let client: CurlHTTPClient
     let logs = LogLines()
+    /// How each delivery ended, as the service reports it for the metrics.
+    let outcomes = Locked<[NotificationOutcome]>([])
     private let servers = Locked<[PythonServer]>([])
 
     init(_ label: String = #function) throws {
@@ -56,7 +59,8 @@ final class NotifyWorld: Sendable {
         let (changes, feed) = AsyncStream.makeStream(of: SiteStateChange.self)
         let service = NotifyService(
             notifiers: channels, changes: changes, logger: logger, queueCapacity: capacity, retry: retry,
-            resendInterval: resendInterval, shutdownGrace: shutdownGrace)
+            resendInterval: resendInterval, shutdownGrace: shutdownGrace,
+            observe: { [outcomes] outcome in outcomes.withLock { $0.append(outcome) } })
         let group = ServiceGroup(configuration: .init(services: [service], logger: logger))
         let running = Task { try await group.run() }
         do {
@@ -77,7 +81,7 @@ final class NotifyWorld: Sendable {
         NotifierSettings(target: .webhook(WebhookSettings(url: URL(string: url)!, format: format, headers: headers)), events: events, timeout: timeout)
     }
 
-    static func change(_ site: String, _ from: SiteState, _ to: SiteState, reason: AttentionReason? = nil, message: String? = nil) -> SiteStateChange {
+    static func change(_ site: String, _ from: SiteSchedule.Phase, _ to: SiteSchedule.Phase, reason: AttentionReason? = nil, message: String? = nil) -> SiteStateChange {
         SiteStateChange(site: site, time: Date(), from: from, to: to, reason: reason, message: message)
     }
 }

@@ -86,6 +86,17 @@ import Testing
         ("plugin-not-executable.yaml", ["4:15: step 1: plugin 'not-executable.sh' is not an executable file"]),
         ("plugin-timeout-zero.yaml", ["5:16: step 1.timeout must be longer than zero"]),
         ("plugin-with-not-mapping.yaml", ["4:9: login.with: expected a mapping of names to values, found a list"]),
+        ("prompt-and-request.yaml", ["4:7: step 1: a step is an HTTP request or a prompt, not both ('post' and 'prompt')"]),
+        ("prompt-bad-name.yaml", [
+            "4:22: step 1.prompt.name: '2fa code' is not a variable name (a word: letters, digits, '_', '-'; such as sms_code)",
+            "6:20: step 2: '{{ sms_code }}': no earlier step extracts 'sms_code'",
+        ]),
+        ("prompt-in-check.yaml", [
+            "4:3: check is one HTTP request; prompts run only in login",
+            "4:3: check needs a request: one of get, post, put, patch, delete, request (or plugin)",
+        ]),
+        ("prompt-no-message.yaml", ["4:15: step 1.prompt needs 'message' (what the person is asked, such as \"Code sent to the phone ending 42\")"]),
+        ("prompt-timeout.yaml", ["4:86: step 1.prompt.timeout: 'soon' is not a duration; write a number and a unit: 500ms, 30s, 10m, 12h, 7d"]),
         ("proxy-scheme.yaml", ["4:10: http.proxy: 'ftp://proxy:21' is not a proxy URL (http://, https://, socks4://, socks4a://, socks5://, socks5h://HOST:PORT)"]),
         ("redirect-status-followed.yaml", ["5:25: step 1 expects a redirect status but follows redirects, so it only sees the final response; add follow_redirects: false"]),
         ("request-without-method.yaml", ["4:16: step 1: request needs 'method'"]),

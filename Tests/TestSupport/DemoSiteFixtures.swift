@@ -24,6 +24,31 @@ public func demoSiteLoginYAML(baseURL: URL, extra: String = "") -> String {
     """
 }
 
+/// A site file for the demo site's sign-in with a code sent out of band (`/login/code`, SPEC section 12's `prompt`
+/// step): the password, then the code a person reads (`/_control/sent-code`) given as `sms_code`, then the code
+/// checked. `extra` is appended (refresh, check, access).
+public func demoSiteCodeLoginYAML(baseURL: URL, timeout: String, extra: String = "") -> String {
+    """
+    base_url: \(baseURL.absoluteString)
+    credentials: {username: alice, password: {env: DEMO_PASSWORD}}
+    login:
+      steps:
+        - name: send the code
+          post: /login/code
+          form: {username: "{{ credentials.username }}", password: "{{ credentials.password }}"}
+          expect: {status: 200}
+        - name: code from the text message
+          prompt: {name: sms_code, message: "Code sent to the phone ending 42", timeout: \(timeout)}
+        - name: enter the code
+          post: /login/code/verify
+          form: {code: "{{ sms_code }}"}
+          follow_redirects: false
+          expect: {status: 303, cookie: demo_session}
+    cookies: {essential: [demo_session]}
+    \(extra)
+    """
+}
+
 /// Counts events by key (a server's requests by `METHOD path`, say), from any thread.
 public final class KeyCounter: Sendable {
     private let counts = Locked<[String: Int]>([:])

@@ -36,6 +36,7 @@ extension DemoSite {
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: SiteMiddleware(site: site, log: requestLog))
         LoginRoutes(site: site).register(on: router)
+        CodeRoutes(site: site).register(on: router)
         JSONAPIRoutes(site: site).register(on: router)
         SSORoutes(site: site).register(on: router)
         BrowserRoutes(site: site).register(on: router)

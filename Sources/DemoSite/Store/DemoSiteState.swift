@@ -61,6 +61,9 @@ actor DemoSiteState {
     private var statistics = SiteStatistics()
     /// The latest TOTP time step a login used, for replay rejection.
     private var lastAcceptedTOTPStep: Int64?
+    /// The one-time code sent out of band for each pending login (`/login/code`), and the last one sent.
+    private var sentCodes: [String: String] = [:]
+    private var lastCode: String?
     private var insertionsSinceSweep = 0
 
     init(now: @escaping DemoSite.WallClock) {
@@ -153,6 +156,23 @@ actor DemoSiteState {
 
     func completePendingLogin(id: String) {
         pending[id] = nil
+        sentCodes[id] = nil
+    }
+
+    /// Records `code` as sent to the person's phone for the pending login `pendingID`.
+    func sendCode(_ code: String, pendingID: String) {
+        sentCodes[pendingID] = code
+        lastCode = code
+    }
+
+    /// The code sent last, as the person's phone shows it.
+    func lastSentCode() -> String? { lastCode }
+
+    /// Whether `code` is the one sent for `pendingID`; a matching code is used up.
+    func takeCode(_ code: String, pendingID: String) -> Bool {
+        guard let sent = sentCodes[pendingID], !code.isEmpty, constantTimeEquals(sent, code) else { return false }
+        sentCodes[pendingID] = nil
+        return true
     }
 
     /// Records a TOTP step as used. With `rejectReplay`, a step at or before the last one used is refused

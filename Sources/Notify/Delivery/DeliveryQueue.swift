@@ -34,6 +34,7 @@ actor DeliveryQueue {
     let retry: RetryPolicy
     private let sleep: @Sendable (Duration) async throws -> Void
     private let logger: Logger
+    private let observe: @Sendable (NotificationOutcome) -> Void
 
     private var pending: [DeliveryItem] = []
     private var overflowLogged = false
@@ -42,8 +43,10 @@ actor DeliveryQueue {
 
     init(
         channel: any NotifierChannel, capacity: Int, retry: RetryPolicy, logger: Logger,
-        sleep: @escaping @Sendable (Duration) async throws -> Void
+        sleep: @escaping @Sendable (Duration) async throws -> Void,
+        observe: @escaping @Sendable (NotificationOutcome) -> Void = { _ in }
     ) {
+        self.observe = observe
         self.channel = channel
         self.capacity = max(1, capacity)
         self.retry = retry
@@ -61,6 +64,7 @@ actor DeliveryQueue {
         }
         if pending.count > capacity {
             let dropped = pending.removeFirst()
+            report(dropped, .dropped)
             if !overflowLogged {
                 overflowLogged = true
                 logger.warning("notifier queue full: dropping the oldest notifications", metadata: Self.metadata(dropped).merging([
@@ -111,15 +115,18 @@ actor DeliveryQueue {
         for attempt in 1...attempts {
             switch await channel.deliver(item) {
             case .delivered:
+                report(item, .delivered)
                 logger.debug("notification delivered", metadata: Self.metadata(item).merging(["notifier": "\(channel.label)"]) { $1 })
                 return
             case .failed(let reason):
+                report(item, .failed)
                 logger.error("notification not delivered", metadata: Self.metadata(item).merging([
                     "notifier": "\(channel.label)", "reason": "\(reason)",
                 ]) { $1 })
                 return
             case .retry(let reason):
                 guard attempt < attempts else {
+                    report(item, .failed)
                     logger.error("notification not delivered; giving up", metadata: Self.metadata(item).merging([
                         "notifier": "\(channel.label)", "reason": "\(reason)", "attempts": "\(attempt)",
                     ]) { $1 })
@@ -139,6 +146,14 @@ actor DeliveryQueue {
         }
     }
 
+    private func report(_ item: DeliveryItem, _ outcome: NotificationOutcome.Result) {
+        let event = switch item {
+        case .notification(let notification), .ended(let notification): notification.event.rawValue
+        case .firing: "firing"
+        }
+        observe(NotificationOutcome(notifier: channel.metricName, event: event, result: outcome))
+    }
+
     private static func metadata(_ item: DeliveryItem) -> Logger.Metadata {
         switch item {
         case .notification(let notification), .ended(let notification):
@@ -147,4 +162,33 @@ actor DeliveryQueue {
             ["event": "firing", "alerts": "\(notifications.count)"]
         }
     }
+}
+
+/// How one notification to one notifier ended, for `sessionkeeper_notifications_total{notifier,event,outcome}`.
+public struct NotificationOutcome: Sendable, Hashable {
+    public enum Result: String, Sendable, Hashable, CaseIterable {
+        /// The notifier took it.
+        case delivered
+        /// It was refused for good, or every retry failed.
+        case failed
+        /// The notifier's queue was full and it was the oldest waiting.
+        case dropped
+    }
+
+    /// The notifier's place in config.yaml (`notify[0]`): bounded, and free of URLs and secrets.
+    public var notifier: String
+    /// `waiting-for-person`, `needs-attention`, `recovered`, or `firing` (an Alertmanager re-send).
+    public var event: String
+    public var result: Result
+
+    public init(notifier: String, event: String, result: Result) {
+        self.notifier = notifier
+        self.event = event
+        self.result = result
+    }
+}
+
+extension NotifierChannel {
+    /// The label's first word (`notify[0]`), the notifier's name in metrics.
+    var metricName: String { String(label.prefix { $0 != " " }) }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Scheduler
 import SiteConfig
 
 /// The bodies notifiers send, built from a ``SiteNotification`` alone: nothing else reaches them, so a

@@ -56,7 +56,7 @@ extension SiteBuilder {
     // MARK: steps
 
     /// The HTTP-only keys a step sets, for "does not apply" messages.
-    private static func requestKeys(of file: StepFile) -> [String] {
+    static func requestKeys(of file: StepFile) -> [String] {
         [("headers", file.headers != nil), ("query", file.query != nil), ("form", file.form != nil),
          ("json", file.json != nil), ("body", file.body != nil), ("content_type", file.contentType != nil),
          ("form_from", file.formFrom != nil), ("follow_redirects", file.followRedirects != nil),
@@ -65,7 +65,7 @@ extension SiteBuilder {
     }
 
     /// The plugin-only keys a step sets.
-    private static func pluginKeys(of file: StepFile) -> [String] {
+    static func pluginKeys(of file: StepFile) -> [String] {
         [("with", file.with != nil), ("env", file.env != nil), ("timeout", file.timeout != nil),
          ("pass_credentials", file.passCredentials != nil), ("provides", file.provides != nil)]
             .filter(\.1).map(\.0)
@@ -77,6 +77,9 @@ extension SiteBuilder {
         let key = file.name == nil ? name : "step '\(name)'"
         if let every = file.every {
             checker.error(every.keyMark, "\(key): 'every' applies only to check and keepalive")
+        }
+        if let prompt = file.prompt {
+            return buildPromptStep(prompt, in: file, name: name, key: key, mark: marked.mark, scope: &scope)
         }
         if file.plugin != nil {
             for method in methods(of: file) {
@@ -113,6 +116,7 @@ extension SiteBuilder {
         let file = marked.value
         if let name = file.name { checker.error(name.keyMark, "\(key): 'name' applies only to login steps") }
         if let plugin = file.plugin { checker.error(plugin.keyMark, "\(key) is one HTTP request; plugins run only in login") }
+        if let prompt = file.prompt { checker.error(prompt.keyMark, "\(key) is one HTTP request; prompts run only in login") }
         for keyName in Self.pluginKeys(of: file) where keyName != "timeout" {
             checker.error(marked.mark, "\(key): '\(keyName)' applies only to plugin steps")
         }
@@ -131,7 +135,7 @@ extension SiteBuilder {
     }
 
     /// A step's request line as written: a method key with its URL (`get: /login`) or `request: {method, url}`.
-    private enum RequestLine {
+    enum RequestLine {
         case method(String, url: Marked<String>)
         case request(Marked<StepFile.RequestFile>)
 
@@ -161,7 +165,7 @@ extension SiteBuilder {
     }
 
     /// Every request key a step sets, in SPEC order; more than one is an error.
-    private func methods(of file: StepFile) -> [RequestLine] {
+    func methods(of file: StepFile) -> [RequestLine] {
         var found: [RequestLine] = []
         for (name, url) in [("get", file.get), ("post", file.post), ("put", file.put), ("patch", file.patch), ("delete", file.delete)] {
             if let url { found.append(.method(name, url: url)) }

@@ -60,6 +60,7 @@ struct SiteBuilder {
         let check = site.check.flatMap { buildProbe($0, key: "check", scope: probeScope, baseURL: baseURL) }
         let keepalive = site.keepalive.flatMap { buildProbe($0, key: "keepalive", scope: probeScope, baseURL: baseURL) }
         let refresh = buildRefresh(site.refresh, defaults: defaults.refresh)
+        warnAboutPromptTimeouts(login, refresh: refresh)
         let cookies = buildCookies(site.cookies)
         var outputs: [OutputFile] = []
         for output in site.outputs ?? [] {

@@ -236,12 +236,22 @@ struct StepFile: Decodable {
     var passCredentials: Marked<Bool>?
     var provides: [Marked<String>]?
     var every: Marked<String>?
+    var prompt: Marked<PromptFile>?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case name, get, post, put, patch, delete, request, headers, query, form, json, body
         case contentType = "content_type", formFrom = "form_from", followRedirects = "follow_redirects"
         case handleCookies = "handle_cookies", extract, expect, plugin, with, env, timeout
-        case passCredentials = "pass_credentials", provides, every
+        case passCredentials = "pass_credentials", provides, every, prompt
+    }
+
+    /// `prompt: {name, message, timeout}` (SPEC section 12).
+    struct PromptFile: Decodable {
+        var name: Marked<String>?
+        var message: Marked<String>?
+        var timeout: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case name, message, timeout }
     }
 
     struct RequestFile: Decodable {

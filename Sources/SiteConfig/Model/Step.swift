@@ -6,6 +6,8 @@ public struct Step: Sendable, Hashable {
         case request(RequestStep)
         /// An executable from `plugins_dir` (or a path), talking JSON on stdin/stdout.
         case plugin(PluginStep)
+        /// A question to a person, whose answer later steps use (SPEC section 12).
+        case prompt(PromptStep)
     }
 
     /// `name:` as written, or `step N` (1-based position) when absent. Shown in logs and errors.
@@ -31,6 +33,34 @@ public struct Step: Sendable, Hashable {
     public var plugin: PluginStep? {
         if case .plugin(let plugin) = action { return plugin }
         return nil
+    }
+
+    /// The question, when this is a prompt step.
+    public var prompt: PromptStep? {
+        if case .prompt(let prompt) = action { return prompt }
+        return nil
+    }
+}
+
+/// A `prompt` step (SPEC section 12): the login waits for a person's answer (a code sent by text message, an
+/// approval), which later steps use as `{{ NAME }}`. The answer is a secret: masked like a credential, never
+/// logged, never in a notification.
+public struct PromptStep: Sendable, Hashable {
+    /// `timeout` when not set: `refresh.before_expiry`'s default, the time a site that needs a person logs in ahead.
+    public static let defaultTimeout: Duration = .seconds(10 * 60)
+
+    /// `name`: the variable the answer becomes, and what `sessionkeeper answer SITE NAME` names.
+    public var name: String
+    /// `message`: what the person is asked, shown in status and sent to the notifiers (one line, from the site
+    /// file: never a value of the run).
+    public var message: String
+    /// How long the login waits for the answer before it fails as needs-attention.
+    public var timeout: Duration
+
+    public init(name: String, message: String, timeout: Duration = PromptStep.defaultTimeout) {
+        self.name = name
+        self.message = message
+        self.timeout = timeout
     }
 }
 

@@ -16,12 +16,18 @@ import Scheduler
 /// - `sessionkeeper_session_expires_in_seconds{site}`: seconds until the served session's first essential
 ///   cookie expires (only sites whose session has an expiry);
 /// - `sessionkeeper_sites{state}`: sites in each state;
+/// - `sessionkeeper_site_state{site,state}`: 1 for each site's current state, 0 for the other states it had since
+///   the daemon started (so an alert on a state sees it end);
+/// - `sessionkeeper_notifications_total{notifier,event,outcome}`: notifications by notifier (`notify[0]`), event
+///   and outcome (`delivered`, `failed`, `dropped`);
 /// - `sessionkeeper_socket_requests_total{route,status}`: requests answered on the socket.
 final class DaemonMetrics: Sendable {
     private let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
     private let requestCounters = Locked<[String: CoreMetrics.Counter]>([:])
     private let expiryGauges = Locked<[String: CoreMetrics.Gauge]>([:])
+    /// Each site's state gauges, by state, for the states it has had.
+    private let stateGauges = Locked<[String: [SiteSchedule.Phase: CoreMetrics.Gauge]]>([:])
 
     init() {
         let registry = PrometheusCollectorRegistry()
@@ -69,6 +75,14 @@ final class DaemonMetrics: Sendable {
         }
     }
 
+    /// A notification to a notifier ended (delivered, failed for good, dropped from a full queue).
+    func notificationEnded(notifier: String, event: String, outcome: String) {
+        CoreMetrics.Counter(
+            label: "sessionkeeper_notifications_total", dimensions: [("notifier", notifier), ("event", event), ("outcome", outcome)],
+            factory: factory
+        ).increment()
+    }
+
     /// The Prometheus text, with the gauges set from the sites as they are now.
     func render(_ sites: [Keeper.SiteStatus], now: Date) -> String {
         for phase in SiteSchedule.Phase.allCases {
@@ -91,6 +105,45 @@ final class DaemonMetrics: Sendable {
                 gauges[name] = nil
             }
         }
+        recordStates(sites)
         return registry.emitToString()
+    }
+
+    /// A site's state changed: its gauge for `to` is 1 and the others it had 0 at once, so a state that lasted
+    /// less than a scrape interval (waiting-for-person answered quickly) still has its series.
+    func stateChanged(site: String, to: SiteSchedule.Phase) {
+        stateGauges.withLock { gauges in
+            var own = gauges[site] ?? [:]
+            for (phase, gauge) in own where phase != to { gauge.record(0) }
+            stateGauge(site: site, phase: to, in: &own).record(1)
+            gauges[site] = own
+        }
+    }
+
+    private func stateGauge(site: String, phase: SiteSchedule.Phase, in own: inout [SiteSchedule.Phase: CoreMetrics.Gauge]) -> CoreMetrics.Gauge {
+        if let gauge = own[phase] { return gauge }
+        let gauge = CoreMetrics.Gauge(
+            label: "sessionkeeper_site_state", dimensions: [("site", site), ("state", phase.rawValue)], factory: factory)
+        own[phase] = gauge
+        return gauge
+    }
+
+    /// `sessionkeeper_site_state`: 1 for each site's state now, 0 for the states it had before; a removed site's
+    /// series go.
+    private func recordStates(_ sites: [Keeper.SiteStatus]) {
+        stateGauges.withLock { gauges in
+            var current: Set<String> = []
+            for site in sites {
+                current.insert(site.name)
+                var own = gauges[site.name] ?? [:]
+                _ = stateGauge(site: site.name, phase: site.phase, in: &own)
+                for (phase, gauge) in own { gauge.record(phase == site.phase ? 1 : 0) }
+                gauges[site.name] = own
+            }
+            for (name, own) in gauges where !current.contains(name) {
+                for gauge in own.values { gauge.destroy() }
+                gauges[name] = nil
+            }
+        }
     }
 }

@@ -9,12 +9,12 @@ import SiteConfig
 /// (405 for a known path with another method, the bounded `route` label of the metrics), and so does the fuzz
 /// target `socket-request`.
 enum APIRoute: CaseIterable, Sendable {
-    case health, sites, site, cookies, refresh, report, setCookie, events, reload, metrics
+    case health, sites, site, cookies, refresh, report, setCookie, events, reload, metrics, answer
 
     var method: HTTPRequest.Method {
         switch self {
         case .health, .sites, .site, .cookies, .events, .metrics: .get
-        case .refresh, .report, .setCookie, .reload: .post
+        case .refresh, .report, .setCookie, .reload, .answer: .post
         }
     }
 
@@ -31,6 +31,7 @@ enum APIRoute: CaseIterable, Sendable {
         case .events: "/v1/events"
         case .reload: "/v1/reload"
         case .metrics: "/metrics"
+        case .answer: "/v1/sites/{name}/answer"
         }
     }
 
@@ -42,6 +43,7 @@ enum APIRoute: CaseIterable, Sendable {
         case .refresh: [.wait]
         case .report: [.status]
         case .setCookie: [.url]
+        case .answer: [.name]
         }
     }
 
@@ -71,6 +73,8 @@ enum QueryParameter: String, Sendable {
     case wait
     /// `report`: the HTTP status the client saw.
     case status
+    /// `answer`: the prompt answered (any, when absent).
+    case name
 }
 
 /// A request's query parameters, read and checked for its route: an unknown parameter, a repeated one or a
@@ -81,6 +85,7 @@ struct RouteQuery: Sendable {
     var minValid: Duration?
     var wait: Duration?
     var status: Int?
+    var name: String?
 
     init(_ request: Request, for route: APIRoute) throws(APIError) {
         try self.init(request.uri, for: route)
@@ -105,6 +110,7 @@ struct RouteQuery: Sendable {
             case .minValid: minValid = try Self.duration(text, parameter)
             case .wait: wait = try Self.duration(text, parameter)
             case .status: status = try Self.integer(text, parameter, in: 100...599)
+            case .name: name = text
             }
         }
     }

@@ -46,6 +46,7 @@ struct APIRoutes: Sendable {
         case .events: try events(request, context)
         case .reload: try reload(request, context)
         case .metrics: try await metricsText(request, context)
+        case .answer: try await answerPrompt(request, context)
         }
     }
 
@@ -134,14 +135,7 @@ struct APIRoutes: Sendable {
         let snapshot = try await visibleSite(context)
         try requireManager(context, to: "set cookies of site '\(snapshot.site.name)' (they change what every reader is served)")
         guard let url = try RouteQuery(request, for: .setCookie).url else { throw APIError.badParameter("url", "required: the URL of the response that carried the values") }
-        var request = request
-        let body: ByteBuffer
-        do {
-            body = try await request.collectBody(upTo: limits.maxBodyBytes)
-        } catch {
-            throw APIError(.contentTooLarge, .tooLarge, "the request body is larger than \(limits.maxBodyBytes) bytes")
-        }
-        let values = Self.setCookieValues(String(decoding: body.readableBytesView, as: UTF8.self))
+        let values = Self.setCookieValues(try await bodyText(request))
         let counts: (accepted: Int, rejected: Int)
         do {
             counts = try await keeper.setCookies(snapshot.site.name, url: url, values: values)
@@ -184,6 +178,18 @@ struct APIRoutes: Sendable {
 
     // MARK: Helpers
 
+    /// The request's body as text, at most ``SocketServer/Limits/maxBodyBytes`` (413 beyond).
+    func bodyText(_ request: Request) async throws(APIError) -> String {
+        var request = request
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: limits.maxBodyBytes)
+        } catch {
+            throw APIError(.contentTooLarge, .tooLarge, "the request body is larger than \(limits.maxBodyBytes) bytes")
+        }
+        return String(decoding: body.readableBytesView, as: UTF8.self)
+    }
+
     /// The site named in the path, when it exists and the peer may read it; else the 404 of a missing site.
     func visibleSite(_ context: APIContext) async throws(APIError) -> SiteSnapshot {
         let name = context.parameters.get("name") ?? ""
@@ -194,7 +200,7 @@ struct APIRoutes: Sendable {
 
     /// Unless the peer may read `site`, the 404 of a missing site: a peer learns nothing of a site it may not
     /// read, not even that it exists.
-    private func requireAccess(_ context: APIContext, to site: SiteDefinition) async throws(APIError) {
+    func requireAccess(_ context: APIContext, to site: SiteDefinition) async throws(APIError) {
         if !access.hasResolvedGroups(of: site) { await access.resolveMissingGroups(of: [site]) }
         guard access.allows(context.peer, site: site) else { throw APIError.unknownSite(site.name) }
     }

@@ -99,10 +99,16 @@ final class EventHub: Sendable {
     }
 
     private func route(_ event: KeeperEvent) async {
-        if case .loginFinished(let site, let outcome, let duration) = event {
+        switch event {
+        case .loginFinished(let site, let outcome, let duration):
             metrics.loginFinished(site: site, outcome: outcome, duration: duration)
+        case .state(let change):
+            metrics.stateChanged(site: change.site, to: change.to)
+        case .checkFinished(let site, let outcome, _):
+            metrics.checkFinished(site: site, outcome: outcome)
+        case .cookies:
+            break
         }
-        if case .checkFinished(let site, let outcome, _) = event { metrics.checkFinished(site: site, outcome: outcome) }
         let (readers, sequence) = state.withLock { state -> ([UInt64: Reader], UInt64) in
             state.sequence += 1
             return (state.readers, state.sequence)

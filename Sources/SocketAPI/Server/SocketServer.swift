@@ -173,6 +173,12 @@ public final class SocketServer: Service, Sendable {
         }
     }
 
+    /// Counts a notification that ended, for `sessionkeeper_notifications_total{notifier,event,outcome}` (the
+    /// daemon's notifiers report here).
+    public func notificationEnded(notifier: String, event: String, outcome: String) {
+        metrics.notificationEnded(notifier: notifier, event: event, outcome: outcome)
+    }
+
     private func buildRouter() -> Router<APIContext> {
         let router = Router(context: APIContext.self)
         router.add(middleware: APIMiddleware(peers: peers, metrics: metrics))

@@ -27,6 +27,8 @@ public struct APIError: Error, HTTPResponseError, Sendable, Hashable {
         case cannotLogIn = "cannot_log_in"
         /// 409: a report for a site without `check:`.
         case noCheck = "no_check"
+        /// 409: an answer for a site whose login waits for no prompt (of that name).
+        case noPrompt = "no_prompt"
         /// 413: the request body is larger than ``SocketServer/Limits/maxBodyBytes``.
         case tooLarge = "too_large"
         /// 503: no session fit to serve.
@@ -96,6 +98,7 @@ public struct APIError: Error, HTTPResponseError, Sendable, Hashable {
         case .timedOut: self.init(.gatewayTimeout, .timeout, error.description)
         case .cannotLogIn: self.init(.conflict, .cannotLogIn, error.description)
         case .noCheck: self.init(.conflict, .noCheck, error.description)
+        case .noPrompt: self.init(.conflict, .noPrompt, error.description)
         }
     }
 }

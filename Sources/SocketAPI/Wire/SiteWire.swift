@@ -2,12 +2,13 @@ import CookieJar
 import Daemon
 import Foundation
 import JSON
+import Scheduler
 
 /// The JSON objects of SPEC section 8 that describe sites and events. Times are RFC 3339 in UTC with `Z`;
 /// an unknown time is `null`. Cookie names appear, cookie values never.
 enum SiteWire {
     /// `{"name","state","expires_at","last_login","next_refresh","last_error","next_run","failures","retry_at",
-    /// "attention"}`.
+    /// "attention"}`, and `"prompt"` while the site is waiting-for-person.
     static func site(_ status: Keeper.SiteStatus) -> JSONValue {
         .object(siteMembers(status))
     }
@@ -35,7 +36,15 @@ enum SiteWire {
             ("failures", .number(String(status.failures))),
             ("retry_at", time(status.retryAt)),
             ("attention", status.attention.map { .object([("reason", .string($0.reason.rawValue)), ("what_to_do", .string($0.whatToDo))]) } ?? .null),
-        ]
+        ] + (status.prompt.map { [("prompt", prompt($0))] } ?? [])
+    }
+
+    /// The prompt a waiting-for-person site's login waits on: `{"name","message","expires_at"}`.
+    static func prompt(_ prompt: PromptRequest) -> JSONValue {
+        .object([
+            ("name", .string(prompt.name)), ("message", prompt.message.map(JSONValue.string) ?? .null),
+            ("expires_at", time(prompt.expiresAt)),
+        ])
     }
 
     /// The answer to a `refresh` that waited: the site, plus `"login"`, how the login it waited for ended
@@ -69,11 +78,15 @@ enum SiteWire {
         let kind: String
         let data: JSONValue
         switch event {
-        case .state(let site, let time, let from, let to):
+        case .state(let change):
             kind = "state"
-            data = .object([
-                ("site", .string(site)), ("time", self.time(time)), ("from", .string(from.rawValue)), ("to", .string(to.rawValue)),
-            ])
+            var members: [(key: String, value: JSONValue)] = [
+                ("site", .string(change.site)), ("time", self.time(change.time)), ("from", .string(change.from.rawValue)),
+                ("to", .string(change.to.rawValue)),
+            ]
+            if let reason = change.reason { members.append(("reason", .string(reason.rawValue))) }
+            if let prompt = change.prompt { members.append(("prompt", self.prompt(prompt))) }
+            data = .object(members)
         case .cookies(let site, let time, let names, let expiresAt):
             kind = "cookies"
             data = .object([
@@ -89,7 +102,8 @@ enum SiteWire {
     /// The site an event is about.
     static func site(of event: KeeperEvent) -> String {
         switch event {
-        case .state(let site, _, _, _), .cookies(let site, _, _, _), .loginFinished(let site, _, _), .checkFinished(let site, _, _): site
+        case .state(let change): change.site
+        case .cookies(let site, _, _, _), .loginFinished(let site, _, _), .checkFinished(let site, _, _): site
         }
     }
 }
