@@ -26,7 +26,14 @@ BUILD = ["swift", "build"] if DEBUG else [os.path.join(ROOT, "scripts", "build-r
 
 def binaries():
     """The folder of this worktree's binaries (release, or debug with RELIABILITY_BUILD=debug), built first unless
-    RELIABILITY_SKIP_BUILD=1."""
+    RELIABILITY_SKIP_BUILD=1; RELIABILITY_BIN_DIR names the folder outright and builds nothing (scripts/test, whose
+    fuzz build holds SwiftPM's lock on .build meanwhile, so even `swift build --show-bin-path` would wait)."""
+    named = os.environ.get("RELIABILITY_BIN_DIR")
+    if named:
+        for product in ("sessionkeeper", "demo-site"):
+            if not os.access(os.path.join(named, product), os.X_OK):
+                raise SystemExit(f"RELIABILITY_BIN_DIR={named} has no {product}")
+        return named
     if os.environ.get("RELIABILITY_SKIP_BUILD") != "1":
         for product in ("sessionkeeper", "demo-site"):
             result = subprocess.run([*BUILD, "--product", product] if DEBUG else [*BUILD, product], cwd=ROOT,

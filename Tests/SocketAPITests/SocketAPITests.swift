@@ -49,6 +49,11 @@ import TestSupport
                 let userAgent = try world.site().http.userAgent
                 #expect(one.json?["user_agent"]?.plainText == userAgent)
                 #expect(one.json?["state"]?.plainText == "valid")
+                // A site that says nothing of egress: a 401 is logged out, idempotent requests are replayed.
+                #expect(one.json?["egress"]?["logged_out"]?["status"] == .array([.number("401")]))
+                #expect(one.json?["egress"]?["logged_out"]?["url_matches"] == .null)
+                #expect(one.json?["egress"]?["logged_out"]?["body_contains"] == .null)
+                #expect(one.json?["egress"]?["retry"]?.plainText == "idempotent")
 
                 let unknown = try await world.curl("/v1/sites/nope")
                 #expect(unknown.status == 404)
@@ -552,6 +557,30 @@ import TestSupport
                 try await world.socketServer(settings: settings).run()
             }
             #expect(FileManager.default.contents(atPath: world.socketPath) == Data("keep".utf8))
+        }
+    }
+
+    @Test func oneSiteHandsOutItsEgressRuleAsWritten() async throws {
+        try await SocketWorld.withWorld { world in
+            let site = try world.site(extra: """
+                egress:
+                  logged_out: {status: [401, 403], url_matches: '/login\\?next=', body_contains: "Please sign in"}
+                  retry: never
+                """)
+            await world.keeper.apply([site])
+            try await world.serving(world.socketServer()) {
+                let one = try await world.curl("/v1/sites/demo")
+                #expect(one.status == 200)
+                let expected = JSONValue.object([
+                    ("logged_out", .object([
+                        ("status", .array([.number("401"), .number("403")])),
+                        ("url_matches", .string("/login\\?next=")),
+                        ("body_contains", .string("Please sign in")),
+                    ])),
+                    ("retry", .string("never")),
+                ])
+                #expect(one.json?["egress"] == expected)
+            }
         }
     }
 

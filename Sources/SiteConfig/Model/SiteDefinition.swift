@@ -3,41 +3,128 @@ import Foundation
 /// One site file (`sites/NAME.yaml`, SPEC section 3), validated, with defaults applied and the
 /// config's `defaults:` merged under it.
 public struct SiteDefinition: Sendable, Hashable {
+    // One site is held in several tables at once (the catalog, the Keeper's entries, each run): a shared,
+    // immutable box keeps each of those slots one pointer wide instead of the whole definition (about 850
+    // bytes), which is most of the daemon's memory per site when it keeps thousands. A change copies the box.
+    private struct Fields: Sendable, Hashable {
+        var name: String
+        var file: String
+        var description: String?
+        var baseURL: URL
+        var http: HTTPSettings
+        var credentials: [CredentialEntry]
+        var login: Login
+        var check: Probe?
+        var keepalive: Probe?
+        var refresh: RefreshPolicy
+        var cookies: CookiePolicy
+        var outputs: [OutputFile]
+        var access: AccessPolicy
+        var enabled: Bool
+        var allowEnv: [String]
+        var egress: EgressPolicy
+        var warnings: [ConfigDiagnostic] = []
+    }
+
+    private final class Box: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var box: Box
+
+    private mutating func update(_ change: (inout Fields) -> Void) {
+        var fields = box.fields
+        change(&fields)
+        box = Box(fields)
+    }
+
     /// The site's name: `name:` or the file stem; matches `[a-z0-9][a-z0-9._-]{0,62}`.
-    public var name: String
+    public var name: String {
+        get { box.fields.name }
+        set { update { $0.name = newValue } }
+    }
     /// Absolute path of the file it was loaded from.
-    public var file: String
+    public var file: String {
+        get { box.fields.file }
+        set { update { $0.file = newValue } }
+    }
     /// One line, shown by `status`.
-    public var description: String?
+    public var description: String? {
+        get { box.fields.description }
+        set { update { $0.description = newValue } }
+    }
     /// Relative URLs in steps resolve against it; `main-document-domain` uses its registrable domain.
-    public var baseURL: URL
+    public var baseURL: URL {
+        get { box.fields.baseURL }
+        set { update { $0.baseURL = newValue } }
+    }
     /// Transport settings, config defaults merged under.
-    public var http: HTTPSettings
+    public var http: HTTPSettings {
+        get { box.fields.http }
+        set { update { $0.http = newValue } }
+    }
     /// Named credentials in file order.
-    public var credentials: [CredentialEntry]
+    public var credentials: [CredentialEntry] {
+        get { box.fields.credentials }
+        set { update { $0.credentials = newValue } }
+    }
     /// How the site logs in.
-    public var login: Login
+    public var login: Login {
+        get { box.fields.login }
+        set { update { $0.login = newValue } }
+    }
     /// Does the session still live? Run every `check.every`.
-    public var check: Probe?
+    public var check: Probe? {
+        get { box.fields.check }
+        set { update { $0.check = newValue } }
+    }
     /// Touches the site to extend a sliding session.
-    public var keepalive: Probe?
+    public var keepalive: Probe? {
+        get { box.fields.keepalive }
+        set { update { $0.keepalive = newValue } }
+    }
     /// When to log in again, config defaults merged under.
-    public var refresh: RefreshPolicy
+    public var refresh: RefreshPolicy {
+        get { box.fields.refresh }
+        set { update { $0.refresh = newValue } }
+    }
     /// Essential cookies, accept policy, limits.
-    public var cookies: CookiePolicy
+    public var cookies: CookiePolicy {
+        get { box.fields.cookies }
+        set { update { $0.cookies = newValue } }
+    }
     /// Files rewritten whenever the cookies change.
-    public var outputs: [OutputFile]
+    public var outputs: [OutputFile] {
+        get { box.fields.outputs }
+        set { update { $0.outputs = newValue } }
+    }
     /// Who else may read the site over the socket.
-    public var access: AccessPolicy
+    public var access: AccessPolicy {
+        get { box.fields.access }
+        set { update { $0.access = newValue } }
+    }
     /// A disabled site is loaded and validated but never logged in.
-    public var enabled: Bool
+    public var enabled: Bool {
+        get { box.fields.enabled }
+        set { update { $0.enabled = newValue } }
+    }
     /// Environment variable names that templates may read as `{{ env.NAME }}`.
-    public var allowEnv: [String]
+    public var allowEnv: [String] {
+        get { box.fields.allowEnv }
+        set { update { $0.allowEnv = newValue } }
+    }
     /// How clients' requests through the daemon are handled (SPEC section 10).
-    public var egress: EgressPolicy
+    public var egress: EgressPolicy {
+        get { box.fields.egress }
+        set { update { $0.egress = newValue } }
+    }
     /// What loading found worth saying without refusing the file (an `outputs:` mode others may read), as
     /// `check` prints it and the daemon logs it.
-    public var warnings: [ConfigDiagnostic] = []
+    public var warnings: [ConfigDiagnostic] {
+        get { box.fields.warnings }
+        set { update { $0.warnings = newValue } }
+    }
 
     public init(
         name: String, file: String, description: String? = nil, baseURL: URL, http: HTTPSettings = HTTPSettings(),
@@ -46,23 +133,31 @@ public struct SiteDefinition: Sendable, Hashable {
         access: AccessPolicy = AccessPolicy(), enabled: Bool = true, allowEnv: [String] = [],
         egress: EgressPolicy = EgressPolicy()
     ) {
-        self.name = name
-        self.file = file
-        self.description = description
-        self.baseURL = baseURL
-        self.http = http
-        self.credentials = credentials
-        self.login = login
-        self.check = check
-        self.keepalive = keepalive
-        self.refresh = refresh
-        self.cookies = cookies
-        self.outputs = outputs
-        self.access = access
-        self.enabled = enabled
-        self.allowEnv = allowEnv
-        self.egress = egress
+        box = Box(Fields(
+            name: name,
+            file: file,
+            description: description,
+            baseURL: baseURL,
+            http: http,
+            credentials: credentials,
+            login: login,
+            check: check,
+            keepalive: keepalive,
+            refresh: refresh,
+            cookies: cookies,
+            outputs: outputs,
+            access: access,
+            enabled: enabled,
+            allowEnv: allowEnv,
+            egress: egress
+        ))
     }
+
+    public static func == (lhs: SiteDefinition, rhs: SiteDefinition) -> Bool {
+        lhs.box === rhs.box || lhs.box.fields == rhs.box.fields
+    }
+
+    public func hash(into hasher: inout Hasher) { box.fields.hash(into: &hasher) }
 
     /// The credential source of `name`, if declared.
     public func credential(named name: String) -> CredentialSource? {

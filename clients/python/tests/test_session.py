@@ -213,3 +213,28 @@ def test_events_are_typed(world):
     cookies_event = seen[-1]
     assert cookies_event.site == "demo" and "demo_session" in cookies_event.names
     assert cookies_event.expires_at is not None and cookies_event.time is not None
+
+
+def test_the_sites_egress_rule_from_the_daemon_judges_a_redirect_to_the_login_page(tmp_path):
+    # /account answers a logged-out client with a redirect to /login: no 401 ever reaches the client, so only the
+    # site's egress.logged_out rule, handed out by GET /v1/sites/NAME, tells the Session to renew.
+    with open(os.path.join(ROOT, "sites", "demo.yaml")) as handle:
+        demo = handle.read().replace("http://127.0.0.1:8480", "BASE_URL")
+    marked = demo + '\negress:\n  logged_out: {url_matches: "/login\\\\?next="}\n'
+    with World(extra_sites={"marked": marked}) as world:
+        wait_for(lambda: world.site_state("marked") == "valid", 60, "the marked site's session")
+        detail = world.daemon_get("/v1/sites/marked")
+        assert detail is not None
+        assert detail["egress"]["logged_out"]["url_matches"] == "/login\\?next="
+        session = sessionkeeper.Session("marked", socket=world.socket)
+        assert "alice" in session.get(world.url("/account")).text
+        logins = world.stats()["logins"]
+        world.revoke_all()
+
+        response = session.get(world.url("/account"))
+        assert response.status_code == 200
+        assert "alice" in response.text and 'id="login"' not in response.text
+        assert world.stats()["logins"] == logins + 1
+        # Without the rule the same redirect is an ordinary answer: the demo site's Session gets the login form.
+        plain = sessionkeeper.Session("demo", socket=world.socket, wait=1.0)
+        assert 'id="login"' in plain.get(world.url("/account")).text

@@ -1,0 +1,20 @@
+import JSON
+import SiteConfig
+
+/// A site's `egress` rule as `GET /v1/sites/NAME` hands it out, so that every client (the egress route, the
+/// Python client, a script) judges a logged-out answer the same way (SPEC sections 10 and 13).
+extension SiteWire {
+    /// `{"logged_out": {"status": [...], "url_matches": ..., "body_contains": ...}, "retry": ...}`; a test the
+    /// site leaves out is `null`, and `status` is `[401]` when the site says nothing.
+    static func egress(_ policy: EgressPolicy) -> JSONValue {
+        let rule = policy.loggedOut
+        return .object([
+            ("logged_out", .object([
+                ("status", .array(rule.statuses.map { .number(String($0)) })),
+                ("url_matches", rule.urlPattern.map(JSONValue.string) ?? .null),
+                ("body_contains", rule.bodyText.map(JSONValue.string) ?? .null),
+            ])),
+            ("retry", .string(policy.retry.rawValue)),
+        ])
+    }
+}
