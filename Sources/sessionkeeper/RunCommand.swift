@@ -74,7 +74,7 @@ struct RunCommand: AsyncParsableCommand {
             // that has stopped.
             let socket = SocketServer(
                 settings: daemonConfig.socket, metricsEnabled: daemonConfig.metrics, keeper: keeper,
-                reload: { service.reload() }, logger: logger)
+                reload: { service.reload() }, logger: logger, egressClient: wiring.client)
             do throws(SocketFileError) {
                 try socket.prepareSocketFile()
             } catch {

@@ -19,6 +19,7 @@ struct SessionKeeper: AsyncParsableCommand {
             JarCommand.self,
             LoginCommand.self,
             RefreshCommand.self,
+            RequestCommand.self,
             RunCommand.self,
             SecretCommand.self,
             StatusCommand.self,

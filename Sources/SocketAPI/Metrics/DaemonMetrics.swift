@@ -15,8 +15,11 @@ import Scheduler
 /// - `sessionkeeper_session_expires_in_seconds{site}`: seconds until the served session's first essential
 ///   cookie expires (only sites whose session has an expiry);
 /// - `sessionkeeper_sites{state}`: sites in each state;
-/// - `sessionkeeper_socket_requests_total{route,status}`: requests answered on the socket.
+/// - `sessionkeeper_socket_requests_total{route,status}`: requests answered on the socket;
+/// - the egress families of ``EgressMetrics``.
 final class DaemonMetrics: Sendable {
+    /// Requests sent through the daemon (SPEC section 10).
+    let egress: EgressMetrics
     private let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
     private let requestCounters = Locked<[String: CoreMetrics.Counter]>([:])
@@ -30,8 +33,10 @@ final class DaemonMetrics: Sendable {
             .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5),
             .seconds(10), .seconds(30), .seconds(60),
         ]
+        factory.durationHistogramBuckets[EgressMetrics.addedSeconds] = EgressMetrics.addedBuckets
         self.registry = registry
         self.factory = factory
+        self.egress = EgressMetrics(factory: factory)
     }
 
     /// A login ended.

@@ -1,5 +1,6 @@
 import Daemon
 import Foundation
+import HTTPTransport
 import Hummingbird
 import HummingbirdCore
 import Locking
@@ -49,6 +50,8 @@ public final class SocketServer: Service, Sendable {
     private let peers = PeerRegistry()
     private let hub: EventHub
     private let onListening: @Sendable () -> Void
+    /// The egress route's sender; nil without an HTTP client.
+    private let egress: EgressForwarder?
 
     /// The one event-loop thread that serves the socket's connections, for the life of the process.
     ///
@@ -69,10 +72,12 @@ public final class SocketServer: Service, Sendable {
     ///   - metricsEnabled: `metrics:` of config.yaml (serve `GET /metrics`).
     ///   - reload: what `POST /v1/reload` does (``KeeperService/reload()``, as SIGHUP).
     ///   - onListening: called once the socket listens with its mode and group set.
+    ///   - egressClient: what the egress route (`/v1/sites/NAME/proxy/...`, SPEC section 10) sends requests with:
+    ///     the client logins use; nil leaves the route out (404).
     public init(
         settings: SocketSettings, metricsEnabled: Bool, keeper: Keeper, reload: @escaping @Sendable () -> Void,
         logger: Logger, limits: Limits = Limits(), now: @escaping @Sendable () -> Date = { Date() },
-        onListening: @escaping @Sendable () -> Void = {}
+        onListening: @escaping @Sendable () -> Void = {}, egressClient: (any StreamingHTTPClient)? = nil
     ) {
         self.settings = settings
         self.limits = limits
@@ -85,6 +90,8 @@ public final class SocketServer: Service, Sendable {
         self.now = now
         self.hub = EventHub(keeper: keeper, access: access, metrics: metrics, readerBuffer: limits.eventBuffer, logger: logger)
         self.onListening = onListening
+        let metrics = self.metrics
+        self.egress = egressClient.map { EgressForwarder(keeper: keeper, client: $0, metrics: metrics, logger: logger, now: now) }
     }
 
     /// Checks the socket path before anything else starts, so a daemon that cannot serve there stops before
@@ -133,6 +140,15 @@ public final class SocketServer: Service, Sendable {
                     await self.hub.run()
                     return false
                 }
+                if let egress = self.egress {
+                    // The loopback listeners of `egress.listen` live as long as the socket.
+                    let listeners = EgressListeners(
+                        keeper: self.keeper, access: self.access, forwarder: egress, eventLoop: Self.eventLoop, logger: self.logger)
+                    group.addTask {
+                        await listeners.run()
+                        return false
+                    }
+                }
                 group.addTask {
                     for await failure in ready {
                         if let failure { throw failure }
@@ -158,7 +174,7 @@ public final class SocketServer: Service, Sendable {
         router.add(middleware: APIMiddleware(peers: peers, metrics: metrics))
         APIRoutes(
             keeper: keeper, access: access, hub: hub, metrics: metricsEnabled ? metrics : nil, reload: reload, limits: limits,
-            started: .now, logger: logger, now: now
+            started: .now, logger: logger, now: now, egress: egress
         ).register(on: router)
         return router
     }

@@ -28,8 +28,10 @@ public struct APIError: Error, HTTPResponseError, Sendable, Hashable {
         case tooLarge = "too_large"
         /// 503: no session fit to serve.
         case noSession = "no_session"
-        /// 504: `wait` ran out before a login ended.
+        /// 504: `wait` ran out before a login ended, or a proxied request's site stayed silent.
         case timeout
+        /// 502: a proxied request's site could not be reached, or its answer broke off before its head.
+        case badGateway = "bad_gateway"
         /// 500: a fault of the daemon.
         case `internal`
     }

@@ -1,0 +1,467 @@
+import CookieJar
+@testable import Daemon
+import Foundation
+import JSON
+@testable import SocketAPI
+import Testing
+import TestSupport
+
+/// `ANY /v1/sites/NAME/proxy/PATH` (SPEC section 10) over the real socket: real curl and Python clients, a real
+/// daemon core, libcurl to a Python site (`Fixtures/egress_upstream.py`) or the demo site.
+@Suite(.serialized) struct EgressRouteTests {
+    /// The Python site: `POST /login` sets `sid`; everything else needs it.
+    struct Upstream {
+        let server: PythonServer
+
+        static func start() async throws -> Upstream {
+            let script = try #require(Bundle.module.url(forResource: "egress_upstream", withExtension: "py", subdirectory: "Fixtures"))
+            return Upstream(server: try await PythonServer.start(script: script.path))
+        }
+
+        var base: String { server.url("") }
+
+        func yaml(extra: String = "") -> String {
+            """
+            base_url: \(base)
+            login:
+              steps:
+                - name: log in
+                  post: /login
+                  form: {user: tester}
+                  expect: {status: 200, cookie: sid}
+            cookies: {essential: [sid]}
+            \(extra)
+            """
+        }
+
+        /// `/_stats`: the logins and the requests by `METHOD path` the site counted.
+        func stats() async throws -> (logins: Int, requests: [String: Int]) {
+            let result = try await runProgram("/usr/bin/curl", ["-sS", server.url("/_stats")])
+            let json = try JSONValue.parse(result.outputText)
+            var requests: [String: Int] = [:]
+            if case .object(let pairs)? = json["requests"] {
+                for (key, value) in pairs { requests[key] = Int(value.plainText) ?? 0 }
+            }
+            return (Int(json["logins"]?.plainText ?? "") ?? -1, requests)
+        }
+
+        func post(_ path: String) async throws {
+            _ = try await runProgram("/usr/bin/curl", ["-sS", "-X", "POST", server.url(path)])
+        }
+    }
+
+    /// What curl received: the status, the header block(s) and the body, and every byte as it came.
+    struct Received {
+        var status: Int
+        var head: String
+        var body: String
+        var raw: Data
+
+        /// The values of a header field of the final head.
+        func values(_ name: String) -> [String] {
+            let block = head.components(separatedBy: "\r\n\r\n").filter { !$0.isEmpty }.last ?? ""
+            return block.split(separator: "\r\n").compactMap { line in
+                let parts = line.split(separator: ":", maxSplits: 1)
+                guard parts.count == 2, parts[0].lowercased() == name.lowercased() else { return nil }
+                return parts[1].trimmingCharacters(in: .whitespaces)
+            }
+        }
+    }
+
+    /// `curl -i` through the socket; `arguments` go before the URL.
+    static func curl(_ world: SocketWorld, _ path: String, _ arguments: [String] = [], asNobody: Bool = false) async throws -> Received {
+        var executable = "/usr/bin/curl"
+        var all = ["-sS", "-i", "--unix-socket", world.socketPath, "--max-time", "60"] + arguments + ["http://localhost" + path]
+        if asNobody {
+            all = ["--reuid=65534", "--regid=65534", "--clear-groups", executable] + all
+            executable = "/usr/bin/setpriv"
+        }
+        let result = try await runProgram(executable, all)
+        let raw = result.standardOutput
+        let text = String(decoding: raw, as: UTF8.self)
+        // The last head ends at the last blank line that follows a status line (a 100 Continue comes first).
+        var head = ""
+        var body = text
+        while body.hasPrefix("HTTP/"), let end = body.range(of: "\r\n\r\n") {
+            head += body[..<end.upperBound]
+            body = String(body[end.upperBound...])
+        }
+        let lastStatus = head.components(separatedBy: "\r\n").last { $0.hasPrefix("HTTP/") } ?? ""
+        let status = Int(lastStatus.split(separator: " ").dropFirst().first ?? "") ?? 0
+        return Received(status: status, head: head, body: body, raw: raw)
+    }
+
+    static func waitValid(_ world: SocketWorld, _ name: String) async throws {
+        let valid = try await waitUntil(.seconds(15)) { await world.keeper.snapshot(of: name)?.status.phase == .valid }
+        try #require(valid, "site '\(name)' did not log in")
+    }
+
+    /// The session cookie values the Keeper serves for `name` now.
+    static func cookieValues(_ world: SocketWorld, _ name: String) -> [String] {
+        (world.keeper.servedNow(name, minValid: nil)?.record.cookies.map(\.value) ?? []).filter { $0.count >= 8 }
+    }
+
+    static func expectNoValue(_ values: [String], in data: Data, _ what: String) {
+        let text = String(decoding: data, as: UTF8.self)
+        for value in values { #expect(!text.contains(value), "a session cookie value reached \(what)") }
+    }
+
+    // MARK: Requests and answers
+
+    @Test func aGetAndAPostPassThroughWithTheSessionAndWithoutTheClientsFields() async throws {
+        let upstream = try await Upstream.start()
+        defer { Task { await upstream.server.stop() } }
+        try await SocketWorld.withWorld { world in
+            let site = try world.site("up", yaml: upstream.yaml())
+            await world.keeper.apply([site])
+            try await Self.waitValid(world, "up")
+            try await world.serving(world.socketServer()) {
+                let get = try await Self.curl(world, "/v1/sites/up/proxy/echo?x=1%2F2&y", [
+                    "-H", "Cookie: mine=client-cookie", "-H", "X-Custom: kept", "-H", "Connection: X-Drop-Me",
+                    "-H", "X-Drop-Me: gone", "-H", "Keep-Alive: timeout=1", "-H", "User-Agent: client-agent",
+                ])
+                #expect(get.status == 200)
+                let echo = try JSONValue.parse(get.body)
+                #expect(echo["method"]?.plainText == "GET")
+                #expect(echo["target"]?.plainText == "/echo?x=1%2F2&y", "the path and query go as the client wrote them")
+                var fields: [String: [String]] = [:]
+                if case .array(let pairs)? = echo["headers"] {
+                    for case .array(let pair) in pairs where pair.count == 2 {
+                        fields[pair[0].plainText.lowercased(), default: []].append(pair[1].plainText)
+                    }
+                }
+                #expect(fields["x-custom"] == ["kept"])
+                #expect(fields["x-drop-me"] == nil, "a field the Connection field names is the connection's")
+                #expect(fields["keep-alive"] == nil)
+                #expect(fields["host"] == ["127.0.0.1:\(upstream.server.port)"], "the site's Host, not the client's")
+                #expect(fields["user-agent"] == [site.http.userAgent ?? ""], "the session's User-Agent")
+                let cookies = fields["cookie"] ?? []
+                #expect(cookies.count == 1)
+                #expect(cookies.first?.hasPrefix("sid=") == true, "the session's Cookie header only")
+                #expect(cookies.first?.contains("client-cookie") == false, "the client's Cookie is dropped")
+                Self.expectNoValue(Self.cookieValues(world, "up"), in: get.raw, "a client")
+
+                let post = try await Self.curl(world, "/v1/sites/up/proxy/echo", [
+                    "-X", "POST", "--data-binary", "a body of bytes", "-H", "Content-Type: text/plain", "-H", "Expect:",
+                ])
+                #expect(post.status == 200)
+                let posted = try JSONValue.parse(post.body)
+                #expect(posted["method"]?.plainText == "POST")
+                #expect(posted["length"]?.plainText == "15")
+                let head = try await Self.curl(world, "/v1/sites/up/proxy/echo", ["-I"])
+                #expect(head.status == 200)
+                #expect(head.body.isEmpty)
+                Self.expectNoValue(Self.cookieValues(world, "up"), in: post.raw + head.raw, "a client")
+                #expect(try await upstream.stats().logins == 1)
+
+                // One audit line per request, with the path and never the query or a value.
+                let audit = world.logs.all.filter { $0.contains("egress") && $0.contains("site=up") }
+                #expect(audit.count == 3)
+                #expect(audit.first?.contains("path=/echo ") == true)
+                #expect(audit.contains { $0.contains("method=POST") && $0.contains("bytes_up=15") && $0.contains("status=200") })
+                #expect(!world.logs.all.contains { $0.contains("x=1%2F2") }, "a query is never logged")
+                for value in Self.cookieValues(world, "up") {
+                    #expect(!world.logs.all.contains { $0.contains(value) }, "a cookie value in the log")
+                }
+                let metrics = try await world.curl("/metrics").body
+                #expect(metrics.contains(#"sessionkeeper_egress_requests_total{site="up",status_class="2xx"} 3"#))
+                #expect(metrics.contains(#"sessionkeeper_egress_added_seconds_count{site="up"} 3"#))
+            }
+        }
+    }
+
+    @Test func setCookieIsAbsorbedAndHopByHopFieldsAndLocationsAreHandled() async throws {
+        let upstream = try await Upstream.start()
+        defer { Task { await upstream.server.stop() } }
+        try await SocketWorld.withWorld { world in
+            await world.keeper.apply([try world.site("up", yaml: upstream.yaml())])
+            try await Self.waitValid(world, "up")
+            try await world.serving(world.socketServer()) {
+                let answer = try await Self.curl(world, "/v1/sites/up/proxy/set-cookie")
+                #expect(answer.status == 200)
+                #expect(answer.values("Set-Cookie").isEmpty, "no Set-Cookie reaches the client")
+                #expect(answer.values("X-Hop").isEmpty, "a field the site's Connection names stays with its connection")
+                #expect(answer.values("Keep-Alive").isEmpty)
+                #expect(answer.values("X-Kept") == ["yes"])
+                #expect(answer.body == "cookie set")
+                let served = try #require(world.keeper.servedNow("up", minValid: nil))
+                let extra = try #require(served.record.cookies.first { $0.name == "extra" }, "the answer's cookie is the session's")
+                #expect(!String(decoding: answer.raw, as: UTF8.self).contains(extra.value))
+                // The next request carries it.
+                let echo = try await Self.curl(world, "/v1/sites/up/proxy/echo")
+                #expect(echo.status == 200)
+                #expect(echo.body.contains("extra="))
+                Self.expectNoValue(Self.cookieValues(world, "up"), in: echo.raw, "a client")
+
+                let redirect = try await Self.curl(world, "/v1/sites/up/proxy/redirect")
+                #expect(redirect.status == 302)
+                #expect(redirect.values("Location") == ["/v1/sites/up/proxy/echo?from=redirect"], "a Location within base_url stays on the route")
+                let away = try await Self.curl(world, "/v1/sites/up/proxy/redirect-away")
+                #expect(away.values("Location") == ["http://example.invalid/elsewhere"])
+                let bad = try await Self.curl(world, "/v1/sites/up/proxy/a/../echo", ["--path-as-is"])
+                #expect(bad.status == 400)
+            }
+        }
+    }
+
+    @Test func aHundredMebibytesStreamEachWayWithoutGrowingTheDaemon() async throws {
+        let upstream = try await Upstream.start()
+        defer { Task { await upstream.server.stop() } }
+        try await SocketWorld.withWorld { world in
+            await world.keeper.apply([try world.site("up", yaml: upstream.yaml())])
+            try await Self.waitValid(world, "up")
+            let size = 100 << 20
+            let download = world.folder.path("download.bin")
+            let upload = world.folder.path("upload.bin")
+            // The upload: the site's pattern, written by Python (fast, and the test holds none of it).
+            _ = try await runProgram("/usr/bin/python3", [
+                "-c", "import sys; p = bytes(range(256)) * 4096; f = open(sys.argv[1], 'wb'); [f.write(p) for _ in range(100)]", upload,
+            ])
+            try await world.serving(world.socketServer()) {
+                // Warm up the route, so its one-time allocations are not counted.
+                _ = try await Self.curl(world, "/v1/sites/up/proxy/big?size=1048576", ["-o", "/dev/null"])
+                let before = try #require(residentAnonymousBytes())
+                let peak = PeakMemory(start: before)
+                let sampler = Task { await peak.sample() }
+                let down = try await runProgram("/usr/bin/curl", [
+                    "-sS", "--unix-socket", world.socketPath, "-o", download, "-D", "-", "--max-time", "300",
+                    "http://localhost/v1/sites/up/proxy/big?size=\(size)",
+                ])
+                let up = try await runProgram("/usr/bin/curl", [
+                    "-sS", "--unix-socket", world.socketPath, "-X", "POST", "--data-binary", "@" + upload, "-H", "Expect:",
+                    "--max-time", "300", "http://localhost/v1/sites/up/proxy/upload",
+                ])
+                sampler.cancel()
+                let grown = await peak.max - before
+                #expect(grown < 24 << 20, "the daemon grew by \(grown >> 20) MiB while 100 MiB went each way")
+
+                let expectedDigest = down.outputText.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-body-sha256:") }
+                    .map { $0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces) }
+                let digest = try await runProgram("/usr/bin/sha256sum", [download]).outputText.prefix(64)
+                #expect(try FileManager.default.attributesOfItem(atPath: download)[.size] as? Int == size)
+                #expect(expectedDigest.map { $0 == digest } == true, "the download arrived unchanged")
+                let uploaded = try JSONValue.parse(up.outputText)
+                #expect(uploaded["length"]?.plainText == String(size))
+                let uploadDigest = try await runProgram("/usr/bin/sha256sum", [upload]).outputText.prefix(64)
+                #expect(uploaded["sha256"]?.plainText == String(uploadDigest), "the upload arrived unchanged")
+            }
+        }
+    }
+
+    // MARK: Sessions
+
+    /// The demo site with no check of its own: only answers through the route can tell it is logged out.
+    static func demoYAML(_ world: SocketWorld, extra: String = "") -> String {
+        """
+        base_url: \(world.server.baseURL.absoluteString)
+        credentials: {username: alice, password: {env: DEMO_PASSWORD}}
+        login:
+          steps:
+            - name: login page
+              get: /login
+              extract: {csrf: {xpath: "//form[@id='login']//input[@name='csrf']/@value"}}
+            - name: submit
+              post: /login
+              form: {username: "{{ credentials.username }}", password: "{{ credentials.password }}", csrf: "{{ csrf }}"}
+              follow_redirects: false
+              expect: {status: 303, cookie: demo_session}
+        cookies: {essential: [demo_session]}
+        \(extra)
+        """
+    }
+
+    @Test func aSiteThatRotatesItsCookieOnEveryAnswerStaysLoggedInOverAThousandRequests() async throws {
+        try await SocketWorld.withWorld { world in
+            await world.keeper.apply([try world.site("demo", yaml: Self.demoYAML(world))])
+            try await Self.waitValid(world, "demo")
+            try await world.serving(world.socketServer()) {
+                let script = """
+                    import http.client
+                    class Connection(http.client.HTTPConnection):
+                        def connect(self): self.sock = s
+                    c = Connection("localhost")
+                    statuses = {}
+                    for i in range(int(sys.argv[2])):
+                        c.request("GET", "/v1/sites/demo/proxy/api/rotate")
+                        r = c.getresponse()
+                        data = r.read()
+                        if r.getheader("Set-Cookie"): statuses["set-cookie"] = statuses.get("set-cookie", 0) + 1
+                        statuses[r.status] = statuses.get(r.status, 0) + 1
+                    print(statuses)
+                    """
+                let result = try await world.socketClient(script, arguments: ["1000"])
+                #expect(result.outputText.trimmingCharacters(in: .whitespacesAndNewlines) == "{200: 1000}", "\(result.errorText)")
+                #expect(world.requests.count("GET /api/rotate") == 1000)
+                #expect(world.requests.count("POST /login") == 1, "no login beyond the first")
+            }
+        }
+    }
+
+    @Test func fiftyRequestsThatMeetARevokedSessionCauseOneLoginAndAllSucceed() async throws {
+        try await SocketWorld.withWorld { world in
+            await world.keeper.apply([try world.site("demo", yaml: Self.demoYAML(world))])
+            try await Self.waitValid(world, "demo")
+            try await world.serving(world.socketServer()) {
+                #expect(try await Self.curl(world, "/v1/sites/demo/proxy/api/me").status == 200)
+                _ = try await runProgram("/usr/bin/curl", ["-sS", "-X", "POST", world.server.baseURL.absoluteString + "/_control/revoke-all"])
+                let script = """
+                    import http.client, threading
+                    class Connection(http.client.HTTPConnection):
+                        def connect(self):
+                            self.sock = socket.socket(socket.AF_UNIX)
+                            self.sock.connect(sys.argv[1])
+                    statuses = []
+                    start = threading.Barrier(50)
+                    def one():
+                        c = Connection("localhost", timeout=60)
+                        start.wait()
+                        c.request("GET", "/v1/sites/demo/proxy/api/me")
+                        r = c.getresponse()
+                        r.read()
+                        statuses.append((r.status, r.getheader("SessionKeeper-Session")))
+                    threads = [threading.Thread(target=one) for _ in range(50)]
+                    [t.start() for t in threads]
+                    [t.join() for t in threads]
+                    print(sorted(set(statuses)), len(statuses))
+                    """
+                let result = try await world.socketClient(script)
+                #expect(result.outputText.trimmingCharacters(in: .whitespacesAndNewlines) == "[(200, None)] 50", "\(result.errorText)")
+                #expect(world.requests.count("POST /login") == 2, "one login for the fifty, after the first")
+                let metrics = try await world.curl("/metrics").body
+                #expect(metrics.contains(#"sessionkeeper_egress_replays_total{site="demo"}"#))
+                #expect(metrics.contains(#"sessionkeeper_egress_logged_out_total{site="demo"}"#))
+                #expect(world.logs.all.contains { $0.contains("egress") && $0.contains("login=yes") })
+            }
+        }
+    }
+
+    @Test func aPostThatMeetsALoggedOutAnswerIsNotReplayedByDefaultAndSaysTheSessionWasRenewed() async throws {
+        let upstream = try await Upstream.start()
+        defer { Task { await upstream.server.stop() } }
+        try await SocketWorld.withWorld { world in
+            await world.keeper.apply([try world.site("up", yaml: upstream.yaml())])
+            try await Self.waitValid(world, "up")
+            try await world.serving(world.socketServer()) {
+                try await upstream.post("/_revoke")
+                let post = try await Self.curl(world, "/v1/sites/up/proxy/echo", ["-X", "POST", "--data-binary", "once", "-H", "Expect:"])
+                #expect(post.status == 401, "the site's answer, as it was")
+                #expect(post.values("SessionKeeper-Session") == ["renewed"])
+                var stats = try await upstream.stats()
+                #expect(stats.logins == 2)
+                #expect(stats.requests["POST /echo"] == 1, "a POST is not sent twice under retry: idempotent")
+                // The client sends it again itself, with the renewed session.
+                let again = try await Self.curl(world, "/v1/sites/up/proxy/echo", ["-X", "POST", "--data-binary", "once", "-H", "Expect:"])
+                #expect(again.status == 200)
+                #expect(again.values("SessionKeeper-Session").isEmpty)
+
+                // With `retry: always` the POST is sent once more after the login.
+                await world.keeper.apply([try world.site("up", yaml: upstream.yaml(extra: "egress: {retry: always}"))])
+                try await Self.waitValid(world, "up")
+                try await upstream.post("/_revoke")
+                let replayed = try await Self.curl(world, "/v1/sites/up/proxy/echo", ["-X", "POST", "--data-binary", "twice", "-H", "Expect:"])
+                #expect(replayed.status == 200)
+                #expect(try JSONValue.parse(replayed.body)["length"]?.plainText == "5")
+                stats = try await upstream.stats()
+                #expect(stats.requests["POST /echo"] == 4)
+                #expect(stats.logins == 3)
+            }
+        }
+    }
+
+    // MARK: Access
+
+    @Test func aPeerThatMayNotReadTheSiteGetsWhatEverySiteRouteAnswers() async throws {
+        let upstream = try await Upstream.start()
+        defer { Task { await upstream.server.stop() } }
+        try await SocketWorld.withWorld { world in
+            await world.keeper.apply([try world.site("up", yaml: upstream.yaml())])
+            try await Self.waitValid(world, "up")
+            try await world.serving(world.socketServer()) {
+                let site = try await world.curl("/v1/sites/up", asNobody: true)
+                let proxied = try await Self.curl(world, "/v1/sites/up/proxy/echo", asNobody: true)
+                #expect(site.status == 403 || site.status == 404)
+                #expect(proxied.status == site.status)
+                #expect(proxied.body.trimmingCharacters(in: .whitespacesAndNewlines) == site.body.trimmingCharacters(in: .whitespacesAndNewlines))
+                #expect(try await upstream.stats().requests["GET /echo"] == nil, "nothing was sent to the site")
+                let missing = try await Self.curl(world, "/v1/sites/nosuch/proxy/echo")
+                #expect(missing.status == 404)
+            }
+        }
+    }
+}
+
+
+extension EgressRouteTests {
+    // MARK: `sessionkeeper request`
+
+    @Test func theRequestCommandPrintsWhatTheSiteAnswersAndStreamsFilesBothWays() async throws {
+        let binary = try #require(builtProgram("sessionkeeper", override: "SESSIONKEEPER_BINARY"), "the sessionkeeper executable was not built")
+        let upstream = try await Upstream.start()
+        defer { Task { await upstream.server.stop() } }
+        try await SocketWorld.withWorld { world in
+            await world.keeper.apply([try world.site("demo", yaml: Self.demoYAML(world)), try world.site("up", yaml: upstream.yaml())])
+            try await Self.waitValid(world, "demo")
+            try await Self.waitValid(world, "up")
+            try await world.serving(world.socketServer()) {
+                let socket = ["--socket", world.socketPath]
+                let me = try await runProgram(binary, ["request", "demo", "/api/me"] + socket)
+                #expect(me.status == 0, "\(me.errorText)")
+                #expect(me.outputText.contains("\"alice\""), "/api/me names the user")
+                Self.expectNoValue(Self.cookieValues(world, "demo"), in: me.standardOutput + me.standardError, "the command's output")
+
+                let included = try await runProgram(binary, ["request", "demo", "api/me", "-i"] + socket)
+                #expect(included.outputText.hasPrefix("HTTP/1.1 200\r\n"))
+                #expect(!included.outputText.lowercased().contains("set-cookie"))
+
+                // A body from a file and from standard input, with -X and -H.
+                let file = world.folder.path("body.bin")
+                try Data(repeating: 7, count: 3 << 20).write(to: URL(fileURLWithPath: file))
+                let uploaded = try await runProgram(binary, ["request", "up", "/upload", "--data-binary", "@" + file] + socket)
+                #expect(uploaded.status == 0, "\(uploaded.errorText)")
+                #expect(try JSONValue.parse(uploaded.outputText)["length"]?.plainText == String(3 << 20))
+                let piped = try await runProgram(
+                    binary, ["request", "up", "/echo", "-X", "PUT", "-H", "X-Custom: yes", "--data-binary", "@-"] + socket,
+                    input: Data("from stdin".utf8))
+                let echo = try JSONValue.parse(piped.outputText)
+                #expect(echo["method"]?.plainText == "PUT")
+                #expect(echo["length"]?.plainText == "10")
+                #expect(echo["headers"]?.serialized.contains("X-Custom") == true)
+                let form = try await runProgram(binary, ["request", "up", "/echo", "-d", "a=1"] + socket)
+                #expect(try JSONValue.parse(form.outputText)["method"]?.plainText == "POST")
+                #expect(form.outputText.contains("application/x-www-form-urlencoded"))
+
+                // -o: the body goes to the file as it comes.
+                let download = world.folder.path("download.bin")
+                let saved = try await runProgram(binary, ["request", "up", "/big?size=5000000", "-o", download] + socket)
+                #expect(saved.status == 0, "\(saved.errorText)")
+                #expect(saved.standardOutput.isEmpty)
+                #expect(try FileManager.default.attributesOfItem(atPath: download)[.size] as? Int == 5_000_000)
+
+                // 400 or more: the body is printed, and the exit status is 1.
+                let missing = try await runProgram(binary, ["request", "up", "/nosuch"] + socket)
+                #expect(missing.status == 1)
+                #expect(missing.outputText.contains("no such path"))
+                #expect(missing.errorText.contains("404"))
+            }
+            let none = try await runProgram(binary, ["request", "demo", "/api/me", "--socket", world.folder.path("none.sock")])
+            #expect(none.status == 3)
+            #expect(none.errorText.contains("no daemon answers"))
+        }
+    }
+}
+
+/// The highest RssAnon of this process seen while sampling.
+actor PeakMemory {
+    private(set) var max: Int
+
+    init(start: Int) {
+        max = start
+    }
+
+    func sample() async {
+        while !Task.isCancelled {
+            if let now = residentAnonymousBytes(), now > max { max = now }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
