@@ -32,7 +32,8 @@ import Testing
 
     @Test func aSiteBackingOffKeepsItsPlannedAttempt() {
         var clock = TestClock()
-        var schedule = SiteScheduleTests.loggedIn(clock)
+        // No check: a site down retries its login (with a check it probes with the check first).
+        var schedule = SiteScheduleTests.loggedIn(clock, policy: SiteScheduleTests.policy(check: nil))
         _ = schedule.handle(.refreshRequested, now: clock.now)
         _ = schedule.handle(.loginFinished(SiteScheduleTests.down, session: nil), now: clock.now)
         let planned = schedule.deadlines[.login]
