@@ -34,40 +34,34 @@ import TestSupport
     }
 
     @Test func theListenerProxiesForItsUsersAndFollowsTheSiteFile() async throws {
-        let upstream = try await EgressRouteTests.Upstream.start()
-        defer { Task { await upstream.server.stop() } }
-        try await SocketWorld.withWorld { world in
-            let port = try await Self.freePort()
-            await world.keeper.apply([try world.site("up", yaml: upstream.yaml(extra: "egress: {listen: 127.0.0.1:\(port)}"))])
-            try await EgressRouteTests.waitValid(world, "up")
-            try await world.serving(world.socketServer()) {
-                let url = "http://127.0.0.1:\(port)/echo?a=1"
-                #expect(try await Self.answers(url, 200), "the listener did not come up")
-                let echo = try JSONValue.parse(try await Self.curl(url).body)
-                #expect(echo["target"]?.plainText == "/echo?a=1", "the site's own path")
-                let sessionSent = echo["headers"]?.serialized.contains("sid=") == true
-                #expect(sessionSent, "the session's cookie went to the site")
-                // nobody may not read the site: the 404 of a site that does not exist.
-                let refused = try await Self.curl(url, asNobody: true)
-                #expect(refused.status == 404)
-                #expect(try JSONValue.parse(refused.body)["error"]?["code"]?.plainText == "unknown_site")
-                // A uid in access.uids may.
-                await world.keeper.apply([try world.site("up", yaml: upstream.yaml(extra: "egress: {listen: 127.0.0.1:\(port)}\naccess: {uids: [65534]}"))])
-                #expect(try await waitUntil(.seconds(10)) { (try? await Self.curl(url, asNobody: true).status) == 200 })
-                // The audit line is written once the answer has ended, which the client may see first.
-                #expect(try await waitUntil(.seconds(5)) {
-                    world.logs.all.contains { $0.contains("egress") && $0.contains("uid=65534") && $0.contains("path=/echo ") }
-                })
+        let port = try await Self.freePort()
+        try await EgressRouteTests.withUpstreamSite(extra: "egress: {listen: 127.0.0.1:\(port)}") { world, upstream in
+            let url = "http://127.0.0.1:\(port)/echo?a=1"
+            #expect(try await Self.answers(url, 200), "the listener did not come up")
+            let echo = try JSONValue.parse(try await Self.curl(url).body)
+            #expect(echo["target"]?.plainText == "/echo?a=1", "the site's own path")
+            let sessionSent = echo["headers"]?.serialized.contains("sid=") == true
+            #expect(sessionSent, "the session's cookie went to the site")
+            // nobody may not read the site: the 404 of a site that does not exist.
+            let refused = try await Self.curl(url, asNobody: true)
+            #expect(refused.status == 404)
+            #expect(try JSONValue.parse(refused.body)["error"]?["code"]?.plainText == "unknown_site")
+            // A uid in access.uids may.
+            await world.keeper.apply([try world.site("up", yaml: upstream.yaml(extra: "egress: {listen: 127.0.0.1:\(port)}\naccess: {uids: [65534]}"))])
+            #expect(try await waitUntil(.seconds(10)) { (try? await Self.curl(url, asNobody: true).status) == 200 })
+            // The audit line is written once the answer has ended, which the client may see first.
+            #expect(try await waitUntil(.seconds(5)) {
+                world.logs.all.contains { $0.contains("egress") && $0.contains("uid=65534") && $0.contains("path=/echo ") }
+            })
 
-                // A new address: the old port closes, the new one serves.
-                let moved = try await Self.freePort()
-                await world.keeper.apply([try world.site("up", yaml: upstream.yaml(extra: "egress: {listen: 127.0.0.1:\(moved)}"))])
-                #expect(try await Self.answers("http://127.0.0.1:\(moved)/echo", 200))
-                #expect(try await Self.answers(url, 0), "the old port still answers")
-                // The site goes: so does its listener.
-                await world.keeper.apply([])
-                #expect(try await Self.answers("http://127.0.0.1:\(moved)/echo", 0))
-            }
+            // A new address: the old port closes, the new one serves.
+            let moved = try await Self.freePort()
+            await world.keeper.apply([try world.site("up", yaml: upstream.yaml(extra: "egress: {listen: 127.0.0.1:\(moved)}"))])
+            #expect(try await Self.answers("http://127.0.0.1:\(moved)/echo", 200))
+            #expect(try await Self.answers(url, 0), "the old port still answers")
+            // The site goes: so does its listener.
+            await world.keeper.apply([])
+            #expect(try await Self.answers("http://127.0.0.1:\(moved)/echo", 0))
         }
     }
 

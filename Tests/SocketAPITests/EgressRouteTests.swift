@@ -91,6 +91,23 @@ import TestSupport
         return Received(status: status, head: head, body: body, raw: raw)
     }
 
+    /// The Python site as site `up` (with `extra` in its file), logged in, and the socket served while `body`
+    /// runs.
+    static func withUpstreamSite(extra: String = "", _ body: (SocketWorld, Upstream) async throws -> Void) async throws {
+        let upstream = try await Upstream.start()
+        do {
+            try await SocketWorld.withWorld { world in
+                await world.keeper.apply([try world.site("up", yaml: upstream.yaml(extra: extra))])
+                try await waitValid(world, "up")
+                try await world.serving(world.socketServer()) { try await body(world, upstream) }
+            }
+        } catch {
+            await upstream.server.stop()
+            throw error
+        }
+        await upstream.server.stop()
+    }
+
     static func waitValid(_ world: SocketWorld, _ name: String) async throws {
         let valid = try await waitUntil(.seconds(15)) { await world.keeper.snapshot(of: name)?.status.phase == .valid }
         try #require(valid, "site '\(name)' did not log in")
@@ -111,109 +128,93 @@ import TestSupport
     // MARK: Requests and answers
 
     @Test func aGetAndAPostPassThroughWithTheSessionAndWithoutTheClientsFields() async throws {
-        let upstream = try await Upstream.start()
-        defer { Task { await upstream.server.stop() } }
-        try await SocketWorld.withWorld { world in
-            let site = try world.site("up", yaml: upstream.yaml())
-            await world.keeper.apply([site])
-            try await Self.waitValid(world, "up")
-            try await world.serving(world.socketServer()) {
-                let get = try await Self.curl(world, "/v1/sites/up/proxy/echo?x=1%2F2&y", [
-                    "-H", "Cookie: mine=client-cookie", "-H", "X-Custom: kept", "-H", "Connection: X-Drop-Me",
-                    "-H", "X-Drop-Me: gone", "-H", "Keep-Alive: timeout=1", "-H", "User-Agent: client-agent",
-                ])
-                #expect(get.status == 200)
-                let echo = try JSONValue.parse(get.body)
-                #expect(echo["method"]?.plainText == "GET")
-                #expect(echo["target"]?.plainText == "/echo?x=1%2F2&y", "the path and query go as the client wrote them")
-                var fields: [String: [String]] = [:]
-                if case .array(let pairs)? = echo["headers"] {
-                    for case .array(let pair) in pairs where pair.count == 2 {
-                        fields[pair[0].plainText.lowercased(), default: []].append(pair[1].plainText)
-                    }
+        try await Self.withUpstreamSite { world, upstream in
+            let site = try #require(await world.keeper.snapshot(of: "up")?.site)
+            let get = try await Self.curl(world, "/v1/sites/up/proxy/echo?x=1%2F2&y", [
+                "-H", "Cookie: mine=client-cookie", "-H", "X-Custom: kept", "-H", "Connection: X-Drop-Me",
+                "-H", "X-Drop-Me: gone", "-H", "Keep-Alive: timeout=1", "-H", "User-Agent: client-agent",
+            ])
+            #expect(get.status == 200)
+            let echo = try JSONValue.parse(get.body)
+            #expect(echo["method"]?.plainText == "GET")
+            #expect(echo["target"]?.plainText == "/echo?x=1%2F2&y", "the path and query go as the client wrote them")
+            var fields: [String: [String]] = [:]
+            if case .array(let pairs)? = echo["headers"] {
+                for case .array(let pair) in pairs where pair.count == 2 {
+                    fields[pair[0].plainText.lowercased(), default: []].append(pair[1].plainText)
                 }
-                #expect(fields["x-custom"] == ["kept"])
-                #expect(fields["x-drop-me"] == nil, "a field the Connection field names is the connection's")
-                #expect(fields["keep-alive"] == nil)
-                #expect(fields["host"] == ["127.0.0.1:\(upstream.server.port)"], "the site's Host, not the client's")
-                #expect(fields["user-agent"] == [site.http.userAgent ?? ""], "the session's User-Agent")
-                let cookies = fields["cookie"] ?? []
-                let sessionOnly = cookies.count == 1 && cookies[0].hasPrefix("sid=") && !cookies[0].contains("client-cookie")
-                #expect(sessionOnly, "the session's Cookie header only, the client's dropped")
-                // The echo's body shows what the site received, the session's Cookie included: its head must not.
-                Self.expectNoValue(Self.cookieValues(world, "up"), in: Data(get.head.utf8), "a client")
-
-                let post = try await Self.curl(world, "/v1/sites/up/proxy/echo", [
-                    "-X", "POST", "--data-binary", "a body of bytes", "-H", "Content-Type: text/plain", "-H", "Expect:",
-                ])
-                #expect(post.status == 200)
-                let posted = try JSONValue.parse(post.body)
-                #expect(posted["method"]?.plainText == "POST")
-                #expect(posted["length"]?.plainText == "15")
-                let head = try await Self.curl(world, "/v1/sites/up/proxy/echo", ["-I"])
-                #expect(head.status == 200)
-                #expect(head.body.isEmpty)
-                Self.expectNoValue(Self.cookieValues(world, "up"), in: Data((post.head + head.head).utf8), "a client")
-                #expect(try await upstream.stats().logins == 1)
-
-                // One audit line per request, with the path and never the query or a value.
-                // Each is written once its answer has ended, which the client may see first.
-                let auditLines = { world.logs.all.filter { $0.contains("egress") && $0.contains("site=up") } }
-                #expect(try await waitUntil(.seconds(5)) { auditLines().count == 3 })
-                let audit = auditLines()
-                #expect(audit.first?.contains("path=/echo ") == true)
-                #expect(audit.contains { $0.contains("method=POST") && $0.contains("bytes_up=15") && $0.contains("status=200") })
-                #expect(!world.logs.all.contains { $0.contains("x=1%2F2") }, "a query is never logged")
-                for value in Self.cookieValues(world, "up") {
-                    #expect(!world.logs.all.contains { $0.contains(value) }, "a cookie value in the log")
-                }
-                let metrics = try await world.curl("/metrics").body
-                #expect(metrics.contains(#"sessionkeeper_egress_requests_total{site="up",status_class="2xx"} 3"#))
-                #expect(metrics.contains(#"sessionkeeper_egress_added_seconds_count{site="up"} 3"#))
             }
+            #expect(fields["x-custom"] == ["kept"])
+            #expect(fields["x-drop-me"] == nil, "a field the Connection field names is the connection's")
+            #expect(fields["keep-alive"] == nil)
+            #expect(fields["host"] == ["127.0.0.1:\(upstream.server.port)"], "the site's Host, not the client's")
+            #expect(fields["user-agent"] == [site.http.userAgent ?? ""], "the session's User-Agent")
+            let cookies = fields["cookie"] ?? []
+            let sessionOnly = cookies.count == 1 && cookies[0].hasPrefix("sid=") && !cookies[0].contains("client-cookie")
+            #expect(sessionOnly, "the session's Cookie header only, the client's dropped")
+            // The echo's body shows what the site received, the session's Cookie included: its head must not.
+            Self.expectNoValue(Self.cookieValues(world, "up"), in: Data(get.head.utf8), "a client")
+
+            let post = try await Self.curl(world, "/v1/sites/up/proxy/echo", [
+                "-X", "POST", "--data-binary", "a body of bytes", "-H", "Content-Type: text/plain", "-H", "Expect:",
+            ])
+            #expect(post.status == 200)
+            let posted = try JSONValue.parse(post.body)
+            #expect(posted["method"]?.plainText == "POST")
+            #expect(posted["length"]?.plainText == "15")
+            let head = try await Self.curl(world, "/v1/sites/up/proxy/echo", ["-I"])
+            #expect(head.status == 200)
+            #expect(head.body.isEmpty)
+            Self.expectNoValue(Self.cookieValues(world, "up"), in: Data((post.head + head.head).utf8), "a client")
+            #expect(try await upstream.stats().logins == 1)
+
+            // One audit line per request, with the path and never the query or a value.
+            // Each is written once its answer has ended, which the client may see first.
+            let auditLines = { world.logs.all.filter { $0.contains("egress") && $0.contains("site=up") } }
+            #expect(try await waitUntil(.seconds(5)) { auditLines().count == 3 })
+            let audit = auditLines()
+            #expect(audit.first?.contains("path=/echo ") == true)
+            #expect(audit.contains { $0.contains("method=POST") && $0.contains("bytes_up=15") && $0.contains("status=200") })
+            #expect(!world.logs.all.contains { $0.contains("x=1%2F2") }, "a query is never logged")
+            for value in Self.cookieValues(world, "up") {
+                #expect(!world.logs.all.contains { $0.contains(value) }, "a cookie value in the log")
+            }
+            let metrics = try await world.curl("/metrics").body
+            #expect(metrics.contains(#"sessionkeeper_egress_requests_total{site="up",status_class="2xx"} 3"#))
+            #expect(metrics.contains(#"sessionkeeper_egress_added_seconds_count{site="up"} 3"#))
         }
     }
 
     @Test func setCookieIsAbsorbedAndHopByHopFieldsAndLocationsAreHandled() async throws {
-        let upstream = try await Upstream.start()
-        defer { Task { await upstream.server.stop() } }
-        try await SocketWorld.withWorld { world in
-            await world.keeper.apply([try world.site("up", yaml: upstream.yaml())])
-            try await Self.waitValid(world, "up")
-            try await world.serving(world.socketServer()) {
-                let answer = try await Self.curl(world, "/v1/sites/up/proxy/set-cookie")
-                #expect(answer.status == 200)
-                #expect(answer.values("Set-Cookie").isEmpty, "no Set-Cookie reaches the client")
-                #expect(answer.values("X-Hop").isEmpty, "a field the site's Connection names stays with its connection")
-                #expect(answer.values("Keep-Alive").isEmpty)
-                #expect(answer.values("X-Kept") == ["yes"])
-                #expect(answer.body == "cookie set")
-                let served = try #require(world.keeper.servedNow("up", minValid: nil))
-                let extra = try #require(served.record.cookies.first { $0.name == "extra" }, "the answer's cookie is the session's")
-                Self.expectNoValue([extra.value] + Self.cookieValues(world, "up"), in: answer.raw, "a client")
-                // The next request carries it.
-                let echo = try await Self.curl(world, "/v1/sites/up/proxy/echo")
-                #expect(echo.status == 200)
-                let carried = echo.body.contains("extra=")
-                #expect(carried, "the absorbed cookie goes with the next request")
+        try await Self.withUpstreamSite { world, upstream in
+            let answer = try await Self.curl(world, "/v1/sites/up/proxy/set-cookie")
+            #expect(answer.status == 200)
+            #expect(answer.values("Set-Cookie").isEmpty, "no Set-Cookie reaches the client")
+            #expect(answer.values("X-Hop").isEmpty, "a field the site's Connection names stays with its connection")
+            #expect(answer.values("Keep-Alive").isEmpty)
+            #expect(answer.values("X-Kept") == ["yes"])
+            #expect(answer.body == "cookie set")
+            let served = try #require(world.keeper.servedNow("up", minValid: nil))
+            let extra = try #require(served.record.cookies.first { $0.name == "extra" }, "the answer's cookie is the session's")
+            Self.expectNoValue([extra.value] + Self.cookieValues(world, "up"), in: answer.raw, "a client")
+            // The next request carries it.
+            let echo = try await Self.curl(world, "/v1/sites/up/proxy/echo")
+            #expect(echo.status == 200)
+            let carried = echo.body.contains("extra=")
+            #expect(carried, "the absorbed cookie goes with the next request")
 
-                let redirect = try await Self.curl(world, "/v1/sites/up/proxy/redirect")
-                #expect(redirect.status == 302)
-                #expect(redirect.values("Location") == ["/v1/sites/up/proxy/echo?from=redirect"], "a Location within base_url stays on the route")
-                let away = try await Self.curl(world, "/v1/sites/up/proxy/redirect-away")
-                #expect(away.values("Location") == ["http://example.invalid/elsewhere"])
-                let bad = try await Self.curl(world, "/v1/sites/up/proxy/a/../echo", ["--path-as-is"])
-                #expect(bad.status == 400)
-            }
+            let redirect = try await Self.curl(world, "/v1/sites/up/proxy/redirect")
+            #expect(redirect.status == 302)
+            #expect(redirect.values("Location") == ["/v1/sites/up/proxy/echo?from=redirect"], "a Location within base_url stays on the route")
+            let away = try await Self.curl(world, "/v1/sites/up/proxy/redirect-away")
+            #expect(away.values("Location") == ["http://example.invalid/elsewhere"])
+            let bad = try await Self.curl(world, "/v1/sites/up/proxy/a/../echo", ["--path-as-is"])
+            #expect(bad.status == 400)
         }
     }
 
     @Test func aHundredMebibytesStreamEachWayWithoutGrowingTheDaemon() async throws {
-        let upstream = try await Upstream.start()
-        defer { Task { await upstream.server.stop() } }
-        try await SocketWorld.withWorld { world in
-            await world.keeper.apply([try world.site("up", yaml: upstream.yaml())])
-            try await Self.waitValid(world, "up")
+        try await Self.withUpstreamSite { world, _ in
             let size = 100 << 20
             let download = world.folder.path("download.bin")
             let upload = world.folder.path("upload.bin")
@@ -221,57 +222,40 @@ import TestSupport
             _ = try await runProgram("/usr/bin/python3", [
                 "-c", "import sys; p = bytes(range(256)) * 4096; f = open(sys.argv[1], 'wb'); [f.write(p) for _ in range(100)]", upload,
             ])
-            try await world.serving(world.socketServer()) {
-                // Warm up the route, so its one-time allocations are not counted.
-                _ = try await Self.curl(world, "/v1/sites/up/proxy/big?size=1048576", ["-o", "/dev/null"])
-                let before = try #require(residentAnonymousBytes())
-                let peak = PeakMemory(start: before)
-                let sampler = Task { await peak.sample() }
-                let down = try await runProgram("/usr/bin/curl", [
-                    "-sS", "--unix-socket", world.socketPath, "-o", download, "-D", "-", "--max-time", "300",
-                    "http://localhost/v1/sites/up/proxy/big?size=\(size)",
-                ])
-                let up = try await runProgram("/usr/bin/curl", [
-                    "-sS", "--unix-socket", world.socketPath, "-X", "POST", "--data-binary", "@" + upload, "-H", "Expect:",
-                    "--max-time", "300", "http://localhost/v1/sites/up/proxy/upload",
-                ])
-                sampler.cancel()
-                let grown = await peak.max - before
-                #expect(grown < 24 << 20, "the daemon grew by \(grown >> 20) MiB while 100 MiB went each way")
+            // Warm up the route, so its one-time allocations are not counted.
+            _ = try await Self.curl(world, "/v1/sites/up/proxy/big?size=1048576", ["-o", "/dev/null"])
+            let before = try #require(residentAnonymousBytes())
+            let peak = PeakMemory(start: before)
+            let sampler = Task { await peak.sample() }
+            let down = try await runProgram("/usr/bin/curl", [
+                "-sS", "--unix-socket", world.socketPath, "-o", download, "-D", "-", "--max-time", "300",
+                "http://localhost/v1/sites/up/proxy/big?size=\(size)",
+            ])
+            let up = try await runProgram("/usr/bin/curl", [
+                "-sS", "--unix-socket", world.socketPath, "-X", "POST", "--data-binary", "@" + upload, "-H", "Expect:",
+                "--max-time", "300", "http://localhost/v1/sites/up/proxy/upload",
+            ])
+            sampler.cancel()
+            let grown = await peak.max - before
+            #expect(grown < 24 << 20, "the daemon grew by \(grown >> 20) MiB while 100 MiB went each way")
 
-                let expectedDigest = down.outputText.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-body-sha256:") }
-                    .map { $0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces) }
-                let digest = try await runProgram("/usr/bin/sha256sum", [download]).outputText.prefix(64)
-                #expect(try FileManager.default.attributesOfItem(atPath: download)[.size] as? Int == size)
-                #expect(expectedDigest.map { $0 == digest } == true, "the download arrived unchanged")
-                let uploaded = try JSONValue.parse(up.outputText)
-                #expect(uploaded["length"]?.plainText == String(size))
-                let uploadDigest = try await runProgram("/usr/bin/sha256sum", [upload]).outputText.prefix(64)
-                #expect(uploaded["sha256"]?.plainText == String(uploadDigest), "the upload arrived unchanged")
-            }
+            let expectedDigest = down.outputText.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-body-sha256:") }
+                .map { $0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces) }
+            let digest = try await runProgram("/usr/bin/sha256sum", [download]).outputText.prefix(64)
+            #expect(try FileManager.default.attributesOfItem(atPath: download)[.size] as? Int == size)
+            #expect(expectedDigest.map { $0 == digest } == true, "the download arrived unchanged")
+            let uploaded = try JSONValue.parse(up.outputText)
+            #expect(uploaded["length"]?.plainText == String(size))
+            let uploadDigest = try await runProgram("/usr/bin/sha256sum", [upload]).outputText.prefix(64)
+            #expect(uploaded["sha256"]?.plainText == String(uploadDigest), "the upload arrived unchanged")
         }
     }
 
     // MARK: Sessions
 
     /// The demo site with no check of its own: only answers through the route can tell it is logged out.
-    static func demoYAML(_ world: SocketWorld, extra: String = "") -> String {
-        """
-        base_url: \(world.server.baseURL.absoluteString)
-        credentials: {username: alice, password: {env: DEMO_PASSWORD}}
-        login:
-          steps:
-            - name: login page
-              get: /login
-              extract: {csrf: {xpath: "//form[@id='login']//input[@name='csrf']/@value"}}
-            - name: submit
-              post: /login
-              form: {username: "{{ credentials.username }}", password: "{{ credentials.password }}", csrf: "{{ csrf }}"}
-              follow_redirects: false
-              expect: {status: 303, cookie: demo_session}
-        cookies: {essential: [demo_session]}
-        \(extra)
-        """
+    static func demoYAML(_ world: SocketWorld) -> String {
+        demoSiteLoginYAML(baseURL: world.server.baseURL, checked: false)
     }
 
     @Test func aSiteThatRotatesItsCookieOnEveryAnswerStaysLoggedInOverAThousandRequests() async throws {
@@ -340,57 +324,45 @@ import TestSupport
     }
 
     @Test func aPostThatMeetsALoggedOutAnswerIsNotReplayedByDefaultAndSaysTheSessionWasRenewed() async throws {
-        let upstream = try await Upstream.start()
-        defer { Task { await upstream.server.stop() } }
-        try await SocketWorld.withWorld { world in
-            await world.keeper.apply([try world.site("up", yaml: upstream.yaml())])
-            try await Self.waitValid(world, "up")
-            try await world.serving(world.socketServer()) {
-                try await upstream.post("/_revoke")
-                let post = try await Self.curl(world, "/v1/sites/up/proxy/echo", ["-X", "POST", "--data-binary", "once", "-H", "Expect:"])
-                #expect(post.status == 401, "the site's answer, as it was")
-                #expect(post.values("SessionKeeper-Session") == ["renewed"])
-                var stats = try await upstream.stats()
-                #expect(stats.logins == 2)
-                #expect(stats.requests["POST /echo"] == 1, "a POST is not sent twice under retry: idempotent")
-                // The client sends it again itself, with the renewed session.
-                let again = try await Self.curl(world, "/v1/sites/up/proxy/echo", ["-X", "POST", "--data-binary", "once", "-H", "Expect:"])
-                #expect(again.status == 200)
-                #expect(again.values("SessionKeeper-Session").isEmpty)
+        try await Self.withUpstreamSite { world, upstream in
+            try await upstream.post("/_revoke")
+            let post = try await Self.curl(world, "/v1/sites/up/proxy/echo", ["-X", "POST", "--data-binary", "once", "-H", "Expect:"])
+            #expect(post.status == 401, "the site's answer, as it was")
+            #expect(post.values("SessionKeeper-Session") == ["renewed"])
+            var stats = try await upstream.stats()
+            #expect(stats.logins == 2)
+            #expect(stats.requests["POST /echo"] == 1, "a POST is not sent twice under retry: idempotent")
+            // The client sends it again itself, with the renewed session.
+            let again = try await Self.curl(world, "/v1/sites/up/proxy/echo", ["-X", "POST", "--data-binary", "once", "-H", "Expect:"])
+            #expect(again.status == 200)
+            #expect(again.values("SessionKeeper-Session").isEmpty)
 
-                // With `retry: always` the POST is sent once more after the login. (Another site: a site's
-                // logged-out answers start a login at most every Keeper.rejectionInterval.)
-                await world.keeper.apply([try world.site("up2", yaml: upstream.yaml(extra: "egress: {retry: always}"))])
-                try await Self.waitValid(world, "up2")
-                try await upstream.post("/_revoke")
-                let replayed = try await Self.curl(world, "/v1/sites/up2/proxy/echo", ["-X", "POST", "--data-binary", "twice", "-H", "Expect:"])
-                #expect(replayed.status == 200)
-                #expect(try JSONValue.parse(replayed.body)["length"]?.plainText == "5")
-                stats = try await upstream.stats()
-                #expect(stats.requests["POST /echo"] == 4)
-                #expect(stats.logins == 4, "up2's first login, and one after the revoke")
-            }
+            // With `retry: always` the POST is sent once more after the login. (Another site: a site's
+            // logged-out answers start a login at most every Keeper.rejectionInterval.)
+            await world.keeper.apply([try world.site("up2", yaml: upstream.yaml(extra: "egress: {retry: always}"))])
+            try await Self.waitValid(world, "up2")
+            try await upstream.post("/_revoke")
+            let replayed = try await Self.curl(world, "/v1/sites/up2/proxy/echo", ["-X", "POST", "--data-binary", "twice", "-H", "Expect:"])
+            #expect(replayed.status == 200)
+            #expect(try JSONValue.parse(replayed.body)["length"]?.plainText == "5")
+            stats = try await upstream.stats()
+            #expect(stats.requests["POST /echo"] == 4)
+            #expect(stats.logins == 4, "up2's first login, and one after the revoke")
         }
     }
 
     // MARK: Access
 
     @Test func aPeerThatMayNotReadTheSiteGetsWhatEverySiteRouteAnswers() async throws {
-        let upstream = try await Upstream.start()
-        defer { Task { await upstream.server.stop() } }
-        try await SocketWorld.withWorld { world in
-            await world.keeper.apply([try world.site("up", yaml: upstream.yaml())])
-            try await Self.waitValid(world, "up")
-            try await world.serving(world.socketServer()) {
-                let site = try await world.curl("/v1/sites/up", asNobody: true)
-                let proxied = try await Self.curl(world, "/v1/sites/up/proxy/echo", asNobody: true)
-                #expect(site.status == 403 || site.status == 404)
-                #expect(proxied.status == site.status)
-                #expect(proxied.body.trimmingCharacters(in: .whitespacesAndNewlines) == site.body.trimmingCharacters(in: .whitespacesAndNewlines))
-                #expect(try await upstream.stats().requests["GET /echo"] == nil, "nothing was sent to the site")
-                let missing = try await Self.curl(world, "/v1/sites/nosuch/proxy/echo")
-                #expect(missing.status == 404)
-            }
+        try await Self.withUpstreamSite { world, upstream in
+            let site = try await world.curl("/v1/sites/up", asNobody: true)
+            let proxied = try await Self.curl(world, "/v1/sites/up/proxy/echo", asNobody: true)
+            #expect(site.status == 403 || site.status == 404)
+            #expect(proxied.status == site.status)
+            #expect(proxied.body.trimmingCharacters(in: .whitespacesAndNewlines) == site.body.trimmingCharacters(in: .whitespacesAndNewlines))
+            #expect(try await upstream.stats().requests["GET /echo"] == nil, "nothing was sent to the site")
+            let missing = try await Self.curl(world, "/v1/sites/nosuch/proxy/echo")
+            #expect(missing.status == 404)
         }
     }
 }
