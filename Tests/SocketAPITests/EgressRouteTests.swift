@@ -351,6 +351,24 @@ import TestSupport
         }
     }
 
+    @Test func aPathThatAnswers401WhateverTheSessionCausesOneLoginAndOneReplay() async throws {
+        try await Self.withUpstreamSite { world, upstream in
+            let first = try await Self.curl(world, "/v1/sites/up/proxy/always-401")
+            #expect(first.status == 401, "the replay's answer, as it is")
+            #expect(first.values("SessionKeeper-Session").isEmpty)
+            var stats = try await upstream.stats()
+            #expect(stats.logins == 2, "one login after the first answer")
+            #expect(stats.requests["GET /always-401"] == 2, "sent once more after it, and no more")
+            // Within Keeper.rejectionInterval the same answer starts no login: the page, not the session, says no.
+            let second = try await Self.curl(world, "/v1/sites/up/proxy/always-401")
+            #expect(second.status == 401)
+            stats = try await upstream.stats()
+            #expect(stats.logins == 2)
+            #expect(stats.requests["GET /always-401"] == 3)
+            #expect(try await Self.curl(world, "/v1/sites/up/proxy/echo").status == 200, "the session still serves")
+        }
+    }
+
     // MARK: Access
 
     @Test func aPeerThatMayNotReadTheSiteGetsWhatEverySiteRouteAnswers() async throws {

@@ -105,8 +105,14 @@ struct EgressForwarder: Sendable {
                                added: ContinuousClock.now - started - upstreamTime)
             }
 
-            // The session the request carried is not served any more: the Keeper's one login replaces it.
             metrics.egress.loggedOut(site: site.name)
+            // A replay is sent once: its answer goes to the client as it is, and a login it might start would
+            // serve no one waiting for it (the next request that meets the dead session starts one).
+            if isReplay {
+                return respond(answer, prefix: prefix, request: request, address: address, audit: audit, renewed: false,
+                               added: ContinuousClock.now - started - upstreamTime)
+            }
+            // The session the request carried is not served any more: the Keeper's one login replaces it.
             let waitStarted = ContinuousClock.now
             let renewed = await keeper.sessionRejected(site.name, usedLogin: session.record.lastLogin, reason: reason.description, wait: Self.sessionWait)
             upstreamTime += ContinuousClock.now - waitStarted

@@ -57,7 +57,8 @@ final class EgressListeners: Sendable {
     func apply(_ sites: [SiteDefinition]) async {
         let wanted = Dictionary(sites.compactMap { site in site.egress.listen.map { (site.name, $0) } }, uniquingKeysWith: { first, _ in first })
         let current = running.withLock { $0 }
-        for (name, listener) in current where wanted[name] != listener.address {
+        // Compared as the kernel binds them: a site file edited elsewhere keeps its listener.
+        for (name, listener) in current where !(wanted[name].map(listener.address.clashes) ?? false) {
             await stop(name)
         }
         for (name, address) in wanted.sorted(by: { $0.key < $1.key }) where running.withLock({ $0[name] == nil }) {

@@ -7,6 +7,7 @@ POST /login sets a new session cookie `sid` (a random value); every other path n
   /upload         reads the body (Content-Length or chunked) as it comes; JSON of its length and sha256
   /set-cookie     200 with Set-Cookie `extra=...` and hop-by-hop fields the proxy must drop
   /redirect       302 to /echo?from=redirect on this site; /redirect-away 302 to another origin
+  /always-401     401 whatever the session (no session needed)
   /_stats         JSON of the logins and the requests by `METHOD path` counted (no session needed)
 """
 import hashlib, http.server, json, secrets, sys, threading
@@ -100,6 +101,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with lock:
                 sessions.clear()
             return self.json(200, {"revoked": True})
+        if path == "/always-401":
+            self.read_body()
+            return self.json(401, {"error": "this page answers 401 to every session"})
         if path == "/_stats":
             with lock:
                 return self.json(200, {"logins": logins, "requests": requests})
