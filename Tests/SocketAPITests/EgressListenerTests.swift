@@ -38,6 +38,9 @@ import TestSupport
         try await EgressRouteTests.withUpstreamSite(extra: "egress: {listen: 127.0.0.1:\(port)}") { world, upstream in
             let url = "http://127.0.0.1:\(port)/echo?a=1"
             #expect(try await Self.answers(url, 200), "the listener did not come up")
+            let detail = try await world.curl("/v1/sites/up").json?["egress"]
+            #expect(detail?["listen"]?.plainText == "127.0.0.1:\(port)")
+            #expect(detail?["listen_error"] == .null)
             let echo = try JSONValue.parse(try await Self.curl(url).body)
             #expect(echo["target"]?.plainText == "/echo?a=1", "the site's own path")
             let sessionSent = echo["headers"]?.serialized.contains("sid=") == true
@@ -75,6 +78,9 @@ import TestSupport
             try await EgressRouteTests.waitValid(world, "up")
             try await world.serving(world.socketServer()) {
                 #expect(try await waitUntil(.seconds(10)) { world.logs.all.contains { $0.contains("egress listener failed") && $0.contains("site=up") } })
+                // The site's detail says so.
+                let detail = try await world.curl("/v1/sites/up").json?["egress"]
+                #expect(detail?["listen_error"]?.plainText.contains("cannot listen on 127.0.0.1:\(upstream.server.port)") == true)
                 // The socket serves on, the route too.
                 let proxied = try await EgressRouteTests.curl(world, "/v1/sites/up/proxy/echo")
                 #expect(proxied.status == 200)

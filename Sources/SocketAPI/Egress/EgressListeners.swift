@@ -34,6 +34,8 @@ final class EgressListeners: Sendable {
     private let running = Locked<[String: Running]>([:])
     /// Each open connection's peer, found at its first request.
     private let peers = Locked<[ObjectIdentifier: PeerCredentials]>([:])
+    /// Why a site's listener could not be opened, by site.
+    private let problems = Locked<[String: String]>([:])
 
     init(keeper: Keeper, access: AccessControl, forwarder: EgressForwarder, eventLoop: any EventLoopGroup, logger: Logger) {
         self.keeper = keeper
@@ -66,12 +68,18 @@ final class EgressListeners: Sendable {
         }
     }
 
+    /// Why the listener of `site` could not be opened; nil while it serves, or when the site has none.
+    func problem(of site: String) -> String? {
+        problems.withLock { $0[site] }
+    }
+
     /// Stops every listener and waits for each to close.
     func stopAll() async {
         for name in running.withLock({ Array($0.keys) }) { await stop(name) }
     }
 
     private func stop(_ name: String) async {
+        problems.withLock { $0[name] = nil }
         guard let listener = running.withLock({ $0.removeValue(forKey: name) }) else { return }
         await listener.group.triggerGracefulShutdown()
         await listener.task.value
@@ -82,16 +90,18 @@ final class EgressListeners: Sendable {
         let application = Application(
             router: router(for: name),
             configuration: ApplicationConfiguration(address: .hostname(address.host, port: Int(address.port)), serverName: nil),
-            onServerRunning: { [logger] _ in
+            onServerRunning: { [logger, problems] _ in
+                problems.withLock { $0[name] = nil }
                 logger.info("egress listener listening", metadata: ["site": "\(name)", "address": "\(address)"])
             },
             eventLoopGroupProvider: .shared(eventLoop),
             logger: logger)
         let group = ServiceGroup(configuration: .init(services: [application], logger: logger))
-        let task = Task { [logger] in
+        let task = Task { [logger, problems] in
             do {
                 try await group.run()
             } catch {
+                problems.withLock { $0[name] = "cannot listen on \(address): \(error)" }
                 logger.error("egress listener failed; the site is served on the socket only", metadata: [
                     "site": "\(name)", "address": "\(address)", "file": "\(address.mark.map { "\($0)" } ?? "-")", "error": "\(error)",
                 ])

@@ -25,6 +25,8 @@ struct APIRoutes: Sendable {
     let now: @Sendable () -> Date
     /// What the egress route sends requests with; nil when the server has no HTTP client (404).
     let egress: EgressForwarder?
+    /// The loopback listeners, for a site's `listen_error`.
+    let listeners: EgressListeners?
 
     /// Every route of ``APIRoute``, on the methods and path its table gives (the egress route also on its
     /// prefix alone, which `**` does not match).
@@ -77,7 +79,7 @@ struct APIRoutes: Sendable {
     private func site(_ request: Request, _ context: APIContext) async throws -> Response {
         let snapshot = try await visibleSite(context)
         _ = try RouteQuery(request, for: .site)
-        return WireBody.json(SiteWire.detail(snapshot, now: now()))
+        return WireBody.json(SiteWire.detail(snapshot, now: now(), listenError: listeners?.problem(of: snapshot.site.name)))
     }
 
     private func cookies(_ request: Request, _ context: APIContext) async throws -> Response {

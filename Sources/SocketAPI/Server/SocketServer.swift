@@ -50,8 +50,9 @@ public final class SocketServer: Service, Sendable {
     private let peers = PeerRegistry()
     private let hub: EventHub
     private let onListening: @Sendable () -> Void
-    /// The egress route's sender; nil without an HTTP client.
+    /// The egress route's sender, and the loopback listeners of `egress.listen`; nil without an HTTP client.
     private let egress: EgressForwarder?
+    private let listeners: EgressListeners?
 
     /// The one event-loop thread that serves the socket's connections, for the life of the process.
     ///
@@ -91,7 +92,12 @@ public final class SocketServer: Service, Sendable {
         self.hub = EventHub(keeper: keeper, access: access, metrics: metrics, readerBuffer: limits.eventBuffer, logger: logger)
         self.onListening = onListening
         let metrics = self.metrics
-        self.egress = egressClient.map { EgressForwarder(keeper: keeper, client: $0, metrics: metrics, logger: logger, now: now) }
+        let egress = egressClient.map { EgressForwarder(keeper: keeper, client: $0, metrics: metrics, logger: logger, now: now) }
+        self.egress = egress
+        let access = self.access
+        self.listeners = egress.map {
+            EgressListeners(keeper: keeper, access: access, forwarder: $0, eventLoop: Self.eventLoop, logger: logger)
+        }
     }
 
     /// Checks the socket path before anything else starts, so a daemon that cannot serve there stops before
@@ -140,10 +146,8 @@ public final class SocketServer: Service, Sendable {
                     await self.hub.run()
                     return false
                 }
-                if let egress = self.egress {
+                if let listeners = self.listeners {
                     // The loopback listeners of `egress.listen` live as long as the socket.
-                    let listeners = EgressListeners(
-                        keeper: self.keeper, access: self.access, forwarder: egress, eventLoop: Self.eventLoop, logger: self.logger)
                     group.addTask {
                         await listeners.run()
                         return false
@@ -174,7 +178,7 @@ public final class SocketServer: Service, Sendable {
         router.add(middleware: APIMiddleware(peers: peers, metrics: metrics))
         APIRoutes(
             keeper: keeper, access: access, hub: hub, metrics: metricsEnabled ? metrics : nil, reload: reload, limits: limits,
-            started: .now, logger: logger, now: now, egress: egress
+            started: .now, logger: logger, now: now, egress: egress, listeners: listeners
         ).register(on: router)
         return router
     }
