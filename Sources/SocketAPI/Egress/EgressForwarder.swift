@@ -60,23 +60,31 @@ struct EgressForwarder: Sendable {
     func forward(_ request: ClientRequest) async throws -> Response {
         let started = ContinuousClock.now
         let site = request.site
+        let audit = AuditRecord(peer: request.peer, site: site.name, method: request.method, path: Self.pathWithoutQuery(request.target))
         let address = ProxyAddress(base: site.baseURL, prefix: request.prefix)
         let url: URL
         do {
             url = try address.upstreamURL(request.target)
         } catch {
-            throw APIError(.badRequest, .badRequest, "the path to send to site '\(site.name)': \(error)")
+            throw refused(APIError(.badRequest, .badRequest, "the path to send to site '\(site.name)': \(error)"), audit: audit)
         }
-        let audit = AuditRecord(peer: request.peer, site: site.name, method: request.method, path: Self.pathWithoutQuery(request.target))
         let judge = judges.judge(for: site)
         let clientHeaders = Self.headers(request.headers)
         var headers = ProxyHeaders.request(clientHeaders, siteHeaders: site.http.headers, inspectsBody: site.egress.loggedOut.bodyText != nil)
-        let body = try await Self.body(of: request, headers: clientHeaders, audit: audit)
         let options = TransportOptions(site: site.http)
-
-        var session = try await servedSession(site.name)
-        var isReplay = false
+        let body: OutgoingBody
+        var session: ServedSession
+        // Waiting for a login is not time the daemon adds.
         var upstreamTime: Duration = .zero
+        do {
+            body = try await Self.body(of: request, headers: clientHeaders, audit: audit)
+            let waitStarted = ContinuousClock.now
+            session = try await servedSession(site.name)
+            upstreamTime += ContinuousClock.now - waitStarted
+        } catch {
+            throw refused(error, audit: audit)
+        }
+        var isReplay = false
         while true {
             if let cookie = Self.cookieHeader(session, url: url, now: now) {
                 headers.replaceOrAdd(name: "Cookie", value: cookie)
@@ -97,7 +105,11 @@ struct EgressForwarder: Sendable {
 
             var prefix = Data()
             if let judge, judge.needsBody(status: answer.status, url: answer.url, headers: answer.headers, method: request.method) {
-                prefix = try await Self.readPrefix(of: answer.body, limit: LoggedOutRule.bodyPrefixLimit)
+                do {
+                    prefix = try await Self.readPrefix(of: answer.body, limit: LoggedOutRule.bodyPrefixLimit)
+                } catch {
+                    throw refused(error, audit: audit)
+                }
             }
             guard let reason = judge?.judge(status: answer.status, url: answer.url, headers: answer.headers, bodyPrefix: prefix) else {
                 await absorbCookies(of: answer, site: site.name)
@@ -128,6 +140,12 @@ struct EgressForwarder: Sendable {
             isReplay = true
             metrics.egress.replayed(site: site.name)
         }
+    }
+
+    /// `error`, once the request's audit line says the daemon answered it so.
+    private func refused(_ error: APIError, audit: AuditRecord) -> APIError {
+        audit.finish(status: Int(error.status.code), logger: logger, failure: error.code.rawValue)
+        return error
     }
 
     // MARK: The session
@@ -231,7 +249,7 @@ struct EgressForwarder: Sendable {
 
     /// A body of at most ``LoggedOutHandling/replayBodyLimit`` bytes (by its `Content-Length`) is read whole and
     /// kept; a larger one, or one of unknown length (chunked), streams to the site as the client sends it.
-    static func body(of request: ClientRequest, headers: HTTPHeaders, audit: AuditRecord) async throws -> OutgoingBody {
+    static func body(of request: ClientRequest, headers: HTTPHeaders, audit: AuditRecord) async throws(APIError) -> OutgoingBody {
         let length = headers["Content-Length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
         let chunked = headers.values(for: "Transfer-Encoding").contains { $0.lowercased().contains("chunked") }
         guard length != nil || chunked else { return OutgoingBody(requestBody: .empty, isKept: true) }
