@@ -184,6 +184,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "Daemon", "Scheduler", "Sessions", "SiteConfig", "CookieJar", "JSON", "Platform",
+                "Egress", "HTTPTransport", "LoginFlow",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -342,6 +343,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            resources: [.copy("Fixtures")],
             swiftSettings: strict
         ),
         .testTarget(

@@ -78,6 +78,10 @@ public actor Keeper {
     var failedFiles: [SiteFileFailure] = []
     /// The prompt each waiting login asks, by site (``ask(_:site:)``): at most one, as one login runs per site.
     var waitingPrompts: [String: WaitingPrompt] = [:]
+    /// When each site last started a login for a logged-out answer to a proxied request (``sessionRejected(_:usedLogin:reason:wait:)``).
+    var lastRejection: [String: ContinuousClock.Instant] = [:]
+    /// Who follows the list of sites (``siteDefinitions()``).
+    var siteListFollowers: [UInt64: AsyncStream<[SiteDefinition]>.Continuation] = [:]
 
     /// How far the wall clock may move apart from the monotonic clock between two wakes before the keeper takes
     /// it as a jump (the clock was set, or the machine slept) and plans every site again.
@@ -137,6 +141,7 @@ public actor Keeper {
         }
         if clockReference == nil { clockReference = now }
         rearm()
+        publishSiteList()
     }
 
     /// Every site's status, sorted by name.
@@ -186,6 +191,7 @@ public actor Keeper {
         for name in loginWaiters.keys { resumeWaiters(of: name, loginEnded: false) }
         for name in waitingPrompts.keys { endPrompt(of: name, with: .failure(.cancelled)) }
         endEventStreams()
+        endSiteListFollowers()
     }
 
     func add(_ site: SiteDefinition) async {
@@ -216,6 +222,7 @@ public actor Keeper {
         gate.finish(site: name)
         resumeWaiters(of: name, loginEnded: true)
         lastReport[name] = nil
+        lastRejection[name] = nil
         storedDuringLogin.remove(name)
         board.remove(name)
         logger.info("site removed", metadata: ["site": "\(name)"])

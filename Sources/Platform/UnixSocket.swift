@@ -183,7 +183,7 @@ public enum UnixSocket {
 
     /// The supplementary groups of process `pid`, from the `Groups:` line of `/proc/PID/status`; empty when the
     /// file cannot be read or its real uid is not `uid` (the peer exited and its pid was reused).
-    static func supplementaryGroups(pid: Int32, uid: UInt32) -> [UInt32] {
+    public static func supplementaryGroups(pid: Int32, uid: UInt32) -> [UInt32] {
         guard pid > 0 else { return [] }
         let path = "/proc/\(pid)/status"
         guard let fd = try? Syscall.open(path, O_RDONLY) else { return [] }

@@ -53,6 +53,11 @@ public struct SiteSchedule: Sendable {
         case readerRefreshRequested
         /// A client reported a failed request: run the check now rather than a blind login.
         case checkRequested
+        /// The site answered a request sent through the daemon (egress, SPEC section 10) as to a client logged
+        /// out, by the site's `egress.logged_out`: the session is not served any more, and a login starts unless
+        /// one runs, the site waits for a person, or it backs off (its planned attempt stands). `reason` says
+        /// which answer (never a value).
+        case sessionRejected(reason: String)
         /// The site file changed (its new policy): clears needs-attention and failure counts.
         case siteChanged(SitePolicy, enabled: Bool)
         /// A secret the site uses changed: clears needs-attention.
@@ -174,6 +179,9 @@ public struct SiteSchedule: Sendable {
             guard phase != .disabled, policy.checkEvery != nil else { return [] }
             deadlines[.check] = nil
             return fire(.check, now: now)
+
+        case .sessionRejected(let reason):
+            return sessionRejected(reason, now: now)
 
         case .siteChanged(let newPolicy, let enabled):
             policy = newPolicy
@@ -328,6 +336,23 @@ public struct SiteSchedule: Sendable {
         loginRunning = true
         phase = sessionIsValid(now) ? .refreshing : .loggingIn
         return [.logIn]
+    }
+
+    /// The site said the session is gone: as a check that found it logged out, without a check's timer.
+    private mutating func sessionRejected(_ reason: String, now: Now) -> [Action] {
+        guard phase != .disabled, phase != .needsAttention else { return [] }
+        if var current = session {
+            current.essentialCookiesPresent = false
+            session = current
+        }
+        lastError = reason
+        guard policy.canLogIn else {
+            waitForPerson(.manualSessionDied, now: now)
+            return []
+        }
+        if consecutiveFailures == 0, !siteDown { return beginLogin(now: now) }
+        if !loginRunning { phase = .failed }
+        return []
     }
 
     private mutating func loginFinished(_ outcome: RunOutcome, stored: SessionSummary?, now: Now) -> [Action] {

@@ -4,6 +4,11 @@ public struct HTTPResponseHead: Sendable, Hashable {
     public struct Field: Sendable, Hashable {
         public var name: String
         public var value: String
+
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
     }
 
     public var status: Int

@@ -82,7 +82,7 @@ struct RunCommand: AsyncParsableCommand {
             // that has stopped.
             let socket = SocketServer(
                 settings: daemonConfig.socket, metricsEnabled: daemonConfig.metrics, keeper: keeper,
-                reload: { service.reload() }, logger: logger, access: access)
+                reload: { service.reload() }, logger: logger, access: access, egressClient: wiring.client)
             do throws(SocketFileError) {
                 try socket.prepareSocketFile()
             } catch {

@@ -21,6 +21,7 @@ struct SessionKeeper: AsyncParsableCommand {
             LoginCommand.self,
             ProbeCommand.self,
             RefreshCommand.self,
+            RequestCommand.self,
             RunCommand.self,
             SecretCommand.self,
             StatusCommand.self,

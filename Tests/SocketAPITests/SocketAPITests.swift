@@ -597,6 +597,8 @@ import TestSupport
                         ("body_contains", .string("Please sign in")),
                     ])),
                     ("retry", .string("never")),
+                    ("listen", .null),
+                    ("listen_error", .null),
                 ])
                 #expect(one.json?["egress"] == expected)
             }

@@ -97,7 +97,7 @@ struct SocketWorld {
         SocketServer(
             settings: settings ?? SocketSettings(path: socketPath, mode: 0o666), metricsEnabled: metrics, keeper: keeper,
             reload: { [reloads] in reloads.increment() }, logger: logger, limits: limits, now: now,
-            onListening: { [listens] in listens.increment() }, access: access)
+            onListening: { [listens] in listens.increment() }, access: access, egressClient: client)
     }
 
     /// Runs `server` in a service group until `body` returns, then shuts it down gracefully.

@@ -2,9 +2,12 @@ import Foundation
 import Locking
 
 /// A site file for the demo site's form login (the CSRF token from the form, a 303 carrying
-/// `demo_session`), checked every second with `GET /api/me`; `extra` YAML is appended. The daemon's and the
+/// `demo_session`), checked every second with `GET /api/me` unless `checked` is false; `extra` YAML is appended. The daemon's and the
 /// socket's tests keep sites with it.
-public func demoSiteLoginYAML(baseURL: URL, extra: String = "") -> String {
+///
+/// - Parameter checked: with the check of `/api/me` every second; without, nothing but a client's request can
+///   find the session dead.
+public func demoSiteLoginYAML(baseURL: URL, extra: String = "", checked: Bool = true) -> String {
     """
     base_url: \(baseURL.absoluteString)
     credentials: {username: alice, password: {env: DEMO_PASSWORD}}
@@ -18,7 +21,7 @@ public func demoSiteLoginYAML(baseURL: URL, extra: String = "") -> String {
           form: {username: "{{ credentials.username }}", password: "{{ credentials.password }}", csrf: "{{ csrf }}"}
           follow_redirects: false
           expect: {status: 303, cookie: demo_session}
-    check: {get: /api/me, expect: {status: 200}, every: 1s}
+    \(checked ? "check: {get: /api/me, expect: {status: 200}, every: 1s}" : "")
     cookies: {essential: [demo_session]}
     \(extra)
     """

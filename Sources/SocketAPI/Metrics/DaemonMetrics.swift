@@ -20,8 +20,11 @@ import Scheduler
 ///   the daemon started (so an alert on a state sees it end);
 /// - `sessionkeeper_notifications_total{notifier,event,outcome}`: notifications by notifier (`notify[0]`), event
 ///   and outcome (`delivered`, `failed`, `dropped`);
-/// - `sessionkeeper_socket_requests_total{route,status}`: requests answered on the socket.
+/// - `sessionkeeper_socket_requests_total{route,status}`: requests answered on the socket;
+/// - the egress families of ``EgressMetrics``.
 final class DaemonMetrics: Sendable {
+    /// Requests sent through the daemon (SPEC section 10).
+    let egress: EgressMetrics
     private let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
     private let requestCounters = Locked<[String: CoreMetrics.Counter]>([:])
@@ -37,8 +40,10 @@ final class DaemonMetrics: Sendable {
             .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5),
             .seconds(10), .seconds(30), .seconds(60),
         ]
+        factory.durationHistogramBuckets[EgressMetrics.addedSeconds] = EgressMetrics.addedBuckets
         self.registry = registry
         self.factory = factory
+        self.egress = EgressMetrics(factory: factory)
     }
 
     /// A login ended.

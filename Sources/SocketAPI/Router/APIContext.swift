@@ -50,8 +50,8 @@ struct APIMiddleware: RouterMiddleware {
             return error.response()
         } catch let error as HTTPError where error.status == .notFound {
             let routes = APIRoute.matching(request.uri.path)
-            if let pattern = routes.first?.pattern, !routes.contains(where: { $0.method == request.method }) {
-                let methods = routes.map(\.method.rawValue).joined(separator: ", ")
+            if let pattern = routes.first?.pattern, !routes.contains(where: { $0.methods.contains(request.method) }) {
+                let methods = routes.flatMap(\.methods).map(\.rawValue).joined(separator: ", ")
                 var response = APIError(
                     .methodNotAllowed, .methodNotAllowed, "\(pattern) takes \(methods), not \(request.method.rawValue)"
                 ).response()

@@ -9,16 +9,23 @@ import SiteConfig
 /// (405 for a known path with another method, the bounded `route` label of the metrics), and so does the fuzz
 /// target `socket-request`.
 enum APIRoute: CaseIterable, Sendable {
-    case health, sites, site, cookies, refresh, report, setCookie, events, reload, metrics, answer
+    case health, sites, site, cookies, refresh, report, setCookie, events, reload, metrics, answer, proxy
 
     var method: HTTPRequest.Method {
         switch self {
-        case .health, .sites, .site, .cookies, .events, .metrics: .get
+        case .health, .sites, .site, .cookies, .events, .metrics, .proxy: .get
         case .refresh, .report, .setCookie, .reload, .answer: .post
         }
     }
 
-    /// The path, with `{name}` for a site's name (one non-empty segment).
+    /// Every method the route answers: its ``method``, and for the egress route each method a client may send
+    /// through it.
+    var methods: [HTTPRequest.Method] {
+        self == .proxy ? [.get, .head, .post, .put, .patch, .delete, .options] : [method]
+    }
+
+    /// The path, with `{name}` for a site's name (one non-empty segment) and `**` for any rest (the site's own
+    /// path, also none).
     var pattern: String {
         switch self {
         case .health: "/v1/health"
@@ -32,13 +39,14 @@ enum APIRoute: CaseIterable, Sendable {
         case .reload: "/v1/reload"
         case .metrics: "/metrics"
         case .answer: "/v1/sites/{name}/answer"
+        case .proxy: "/v1/sites/{name}/proxy/**"
         }
     }
 
     /// The query parameters the route takes, in the order they are checked.
     var parameters: [QueryParameter] {
         switch self {
-        case .health, .sites, .site, .events, .reload, .metrics: []
+        case .health, .sites, .site, .events, .reload, .metrics, .proxy: []
         case .cookies: [.format, .url, .minValid, .wait]
         case .refresh: [.wait]
         case .report: [.status]
@@ -54,6 +62,12 @@ enum APIRoute: CaseIterable, Sendable {
     static func matching(_ path: String) -> [APIRoute] {
         let given = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         return segments.compactMap { route, parts in
+            if parts.last == "**" {
+                let fixed = parts.dropLast()
+                guard given.count >= fixed.count else { return nil }
+                let matches = zip(fixed, given).allSatisfy { part, segment in part.hasPrefix("{") ? !segment.isEmpty : part == segment }
+                return matches ? route : nil
+            }
             guard parts.count == given.count else { return nil }
             let matches = zip(parts, given).allSatisfy { part, segment in part.hasPrefix("{") ? !segment.isEmpty : part == segment }
             return matches ? route : nil

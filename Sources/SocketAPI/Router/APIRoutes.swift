@@ -24,12 +24,23 @@ struct APIRoutes: Sendable {
     let logger: Logger
     /// The wall clock cookies are judged by.
     let now: @Sendable () -> Date
+    /// What the egress route sends requests with; nil when the server has no HTTP client (404).
+    let egress: EgressForwarder?
+    /// The loopback listeners, for a site's `listen_error`.
+    let listeners: EgressListeners?
 
-    /// Every route of ``APIRoute``, on the method and path its table gives.
+    /// Every route of ``APIRoute``, on the methods and path its table gives (the egress route also on its
+    /// prefix alone, which `**` does not match).
     func register(on router: Router<APIContext>) {
         for route in APIRoute.allCases {
-            router.on(RouterPath(route.pattern), method: route.method) { request, context in
-                try await answer(route, request, context)
+            var patterns = [route.pattern]
+            if route.pattern.hasSuffix("/**") { patterns.append(String(route.pattern.dropLast(3))) }
+            for pattern in patterns {
+                for method in route.methods {
+                    router.on(RouterPath(pattern), method: method) { request, context in
+                        try await answer(route, request, context)
+                    }
+                }
             }
         }
     }
@@ -47,6 +58,7 @@ struct APIRoutes: Sendable {
         case .reload: try reload(request, context)
         case .metrics: try await metricsText(request, context)
         case .answer: try await answerPrompt(request, context)
+        case .proxy: try await proxy(request, context)
         }
     }
 
@@ -74,7 +86,7 @@ struct APIRoutes: Sendable {
     private func site(_ request: Request, _ context: APIContext) async throws -> Response {
         let snapshot = try await visibleSite(context)
         _ = try RouteQuery(request, for: .site)
-        return WireBody.json(SiteWire.detail(snapshot, now: now()))
+        return WireBody.json(SiteWire.detail(snapshot, now: now(), listenError: listeners?.problem(of: snapshot.site.name)))
     }
 
     private func cookies(_ request: Request, _ context: APIContext) async throws -> Response {
@@ -174,6 +186,26 @@ struct APIRoutes: Sendable {
         _ = try RouteQuery(request, for: .metrics)
         let text = metrics.render(await keeper.status(), now: now())
         return WireBody.text(text, contentType: "text/plain; version=0.0.4; charset=utf-8")
+    }
+
+    /// `ANY /v1/sites/NAME/proxy/PATH`: the request goes to the site with its session (SPEC section 10). The
+    /// query is the site's, not the route's.
+    private func proxy(_ request: Request, _ context: APIContext) async throws -> Response {
+        guard let egress else { throw APIError(.notFound, .notFound, "this server sends no requests to sites") }
+        let name = context.parameters.get("name") ?? ""
+        // The site's definition from the Keeper's board when it is there, without an actor hop.
+        let site: SiteDefinition
+        if let entry = keeper.board.entry(of: name) {
+            try await requireAccess(context, to: entry.site)
+            site = entry.site
+        } else {
+            site = try await visibleSite(context).site
+        }
+        let prefix = "/v1/sites/\(name)/proxy"
+        let target = EgressTarget.rest(of: request.uri, after: prefix)
+        return try await egress.forward(EgressForwarder.ClientRequest(
+            site: site, method: request.method.rawValue, target: target, prefix: prefix, headers: request.headers,
+            body: request.body, peer: context.peer))
     }
 
     // MARK: Helpers

@@ -1,5 +1,6 @@
 import Daemon
 import Foundation
+import HTTPTransport
 import Hummingbird
 import HummingbirdCore
 import Locking
@@ -65,6 +66,9 @@ public final class SocketServer: Service, Sendable {
     private let peers = PeerRegistry()
     private let hub: EventHub
     private let onListening: @Sendable () -> Void
+    /// The egress route's sender, and the loopback listeners of `egress.listen`; nil without an HTTP client.
+    private let egress: EgressForwarder?
+    private let listeners: EgressListeners?
 
     /// The one event-loop thread that serves the socket's connections, for the life of the process.
     ///
@@ -88,10 +92,13 @@ public final class SocketServer: Service, Sendable {
     ///   - access: who reads and who manages which site; the daemon passes the one its ``KeeperService`` keeps
     ///     up to date on reload (``AccessControl/apply(allowUIDs:)``, ``AccessControl/resolveGroups(of:)``).
     ///     Without one, `settings.allowUIDs` for the life of the server.
+    ///   - egressClient: what the egress route (`/v1/sites/NAME/proxy/...`, SPEC section 10) sends requests with:
+    ///     the client logins use; nil leaves the route out (404).
     public init(
         settings: SocketSettings, metricsEnabled: Bool, keeper: Keeper, reload: @escaping @Sendable () -> Void,
         logger: Logger, limits: Limits = Limits(), now: @escaping @Sendable () -> Date = { Date() },
-        onListening: @escaping @Sendable () -> Void = {}, access: AccessControl? = nil
+        onListening: @escaping @Sendable () -> Void = {}, access: AccessControl? = nil,
+        egressClient: (any StreamingHTTPClient)? = nil
     ) {
         self.settings = settings
         self.limits = limits
@@ -105,6 +112,13 @@ public final class SocketServer: Service, Sendable {
         self.now = now
         self.hub = EventHub(keeper: keeper, access: control, metrics: metrics, limits: limits, logger: logger)
         self.onListening = onListening
+        let metrics = self.metrics
+        let egress = egressClient.map { EgressForwarder(keeper: keeper, client: $0, metrics: metrics, logger: logger, now: now) }
+        self.egress = egress
+        let access = self.access
+        self.listeners = egress.map {
+            EgressListeners(keeper: keeper, access: access, forwarder: $0, eventLoop: Self.eventLoop, logger: logger)
+        }
     }
 
     /// Checks the socket path before anything else starts, so a daemon that cannot serve there stops before
@@ -153,6 +167,13 @@ public final class SocketServer: Service, Sendable {
                     await self.hub.run()
                     return false
                 }
+                if let listeners = self.listeners {
+                    // The loopback listeners of `egress.listen` live as long as the socket.
+                    group.addTask {
+                        await listeners.run()
+                        return false
+                    }
+                }
                 group.addTask {
                     for await failure in ready {
                         if let failure { throw failure }
@@ -184,7 +205,7 @@ public final class SocketServer: Service, Sendable {
         router.add(middleware: APIMiddleware(peers: peers, metrics: metrics))
         APIRoutes(
             keeper: keeper, access: access, hub: hub, metrics: metricsEnabled ? metrics : nil, reload: reload, limits: limits,
-            started: .now, logger: logger, now: now
+            started: .now, logger: logger, now: now, egress: egress, listeners: listeners
         ).register(on: router)
         return router
     }

@@ -36,8 +36,10 @@ public struct APIError: Error, HTTPResponseError, Sendable, Hashable {
         /// 503: the peer, or all peers together, hold as many connections or event streams as
         /// ``SocketServer/Limits`` allows.
         case tooMany = "too_many"
-        /// 504: `wait` ran out before a login ended.
+        /// 504: `wait` ran out before a login ended, or a proxied request's site stayed silent.
         case timeout
+        /// 502: a proxied request's site could not be reached, or its answer broke off before its head.
+        case badGateway = "bad_gateway"
         /// 500: a fault of the daemon.
         case `internal`
     }

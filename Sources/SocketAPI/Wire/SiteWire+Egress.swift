@@ -4,9 +4,11 @@ import SiteConfig
 /// A site's `egress` rule as `GET /v1/sites/NAME` hands it out, so that every client (the egress route, the
 /// Python client, a script) judges a logged-out answer the same way (SPEC sections 10 and 13).
 extension SiteWire {
-    /// `{"logged_out": {"status": [...], "url_matches": ..., "body_contains": ...}, "retry": ...}`; a test the
-    /// site leaves out is `null`, and `status` is `[401]` when the site says nothing.
-    static func egress(_ policy: EgressPolicy) -> JSONValue {
+    /// `{"logged_out": {"status": [...], "url_matches": ..., "body_contains": ...}, "retry": ..., "listen": ...,
+    /// "listen_error": ...}`; a test the site leaves out is `null`, and `status` is `[401]` when the site says
+    /// nothing. `listen` is the loopback listener's address (`null` without one), `listen_error` why it could not
+    /// be opened (`null` while it serves).
+    static func egress(_ policy: EgressPolicy, listenError: String? = nil) -> JSONValue {
         let rule = policy.loggedOut
         return .object([
             ("logged_out", .object([
@@ -15,6 +17,8 @@ extension SiteWire {
                 ("body_contains", rule.bodyText.map(JSONValue.string) ?? .null),
             ])),
             ("retry", .string(policy.retry.rawValue)),
+            ("listen", policy.listen.map { .string($0.description) } ?? .null),
+            ("listen_error", listenError.map(JSONValue.string) ?? .null),
         ])
     }
 }

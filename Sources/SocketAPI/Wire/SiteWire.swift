@@ -14,13 +14,13 @@ enum SiteWire {
     }
 
     /// The site plus `"cookies"` (the live cookies' names), `"user_agent"` and `"egress"` (how a logged-out
-    /// answer looks, for clients that judge one themselves).
-    static func detail(_ snapshot: SiteSnapshot, now: Date) -> JSONValue {
+    /// answer looks, for clients that judge one themselves; `listenError`: why its loopback listener is down).
+    static func detail(_ snapshot: SiteSnapshot, now: Date, listenError: String? = nil) -> JSONValue {
         var members = siteMembers(snapshot.status)
         let names = snapshot.record?.liveCookies(at: now).map { JSONValue.string($0.name) } ?? []
         members.append(("cookies", .array(names)))
         members.append(("user_agent", snapshot.record?.userAgent.map(JSONValue.string) ?? .null))
-        members.append(("egress", egress(snapshot.site.egress)))
+        members.append(("egress", egress(snapshot.site.egress, listenError: listenError)))
         return .object(members)
     }
 

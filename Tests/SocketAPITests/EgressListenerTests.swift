@@ -1,0 +1,90 @@
+@testable import Daemon
+import Foundation
+import JSON
+@testable import SocketAPI
+import Testing
+import TestSupport
+
+/// `egress.listen`: the egress route as a plain-HTTP reverse proxy on a loopback port, the peer's user found
+/// through the kernel's socket diagnostics and judged by the site's access rules.
+@Suite(.serialized) struct EgressListenerTests {
+    /// A port free now on 127.0.0.1 (the kernel's choice, released at once).
+    static func freePort() async throws -> Int {
+        let result = try await runProgram("/usr/bin/python3", [
+            "-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])",
+        ])
+        return try #require(Int(result.outputText.trimmingCharacters(in: .whitespacesAndNewlines)))
+    }
+
+    /// `curl` to the listener, as root or as nobody: the status and the body.
+    static func curl(_ url: String, asNobody: Bool = false) async throws -> (status: Int, body: String) {
+        var executable = "/usr/bin/curl"
+        var arguments = ["-sS", "-o", "-", "-w", "\n%{http_code}", "--max-time", "30", url]
+        if asNobody {
+            arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", executable] + arguments
+            executable = "/usr/bin/setpriv"
+        }
+        let text = try await runProgram(executable, arguments).outputText
+        guard let newline = text.lastIndex(of: "\n") else { return (0, text) }
+        return (Int(text[text.index(after: newline)...]) ?? 0, String(text[..<newline]))
+    }
+
+    static func answers(_ url: String, _ status: Int) async throws -> Bool {
+        try await waitUntil(.seconds(15)) { (try? await curl(url).status) == status }
+    }
+
+    @Test func theListenerProxiesForItsUsersAndFollowsTheSiteFile() async throws {
+        let port = try await Self.freePort()
+        try await EgressRouteTests.withUpstreamSite(extra: "egress: {listen: 127.0.0.1:\(port)}") { world, upstream in
+            let url = "http://127.0.0.1:\(port)/echo?a=1"
+            #expect(try await Self.answers(url, 200), "the listener did not come up")
+            let detail = try await world.curl("/v1/sites/up").json?["egress"]
+            #expect(detail?["listen"]?.plainText == "127.0.0.1:\(port)")
+            #expect(detail?["listen_error"] == .null)
+            let echo = try JSONValue.parse(try await Self.curl(url).body)
+            #expect(echo["target"]?.plainText == "/echo?a=1", "the site's own path")
+            let sessionSent = echo["headers"]?.serialized.contains("sid=") == true
+            #expect(sessionSent, "the session's cookie went to the site")
+            // nobody may not read the site: the 404 of a site that does not exist.
+            let refused = try await Self.curl(url, asNobody: true)
+            #expect(refused.status == 404)
+            #expect(try JSONValue.parse(refused.body)["error"]?["code"]?.plainText == "unknown_site")
+            // A uid in access.uids may.
+            await world.keeper.apply([try world.site("up", yaml: upstream.yaml(extra: "egress: {listen: 127.0.0.1:\(port)}\naccess: {uids: [65534]}"))])
+            #expect(try await waitUntil(.seconds(10)) { (try? await Self.curl(url, asNobody: true).status) == 200 })
+            // The audit line is written once the answer has ended, which the client may see first.
+            #expect(try await waitUntil(.seconds(5)) {
+                world.logs.all.contains { $0.contains("egress") && $0.contains("uid=65534") && $0.contains("path=/echo ") }
+            })
+
+            // A new address: the old port closes, the new one serves.
+            let moved = try await Self.freePort()
+            await world.keeper.apply([try world.site("up", yaml: upstream.yaml(extra: "egress: {listen: 127.0.0.1:\(moved)}"))])
+            #expect(try await Self.answers("http://127.0.0.1:\(moved)/echo", 200))
+            #expect(try await Self.answers(url, 0), "the old port still answers")
+            // The site goes: so does its listener.
+            await world.keeper.apply([])
+            #expect(try await Self.answers("http://127.0.0.1:\(moved)/echo", 0))
+        }
+    }
+
+    @Test func aPortThatCannotBeBoundIsAnErrorForThatSiteOnly() async throws {
+        let upstream = try await EgressRouteTests.Upstream.start()
+        defer { Task { await upstream.server.stop() } }
+        try await SocketWorld.withWorld { world in
+            // The upstream's own port is taken.
+            let site = try world.site("up", yaml: upstream.yaml(extra: "egress: {listen: 127.0.0.1:\(upstream.server.port)}"))
+            await world.keeper.apply([site])
+            try await EgressRouteTests.waitValid(world, "up")
+            try await world.serving(world.socketServer()) {
+                #expect(try await waitUntil(.seconds(10)) { world.logs.all.contains { $0.contains("egress listener failed") && $0.contains("site=up") } })
+                // The site's detail says so.
+                let detail = try await world.curl("/v1/sites/up").json?["egress"]
+                #expect(detail?["listen_error"]?.plainText.contains("cannot listen on 127.0.0.1:\(upstream.server.port)") == true)
+                // The socket serves on, the route too.
+                let proxied = try await EgressRouteTests.curl(world, "/v1/sites/up/proxy/echo")
+                #expect(proxied.status == 200)
+            }
+        }
+    }
+}
