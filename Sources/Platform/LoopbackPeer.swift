@@ -218,7 +218,8 @@ private enum SocketDiagnostics {
 /// Finding a process by a socket it holds, through `/proc/PID/fd`.
 private enum ProcessSockets {
     /// A process holding the socket with `inode`: the processes owned by `user` are searched first (the
-    /// socket's creator is usually still its holder), newest first, then the others. nil when none of the
+    /// socket's creator is usually still its holder), newest first, then the others; of a parent and a child
+    /// that both hold it, the parent. nil when none of the
     /// processes this process may read holds it.
     static func holder(ofSocketInode inode: UInt64, preferringUser user: UInt32) -> Int32? {
         guard let entries = try? Syscall.listDirectory("/proc") else { return nil }
@@ -231,9 +232,30 @@ private enum ProcessSockets {
                 others.append(pid)
                 continue
             }
-            if holds(pid, target) { return pid }
+            if holds(pid, target) { return eldestHolder(from: pid, target) }
         }
-        return others.first { holds($0, target) }
+        return others.first { holds($0, target) }.map { eldestHolder(from: $0, target) }
+    }
+
+    /// A child holds its parent's descriptors from its fork until its exec closes them (or for good, when they
+    /// are not close-on-exec): when the parent holds the socket too, the parent is the one that opened it.
+    private static func eldestHolder(from pid: Int32, _ target: [UInt8]) -> Int32 {
+        var holder = pid
+        for _ in 0..<8 {
+            guard let parent = parent(of: holder), parent > 1, holds(parent, target) else { break }
+            holder = parent
+        }
+        return holder
+    }
+
+    /// The parent of `pid`: the field after the state in `/proc/PID/stat` ("pid (comm) state ppid ..."; the
+    /// command name may hold spaces and parentheses, so the fields are read after its last parenthesis).
+    private static func parent(of pid: Int32) -> Int32? {
+        guard let stat = try? DurableFile.read("/proc/\(pid)/stat", limit: 4096),
+              let close = stat.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        let fields = stat[(close + 1)...].split(separator: UInt8(ascii: " "))
+        guard fields.count > 1 else { return nil }
+        return Int32(String(decoding: fields[1], as: UTF8.self))
     }
 
     /// Whether one of `pid`'s file descriptors links to `target` (`socket:[INODE]`). A process this one may

@@ -84,6 +84,49 @@ import Glibc
         #expect(peer.pid == childPID, "the python process, not runuser")
     }
 
+    @Test("a socket a child inherited is named by the parent that opened it")
+    func inheritedSocket() async throws {
+        let listener = try TestSocket.listen(on: "127.0.0.1")
+        defer { listener.close() }
+        // The process connects, then forks a child that keeps the socket (as a child does between its fork and
+        // its exec, or for good without close-on-exec); both wait until this side closes the connection.
+        let script = """
+            import os, socket, sys
+            s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+            child = os.fork()
+            if child == 0:
+                s.recv(1)
+                os._exit(0)
+            s.sendall(f"{os.getpid()} {child}".encode() + b"\\n")
+            s.recv(1)
+            os.waitpid(child, 0)
+            """
+        let process = ChildProcess(
+            executable: "/usr/bin/python3", arguments: ["-c", script, "127.0.0.1", String(listener.localEndpoint.port)],
+            environment: .minimal(from: ProcessInfo.processInfo.environment), timeout: .seconds(30), outputLimit: 4096,
+            outputOverflow: .truncate)
+        let ended = Locked(false)
+        let run = Task {
+            defer { ended.withLock { $0 = true } }
+            return try await process.run()
+        }
+        let connected = await onDedicatedThread { () -> Result<(TestSocket, [Int32]), any Error> in
+            Result {
+                let accepted = try listener.accept(timeout: nil, until: { ended.withLock { $0 } })
+                return (accepted, (try accepted.readLine() ?? "").split(separator: " ").compactMap { Int32($0) })
+            }
+        }
+        guard case .success(let (accepted, pids)) = connected, pids.count == 2 else {
+            run.cancel()
+            Issue.record("the process did not connect: \(connected)")
+            return
+        }
+        let peer = try LoopbackPeer.lookup(local: accepted.localEndpoint, remote: accepted.remoteEndpoint)
+        accepted.close()
+        #expect(try await run.value.termination == .exited(0))
+        #expect(peer.pid == pids[0], "the parent \(pids[0]), not its child \(pids[1])")
+    }
+
     @Test("a connection the kernel does not know is a typed not-found error", arguments: ["127.0.0.1", "::1"])
     func unknownConnection(address: String) throws {
         // A listener that accepts nothing yet and a port nothing uses: no connection has this pair.
