@@ -30,7 +30,8 @@ import Testing
         let pattern = /sessionkeeper_[a-z_]+/
         return Set(text.matches(of: pattern).map { match in
             var name = String(match.output)
-            for suffix in ["_bucket", "_sum", "_count"] where name.hasSuffix(suffix) && name.contains("duration") {
+            // The daemon's histograms are its `..._seconds` families.
+            for suffix in ["_bucket", "_sum", "_count"] where name.hasSuffix("_seconds" + suffix) {
                 name.removeLast(suffix.count)
             }
             return name
@@ -69,6 +70,7 @@ import Testing
         let named = Self.metricNames(in: try String(contentsOfFile: Self.rules, encoding: .utf8))
             .union(Self.metricNames(in: try Self.dashboardQueries().joined(separator: "\n")))
         #expect(named.contains("sessionkeeper_site_state") && named.contains("sessionkeeper_notifications_total"))
+        #expect(named.contains("sessionkeeper_egress_requests_total") && named.contains("sessionkeeper_egress_added_seconds"))
         try await LoginCLIWorld.with { world in
             let log = world.folder.path("hook.jsonl")
             _ = FileManager.default.createFile(atPath: log, contents: nil)
@@ -95,6 +97,21 @@ import Testing
         let daemon = try await RunCLITests.startDaemon(world, environment: ["WRONG_PASSWORD": "wrong-password-for-the-test"])
         #expect(await RunCLITests.eventually { !RunCLITests.read(log).isEmpty }, "daemon log: \(daemon.outputText)")
         let socket = world.folder.path("state/sk.sock")
+        // The egress families appear with the first request a client sends through the daemon.
+        var proxied = ""
+        for _ in 0..<100 where proxied != "200" {
+            proxied = try await runProgram("/usr/bin/curl", [
+                "-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", socket, "http://localhost/v1/sites/demo/proxy/api/me",
+            ]).outputText
+            if proxied != "200" { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        #expect(proxied == "200", "a request through the egress route")
+        // A session the site revoked meets the request as a 401: one login, the request replayed.
+        _ = try await CheckTrustCLITests.control(world, "revoke-all")
+        let replayed = try await runProgram("/usr/bin/curl", [
+            "-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", socket, "http://localhost/v1/sites/demo/proxy/api/me",
+        ]).outputText
+        #expect(replayed == "200", "the request replayed after the login")
         var exported: Set<String> = []
         for _ in 0..<100 {
             let scrape = try await runProgram("/usr/bin/curl", ["-sf", "--unix-socket", socket, "http://localhost/metrics"])
