@@ -28,20 +28,16 @@ def binaries():
     """The folder of this worktree's binaries (release, or debug with RELIABILITY_BUILD=debug), built first unless
     RELIABILITY_SKIP_BUILD=1; RELIABILITY_BIN_DIR names the folder outright and builds nothing (scripts/test, whose
     fuzz build holds SwiftPM's lock on .build meanwhile, so even `swift build --show-bin-path` would wait)."""
-    named = os.environ.get("RELIABILITY_BIN_DIR")
-    if named:
-        for product in ("sessionkeeper", "demo-site"):
-            if not os.access(os.path.join(named, product), os.X_OK):
-                raise SystemExit(f"RELIABILITY_BIN_DIR={named} has no {product}")
-        return named
-    if os.environ.get("RELIABILITY_SKIP_BUILD") != "1":
-        for product in ("sessionkeeper", "demo-site"):
-            result = subprocess.run([*BUILD, "--product", product] if DEBUG else [*BUILD, product], cwd=ROOT,
-                                    capture_output=True, text=True)
-            if result.returncode != 0:
-                raise SystemExit(f"building {product} failed:\n{(result.stdout + result.stderr)[-4000:]}")
-    path = subprocess.run([*BUILD, "--show-bin-path"], cwd=ROOT, check=True,
-                          capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    path = os.environ.get("RELIABILITY_BIN_DIR")
+    if not path:
+        if os.environ.get("RELIABILITY_SKIP_BUILD") != "1":
+            for product in ("sessionkeeper", "demo-site"):
+                result = subprocess.run([*BUILD, "--product", product] if DEBUG else [*BUILD, product], cwd=ROOT,
+                                        capture_output=True, text=True)
+                if result.returncode != 0:
+                    raise SystemExit(f"building {product} failed:\n{(result.stdout + result.stderr)[-4000:]}")
+        path = subprocess.run([*BUILD, "--show-bin-path"], cwd=ROOT, check=True,
+                              capture_output=True, text=True).stdout.strip().splitlines()[-1]
     for product in ("sessionkeeper", "demo-site"):
         if not os.access(os.path.join(path, product), os.X_OK):
             raise SystemExit(f"{path}/{product} is missing: run {' '.join(BUILD)} {product}")
