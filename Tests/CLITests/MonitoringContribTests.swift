@@ -98,20 +98,20 @@ import Testing
         #expect(await RunCLITests.eventually { !RunCLITests.read(log).isEmpty }, "daemon log: \(daemon.outputText)")
         let socket = world.folder.path("state/sk.sock")
         // The egress families appear with the first request a client sends through the daemon.
-        var proxied = ""
-        for _ in 0..<100 where proxied != "200" {
-            proxied = try await runProgram("/usr/bin/curl", [
+        let proxiedStatus = { @Sendable () async throws -> String in
+            try await runProgram("/usr/bin/curl", [
                 "-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", socket, "http://localhost/v1/sites/demo/proxy/api/me",
             ]).outputText
+        }
+        var proxied = ""
+        for _ in 0..<100 where proxied != "200" {
+            proxied = try await proxiedStatus()
             if proxied != "200" { try await Task.sleep(for: .milliseconds(200)) }
         }
         #expect(proxied == "200", "a request through the egress route")
         // A session the site revoked meets the request as a 401: one login, the request replayed.
         _ = try await CheckTrustCLITests.control(world, "revoke-all")
-        let replayed = try await runProgram("/usr/bin/curl", [
-            "-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", socket, "http://localhost/v1/sites/demo/proxy/api/me",
-        ]).outputText
-        #expect(replayed == "200", "the request replayed after the login")
+        #expect(try await proxiedStatus() == "200", "the request replayed after the login")
         var exported: Set<String> = []
         for _ in 0..<100 {
             let scrape = try await runProgram("/usr/bin/curl", ["-sf", "--unix-socket", socket, "http://localhost/metrics"])
