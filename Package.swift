@@ -52,7 +52,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // Without the default trait ConfigurationSupport: nothing reads swift-configuration, and it is a package
+        // fewer to fetch and build.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         // The socket's connection handlers read HTTP/1.1 parts as Hummingbird's pipeline carries them (NIOHTTPTypes).
@@ -298,8 +300,12 @@ let package = Package(
                 "Locking",
                 "DemoSite",
                 "Platform",
+                "CurlTransport",
+                "HTTPTransport",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 "TestSupport",
             ],
             swiftSettings: strict

@@ -1,7 +1,6 @@
 import DemoSite
 import Foundation
 import Hummingbird
-import HummingbirdTesting
 import Testing
 
 @Suite("JSON login API")
@@ -9,7 +8,7 @@ struct APITests {
     @Test("POST /api/login: 200 with token and user, a session cookie, and the token works as a bearer token")
     func jsonLogin() async throws {
         let app = try DemoSite.buildApplication(configuration: .init(sessionMaxAge: 120))
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let response = try await client.execute(
                 uri: "/api/login",
                 method: .post,
@@ -35,7 +34,7 @@ struct APITests {
     @Test("Wrong credentials answer 401 JSON; a malformed body answers 400")
     func failures() async throws {
         let app = try DemoSite.buildApplication(configuration: .init(password: "s3cret-pass"))
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let wrong = try await client.execute(
                 uri: "/api/login",
                 method: .post,
@@ -63,7 +62,7 @@ struct APITests {
     @Test("With TOTP on, /api/login needs a code")
     func totpRequired() async throws {
         let app = try DemoSite.buildApplication(configuration: .init(totpSecret: TOTPTests.rfcSecretBase32))
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let response = try await client.execute(
                 uri: "/api/login",
                 method: .post,
@@ -80,7 +79,7 @@ struct APITests {
     func rotatingCookie() async throws {
         let clock = TestClock()
         let app = try DemoSite.buildApplication(configuration: .init(sessionMaxAge: 120), now: clock.wallClock)
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let steps = LoginSteps(client: client)
             let first = try await steps.logIn()
             let expiresAt = try await steps.me(session: first).json()["expires_at"] as? String

@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdTesting
 import Testing
 
 @testable import DemoSite
@@ -18,7 +17,7 @@ struct BrowserAndSignedRoutesTests {
     }
 
     static func signIn(
-        _ client: some TestClientProtocol, nonce: String, user: String = "alice", password: String = "wonderland", proof: String? = nil
+        _ client: SiteClient, nonce: String, user: String = "alice", password: String = "wonderland", proof: String? = nil
     ) async throws -> TestResponse {
         let body = try JSONSerialization.data(withJSONObject: [
             "username": user, "password": password, "nonce": nonce, "proof": proof ?? BrowserChallenges.proof(nonce: nonce, user: user),
@@ -29,7 +28,7 @@ struct BrowserAndSignedRoutesTests {
     @Test func thePageIsBuiltByItsScriptAndTheProtectedPageNeedsTheSession() async throws {
         let clock = TestClock()
         let app = try DemoSite.buildApplication(configuration: .init(sessionMaxAge: 600), now: clock.wallClock)
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let page = try await client.execute(uri: "/app/login", method: .get)
             #expect(page.status == .ok)
             #expect(page.text.contains(#"<script src="/app/login.js"></script>"#))
@@ -58,7 +57,7 @@ struct BrowserAndSignedRoutesTests {
     @Test func aScriptedClientWithoutTheProofOrWithAnOldNonceIsRefused() async throws {
         let clock = TestClock()
         let app = try DemoSite.buildApplication(configuration: .init(password: "s3cret-pass"), now: clock.wallClock)
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let nonce = try #require(try await client.execute(uri: "/app/challenge", method: .get).json()["nonce"] as? String)
 
             let noProof = try await Self.signIn(client, nonce: nonce, password: "s3cret-pass", proof: "00000000")
@@ -82,7 +81,7 @@ struct BrowserAndSignedRoutesTests {
 
     @Test func withTheSecondFactorOnTheJavaScriptSignInIsRefused() async throws {
         let app = try DemoSite.buildApplication(configuration: .init(totpSecret: TOTPTests.rfcSecretBase32))
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let nonce = try #require(try await client.execute(uri: "/app/challenge", method: .get).json()["nonce"] as? String)
             let response = try await Self.signIn(client, nonce: nonce)
             #expect(response.status == .forbidden)
@@ -106,7 +105,7 @@ struct BrowserAndSignedRoutesTests {
             if let timestamp { fields[HTTPField.Name("X-Signature-Timestamp")!] = timestamp }
             if let signature { fields[HTTPField.Name("X-Signature")!] = signature }
             let headers = fields
-            return try await app.test(.router) { client in
+            return try await app.withLiveServer { client in
                 let response = try await client.execute(uri: "/api/signed?page=1", method: .get, headers: headers)
                 return (response.status, try response.json()["error"] as? String)
             }

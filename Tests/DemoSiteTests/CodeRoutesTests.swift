@@ -1,7 +1,6 @@
 import DemoSite
 import Foundation
 import Hummingbird
-import HummingbirdTesting
 import Testing
 
 @Suite("Sign-in with a code sent out of band")
@@ -9,7 +8,7 @@ struct CodeRoutesTests {
     @Test("POST /login/code sends a code that /_control/sent-code shows; /login/code/verify takes it once")
     func aCodeSentOutOfBandSignsInOnce() async throws {
         let app = try DemoSite.buildApplication(configuration: .init())
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let none = try await client.execute(uri: "/_control/sent-code", method: .get)
             #expect(none.status == .notFound)
 

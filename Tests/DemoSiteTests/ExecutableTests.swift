@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdTesting
 import Platform
 import TestSupport
 import Testing
@@ -35,7 +34,7 @@ struct ExecutableTests {
         }
         let boundPort = try #require(port, "no port file within 20 s")
 
-        let secrets = try await TestClient.withClient(host: "127.0.0.1", port: boundPort) { client in
+        let secrets = try await SiteClient.with(port: boundPort) { client in
             var headers = HTTPFields()
             headers[.contentType] = "application/json"
             let login = try await client.post(

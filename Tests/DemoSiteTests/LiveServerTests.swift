@@ -2,16 +2,15 @@ import DemoSite
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdTesting
 import Locking
 import Testing
 
 @Suite("The site over real sockets")
 struct LiveServerTests {
-    @Test("Login flow over a live socket (HummingbirdTesting .live)")
+    @Test("A password login over a live socket")
     func liveLogin() async throws {
         let app = try DemoSite.buildApplication(configuration: .init(port: 0))
-        try await app.test(.live) { client in
+        try await app.withLiveServer { client in
             let steps = LoginSteps(client: client)
             let session = try await steps.logIn()
             let me = try await steps.me(session: session)
@@ -32,31 +31,29 @@ struct LiveServerTests {
         #expect(server.baseURL.absoluteString == "http://127.0.0.1:\(server.port)")
         let port = server.port
 
-        let secrets = try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+        let secrets = try await SiteClient.with(port: port) { client in
             let main = "demo.test:\(port)"
-            let page = try await client.execute(.init("/login", method: .get, authority: main))
+            let page = try await client.execute(uri: "/login", method: .get, authority: main)
             let csrf = try #require(page.cookie("demo_csrf")).value
             var headers = HTTPFields()
             headers[.contentType] = "application/x-www-form-urlencoded"
             headers[.cookie] = "demo_csrf=\(csrf)"
             let login = try await client.execute(
-                .init("/login", method: .post, authority: main, headers: headers, body: formBody(["csrf": csrf, "username": "alice", "password": password]))
-            )
+                uri: "/login", method: .post, authority: main, headers: headers, body: formBody(["csrf": csrf, "username": "alice", "password": password]))
             #expect(login.status == .seeOther)
             let session = try #require(login.cookie("demo_session")).value
 
-            let start = try await client.execute(.init("/sso/start", method: .get, authority: main))
+            let start = try await client.execute(uri: "/sso/start", method: .get, authority: main)
             let authorize = try #require(start.headers[.location].flatMap(URLComponents.init(string:)))
             #expect(authorize.host == "sso.demo.test")
             #expect(authorize.port == port, "the redirect names the port the client used")
             let granted = try await client.execute(
-                .init(authorize.percentEncodedPath + "?" + (authorize.percentEncodedQuery ?? ""), method: .get, authority: "sso.demo.test:\(port)")
-            )
+                uri: authorize.percentEncodedPath + "?" + (authorize.percentEncodedQuery ?? ""), method: .get, authority: "sso.demo.test:\(port)")
             #expect(granted.status == .found)
             let ssoID = try #require(granted.cookie("sso_id")).value
             let callback = try #require(granted.headers[.location].flatMap(URLComponents.init(string:)))
             let ticket = try #require(callback.queryItems?.first { $0.name == "ticket" }?.value)
-            let done = try await client.execute(.init("/sso/callback?ticket=\(ticket)", method: .get, authority: main))
+            let done = try await client.execute(uri: "/sso/callback?ticket=\(ticket)", method: .get, authority: main)
             #expect(done.status == .seeOther)
             return [password, csrf, session, ssoID, ticket]
         }
@@ -72,7 +69,7 @@ struct LiveServerTests {
 
         await server.stop()
         await #expect(throws: (any Error).self) {
-            try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+            try await SiteClient.with(port: port) { client in
                 _ = try await client.get("/login")
             }
         }

@@ -1,7 +1,6 @@
 import DemoSite
 import Foundation
 import Hummingbird
-import HummingbirdTesting
 import Testing
 
 @Suite("Password login through the form")
@@ -9,7 +8,7 @@ struct LoginFlowTests {
     @Test("--login-page-padding makes the sign-in page that much larger; the form and its token stay the same")
     func paddedLoginPage() async throws {
         let app = try DemoSite.buildApplication(configuration: .init(loginPagePadding: 1_000_000))
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let page = try await client.execute(uri: "/login", method: .get)
             #expect(page.status == .ok)
             #expect(page.body.readableBytes > 1_000_000)
@@ -23,7 +22,7 @@ struct LoginFlowTests {
     func wholeLoginFlow() async throws {
         let clock = TestClock()
         let app = try DemoSite.buildApplication(configuration: .init(), now: clock.wallClock)
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let page = try await client.execute(uri: "/login", method: .get)
             #expect(page.status == .ok)
             #expect(page.headers[.contentType] == "text/html; charset=utf-8")
@@ -65,7 +64,7 @@ struct LoginFlowTests {
     @Test("Without a session /account redirects to the login page and /api/me answers 401 JSON")
     func notLoggedIn() async throws {
         let app = try DemoSite.buildApplication(configuration: .init())
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let account = try await client.execute(uri: "/account", method: .get)
             #expect(account.status == .found)
             #expect(account.location == "/login?next=/account")
@@ -80,7 +79,7 @@ struct LoginFlowTests {
     @Test("A next field from /login?next= decides where a login lands; foreign targets are ignored")
     func nextParameter() async throws {
         let app = try DemoSite.buildApplication(configuration: .init())
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let page = try await client.execute(uri: "/login?next=/account", method: .get)
             #expect(try hiddenField("next", in: page.text) == "/account")
             let foreign = try await client.execute(uri: "/login?next=//evil.example/", method: .get)
@@ -100,7 +99,7 @@ struct LoginFlowTests {
     @Test("Wrong password or user name: 200 with the error, no session, a fresh CSRF token")
     func wrongCredentials() async throws {
         let app = try DemoSite.buildApplication(configuration: .init())
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let steps = LoginSteps(client: client)
             for (user, password) in [("alice", "Wonderland"), ("bob", "wonderland"), ("alice", "")] {
                 let csrf = try await steps.fetchForm()
@@ -122,7 +121,7 @@ struct LoginFlowTests {
     @Test("CSRF: field and cookie must both be present, equal, and issued by this site")
     func csrfChecks() async throws {
         let app = try DemoSite.buildApplication(configuration: .init())
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let steps = LoginSteps(client: client)
             let first = try await steps.fetchForm()
             let second = try await steps.fetchForm()
@@ -165,9 +164,9 @@ struct LoginFlowTests {
     @Test("A token from another run of the site is refused")
     func csrfFromAnotherInstance() async throws {
         let other = try DemoSite.buildApplication(configuration: .init())
-        let foreign = try await other.test(.router) { client in try await LoginSteps(client: client).fetchForm() }
+        let foreign = try await other.withLiveServer { client in try await LoginSteps(client: client).fetchForm() }
         let app = try DemoSite.buildApplication(configuration: .init())
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let response = try await LoginSteps(client: client).post(csrfField: foreign.field, csrfCookie: foreign.cookie)
             #expect(response.status == .forbidden)
         }
@@ -176,7 +175,7 @@ struct LoginFlowTests {
     @Test("Logout revokes the session on the server and expires the cookie")
     func logout() async throws {
         let app = try DemoSite.buildApplication(configuration: .init())
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let steps = LoginSteps(client: client)
             let session = try await steps.logIn()
             let response = try await client.execute(uri: "/logout", method: .post, headers: Headers.cookies(["demo_session": session]))
@@ -197,7 +196,7 @@ struct LoginFlowTests {
     @Test("HEAD works wherever GET does; unknown paths answer 404")
     func headAndUnknown() async throws {
         let app = try DemoSite.buildApplication(configuration: .init())
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let head = try await client.execute(uri: "/login", method: .head)
             #expect(head.status == .ok)
             let unknown = try await client.execute(uri: "/nope", method: .get)
@@ -208,7 +207,7 @@ struct LoginFlowTests {
     @Test("An oversized form body is refused with 413")
     func oversizedBody() async throws {
         let app = try DemoSite.buildApplication(configuration: .init())
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let response = try await client.execute(
                 uri: "/login",
                 method: .post,

@@ -1,7 +1,6 @@
 import DemoSite
 import Foundation
 import Hummingbird
-import HummingbirdTesting
 import Testing
 
 @Suite("Redirect chain across the main and SSO host names")
@@ -9,7 +8,7 @@ struct SSOChainTests {
     @Test("start (main) → authorize (SSO, sets sso_id) → callback (main, sets demo_session) → /account")
     func chain() async throws {
         let app = try DemoSite.buildApplication(configuration: .init(port: 8480))
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let start = try await client.execute(uri: "/sso/start", method: .get, headers: Headers.cookies([:], host: "demo.test:8480"))
             #expect(start.status == .found)
             let authorizeURL = try #require(start.location.flatMap(URLComponents.init(string:)))
@@ -74,7 +73,7 @@ struct SSOChainTests {
     @Test("Each host serves only its own routes")
     func hostSeparation() async throws {
         let app = try DemoSite.buildApplication(configuration: .init())
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let onMain = try await client.execute(
                 uri: "/sso/authorize?return=http%3A%2F%2Fdemo.test%3A8480%2Fsso%2Fcallback",
                 method: .get,
@@ -93,7 +92,7 @@ struct SSOChainTests {
     @Test("authorize refuses a return URL off the main host (no open redirect)")
     func openRedirect() async throws {
         let app = try DemoSite.buildApplication(configuration: .init())
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             for value in ["http%3A%2F%2Fevil.example%2Fsso%2Fcallback", "http%3A%2F%2Fdemo.test%2Fother", "javascript%3Aalert(1)", ""] {
                 let response = try await client.execute(
                     uri: "/sso/authorize?return=\(value)",
@@ -111,11 +110,12 @@ struct SSOChainTests {
     @Test("Custom host names are honoured")
     func customHosts() async throws {
         let app = try DemoSite.buildApplication(configuration: .init(mainHost: "app.example.test", ssoHost: "login.example.test"))
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let start = try await client.execute(uri: "/sso/start", method: .get, headers: Headers.cookies([:], host: "app.example.test:9000"))
             #expect(start.location?.hasPrefix("http://login.example.test:9000/sso/authorize?return=http%3A%2F%2Fapp.example.test%3A9000%2F") == true)
-            // The port comes from the Host header in any of its spellings; without one, from the configuration.
-            for (host, port) in [("[::1]:9100", 9100), ("127.0.0.1:9200", 9200), ("APP.example.test", 8480)] {
+            // The port comes from the Host header in any of its spellings; without one, the port the site listens on.
+            let listening = try #require(client.baseURL.port)
+            for (host, port) in [("[::1]:9100", 9100), ("127.0.0.1:9200", 9200), ("APP.example.test", listening)] {
                 let response = try await client.execute(uri: "/sso/start", method: .get, headers: Headers.cookies([:], host: host))
                 #expect(response.location?.hasPrefix("http://login.example.test:\(port)/sso/authorize?") == true, "Host: \(host)")
             }

@@ -1,7 +1,6 @@
 import DemoSite
 import Foundation
 import Hummingbird
-import HummingbirdTesting
 import Testing
 
 @Suite("Session lifetime, revocation and the down switch")
@@ -10,7 +9,7 @@ struct SessionLifetimeTests {
     func fixedSession() async throws {
         let clock = TestClock()
         let app = try DemoSite.buildApplication(configuration: .init(sessionMaxAge: 60), now: clock.wallClock)
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let steps = LoginSteps(client: client)
             let session = try await steps.logIn()
             clock.advance(seconds: 40)
@@ -28,7 +27,7 @@ struct SessionLifetimeTests {
     func slidingSession() async throws {
         let clock = TestClock()
         let app = try DemoSite.buildApplication(configuration: .init(sessionMaxAge: 60, sliding: true), now: clock.wallClock)
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let steps = LoginSteps(client: client)
             let session = try await steps.logIn()
             clock.advance(seconds: 40)
@@ -54,7 +53,7 @@ struct SessionLifetimeTests {
     @Test("Revoke-all kills every existing session, and new logins work afterwards")
     func revokeAll() async throws {
         let app = try DemoSite.buildApplication(configuration: .init())
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let steps = LoginSteps(client: client)
             let first = try await steps.logIn()
             let second = try await steps.logIn()
@@ -79,7 +78,7 @@ struct SessionLifetimeTests {
     @Test("Down switch: 503 on every site route, control routes still answer, and back up again")
     func downSwitch() async throws {
         let app = try DemoSite.buildApplication(configuration: .init())
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let steps = LoginSteps(client: client)
             let session = try await steps.logIn()
             let down = try await client.execute(uri: "/_control/down?enabled=true", method: .post)
@@ -105,7 +104,7 @@ struct SessionLifetimeTests {
     @Test("Stats count logins and non-control requests")
     func statistics() async throws {
         let app = try DemoSite.buildApplication(configuration: .init())
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             _ = try await LoginSteps(client: client).logIn()
             let stats = try await client.execute(uri: "/_control/stats", method: .get).json()
             #expect(stats["logins"] as? Int == 1)

@@ -1,7 +1,6 @@
 import DemoSite
 import Foundation
 import Hummingbird
-import HummingbirdTesting
 import Testing
 
 @Suite("TOTP second factor (RFC 6238)")
@@ -26,7 +25,7 @@ struct TOTPTests {
     func totpFlow() async throws {
         let clock = TestClock(Date(timeIntervalSince1970: 1_111_111_109))
         let app = try DemoSite.buildApplication(configuration: .init(totpSecret: Self.rfcSecretBase32), now: clock.wallClock)
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let steps = LoginSteps(client: client)
             let csrf = try await steps.fetchForm()
             let password = try await steps.post(csrfField: csrf.field, csrfCookie: csrf.cookie)
@@ -78,7 +77,7 @@ struct TOTPTests {
     func clockDrift(offset: TimeInterval, accepted: Bool) async throws {
         let clock = TestClock(Date(timeIntervalSince1970: 2_000_000_000))
         let app = try DemoSite.buildApplication(configuration: .init(totpSecret: Self.rfcSecretBase32), now: clock.wallClock)
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let code = ReferenceTOTP.code(secret: Self.rfcSecret, unixTime: Int64(clock.now.timeIntervalSince1970 + offset))
             let response = try await client.execute(
                 uri: "/api/login",
@@ -94,7 +93,7 @@ struct TOTPTests {
     func tooManyWrongCodes() async throws {
         let clock = TestClock()
         let app = try DemoSite.buildApplication(configuration: .init(totpSecret: Self.rfcSecretBase32), now: clock.wallClock)
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let noPending = try await client.execute(uri: "/login/totp", method: .get)
             #expect(noPending.status == .seeOther)
             #expect(noPending.location == "/login")
@@ -132,7 +131,7 @@ struct TOTPTests {
     func totpCSRF() async throws {
         let clock = TestClock()
         let app = try DemoSite.buildApplication(configuration: .init(totpSecret: Self.rfcSecretBase32), now: clock.wallClock)
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let steps = LoginSteps(client: client)
             let csrf = try await steps.fetchForm()
             let pending = try #require(try await steps.post(csrfField: csrf.field, csrfCookie: csrf.cookie).cookie("demo_pending")).value
@@ -154,7 +153,7 @@ struct TOTPTests {
             configuration: .init(totpSecret: Self.rfcSecretBase32, totpRejectReplay: rejectReplay),
             now: clock.wallClock
         )
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let login = { (time: Int64) in
                 let code = ReferenceTOTP.code(secret: Self.rfcSecret, unixTime: time)
                 return try await client.execute(
@@ -186,7 +185,7 @@ struct TOTPTests {
             configuration: .init(totpSecret: Self.rfcSecretBase32, totpRejectReplay: true),
             now: clock.wallClock
         )
-        try await app.test(.router) { client in
+        try await app.withLiveServer { client in
             let code = ReferenceTOTP.code(secret: Self.rfcSecret, unixTime: Int64(clock.now.timeIntervalSince1970))
             #expect(code == "005924", "RFC 6238's vector at T=1234567890, six digits")
             var statuses: [HTTPResponse.Status] = []

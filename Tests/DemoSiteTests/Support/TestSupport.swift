@@ -2,7 +2,6 @@ import DemoSite
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdTesting
 import Locking
 import Testing
 
@@ -59,12 +58,6 @@ extension TestResponse {
     }
 }
 
-extension TestClient.Response {
-    var text: String { body.map { String(buffer: $0) } ?? "" }
-    var setCookies: [SetCookie] { headers[values: .setCookie].map(SetCookie.init(header:)) }
-    func cookie(_ name: String) -> SetCookie? { setCookies.first { $0.name == name } }
-}
-
 /// Header sets the tests send.
 enum Headers {
     static let host = HTTPField.Name("Host")!
@@ -103,7 +96,7 @@ func hiddenField(_ name: String, in html: String) throws -> String {
 
 /// The steps of a browser login, shared by the tests.
 struct LoginSteps {
-    let client: any TestClientProtocol
+    let client: SiteClient
 
     /// GET /login; returns the hidden csrf field and the demo_csrf cookie.
     func fetchForm(host: String? = nil) async throws -> (field: String, cookie: String) {
