@@ -51,6 +51,38 @@ import Testing
         }
     }
 
+    /// config.yaml's `socket:` caps reach the running socket: with two connections a uid, the third is refused
+    /// at once with the reason, and with `request_timeout: 1s` a head that stops arriving is answered 408.
+    @Test func socketCapsFromConfigApply() async throws {
+        try await LoginCLIWorld.with { world in
+            try FileManager.default.removeItem(atPath: world.folder.path("sites/demo-bad.yaml"))
+            let socket = world.folder.path("state/sk.sock")
+            try """
+                state_dir: state
+                vault: {key: {file: state/master.key}}
+                socket: {path: \(socket), max_connections_per_uid: 2, request_timeout: 1s}
+                """.write(toFile: world.configPath, atomically: true, encoding: .utf8)
+            let daemon = try await RunCLITests.startDaemon(world)
+            #expect(await RunCLITests.eventually { daemon.outputText.contains("outcome=ok run=login site=demo") }, "log: \(daemon.outputText)")
+            let crowd = """
+                import socket, sys, time
+                def connect():
+                    c = socket.socket(socket.AF_UNIX); c.settimeout(5); c.connect(sys.argv[1]); return c
+                held = [connect(), connect()]
+                for c in held: c.sendall(b"GET /v1/health HTTP/1.1\\r\\nHo")
+                time.sleep(0.2)
+                third = connect(); third.sendall(b"GET /v1/health HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n")
+                print("third:", third.recv(4096).decode(errors="replace").replace("\\r\\n", " "))
+                print("held:", held[0].recv(4096).decode(errors="replace").split("\\r\\n")[0])
+                """
+            let result = try await runProgram("/usr/bin/python3", ["-c", crowd, socket])
+            #expect(result.outputText.contains("third: HTTP/1.1 503"), "\(result.outputText) \(result.errorText)")
+            #expect(result.outputText.contains("(the cap per uid)"), "\(result.outputText)")
+            #expect(result.outputText.contains("held: HTTP/1.1 408"), "\(result.outputText) \(result.errorText)")
+            #expect(await RunCLITests.stop(daemon) == 0)
+        }
+    }
+
     static func arguments(_ socket: String, _ method: String, _ path: String, asNobody: Bool) -> (String, [String]) {
         let curl = ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "--unix-socket", socket, "-X", method,
                     "http://localhost" + path]

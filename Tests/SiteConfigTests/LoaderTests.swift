@@ -60,6 +60,19 @@ import Testing
         #expect(config.defaults == SiteDefaults())
     }
 
+    /// A deployment with many clients under one uid raises the socket's caps; what it leaves out keeps its default.
+    @Test func socketCapsAreReadAndTheRestKeepTheirDefaults() throws {
+        let text = "socket:\n  max_connections: 8192\n  max_connections_per_uid: 4096\n  request_timeout: 2s\n"
+        let limits = try loader.loadConfig(text: text, file: "/etc/sk/config.yaml").socket.limits
+        var expected = SocketLimits()
+        expected.maxConnections = 8192
+        expected.maxConnectionsPerUID = 4096
+        expected.requestTimeout = .seconds(2)
+        #expect(limits == expected)
+        #expect(limits.maxEventReaders == 256 && limits.idleTimeout == .seconds(60))
+        #expect(try loader.loadConfig(text: "# nothing\n", file: "/etc/sk/config.yaml").socket.limits == SocketLimits())
+    }
+
     @Test func socketDefaultsToTheRuntimeDirectory() throws {
         let runtime = ConfigurationLoader(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"])
         let config = try runtime.loadConfig(text: "state_dir: /var/lib/sk\n", file: "/etc/sk/config.yaml")

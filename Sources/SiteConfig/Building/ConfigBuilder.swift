@@ -101,7 +101,34 @@ struct ConfigBuilder {
             checker.error(mark, "socket.mode gives the group access but no socket.group is set")
         }
         socket.allowUIDs = (file.allowUIDs ?? []).map(\.value)
+        socket.limits = buildSocketLimits(file)
         return socket
+    }
+
+    /// `socket.max_connections` and the caps beside it: each at least 1, a per-uid cap within its total.
+    private mutating func buildSocketLimits(_ file: ConfigFile.SocketFile) -> SocketLimits {
+        var limits = SocketLimits()
+        func count(_ value: Marked<Int>?, key: String) -> Int? {
+            guard let value else { return nil }
+            guard (1...SocketLimits.connectionCeiling).contains(value.value) else {
+                checker.error(value.mark, "socket.\(key): \(value.value) is outside 1...\(SocketLimits.connectionCeiling)")
+                return nil
+            }
+            return value.value
+        }
+        if let value = count(file.maxConnections, key: "max_connections") { limits.maxConnections = value }
+        if let value = count(file.maxConnectionsPerUID, key: "max_connections_per_uid") { limits.maxConnectionsPerUID = value }
+        if let value = count(file.maxEventReaders, key: "max_event_readers") { limits.maxEventReaders = value }
+        if let value = count(file.maxEventReadersPerUID, key: "max_event_readers_per_uid") { limits.maxEventReadersPerUID = value }
+        if limits.maxConnectionsPerUID > limits.maxConnections, let mark = (file.maxConnectionsPerUID ?? file.maxConnections)?.mark {
+            checker.error(mark, "socket.max_connections_per_uid (\(limits.maxConnectionsPerUID)) is above socket.max_connections (\(limits.maxConnections))")
+        }
+        if limits.maxEventReadersPerUID > limits.maxEventReaders, let mark = (file.maxEventReadersPerUID ?? file.maxEventReaders)?.mark {
+            checker.error(mark, "socket.max_event_readers_per_uid (\(limits.maxEventReadersPerUID)) is above socket.max_event_readers (\(limits.maxEventReaders))")
+        }
+        if let duration = checker.positiveDuration(file.requestTimeout, key: "socket.request_timeout") { limits.requestTimeout = duration }
+        if let duration = checker.positiveDuration(file.idleTimeout, key: "socket.idle_timeout") { limits.idleTimeout = duration }
+        return limits
     }
 
     /// `$XDG_RUNTIME_DIR/sessionkeeper.sock` when set (and absolute), else inside the state folder.

@@ -32,9 +32,18 @@ struct ConfigFile: Decodable {
         var mode: Marked<String>?
         var group: Marked<String>?
         var allowUIDs: [Marked<UInt32>]?
+        var maxConnections: Marked<Int>?
+        var maxConnectionsPerUID: Marked<Int>?
+        var maxEventReaders: Marked<Int>?
+        var maxEventReadersPerUID: Marked<Int>?
+        var requestTimeout: Marked<String>?
+        var idleTimeout: Marked<String>?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case path, mode, group, allowUIDs = "allow_uids"
+            case maxConnections = "max_connections", maxConnectionsPerUID = "max_connections_per_uid"
+            case maxEventReaders = "max_event_readers", maxEventReadersPerUID = "max_event_readers_per_uid"
+            case requestTimeout = "request_timeout", idleTimeout = "idle_timeout"
         }
     }
 

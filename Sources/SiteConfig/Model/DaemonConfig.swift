@@ -59,13 +59,41 @@ public struct SocketSettings: Sendable, Hashable {
     public var group: String?
     /// Uids allowed to read every site, besides the daemon's own uid and root.
     public var allowUIDs: [UInt32]
+    /// What one peer may make the daemon hold (`socket.max_connections` and the keys beside it).
+    public var limits: SocketLimits
 
-    public init(path: String, mode: UInt16 = 0o600, group: String? = nil, allowUIDs: [UInt32] = []) {
+    public init(path: String, mode: UInt16 = 0o600, group: String? = nil, allowUIDs: [UInt32] = [], limits: SocketLimits = SocketLimits()) {
         self.path = path
         self.mode = mode
         self.group = group
         self.allowUIDs = allowUIDs
+        self.limits = limits
     }
+}
+
+/// The socket's caps on what its clients may hold (SPEC section 2, `socket:`). The defaults are far above
+/// what a deployment's clients use, so only a runaway or hostile peer meets them; a deployment with many
+/// clients under one uid raises them.
+public struct SocketLimits: Sendable, Hashable {
+    /// Connections open at once, all peers together; the next is answered 503 and closed. Each costs a file
+    /// descriptor: the unit's `LimitNOFILE` must leave room for them.
+    public var maxConnections = 1024
+    /// Connections open at once from one uid, so one peer cannot take every place of ``maxConnections``.
+    public var maxConnectionsPerUID = 128
+    /// `GET /v1/events` streams open at once, all peers together; the next is answered 503.
+    public var maxEventReaders = 256
+    /// `GET /v1/events` streams open at once from one uid.
+    public var maxEventReadersPerUID = 16
+    /// A request's head and body must arrive within this of its first byte, else 408 and the connection is
+    /// closed: a trickled request holds a connection this long at most.
+    public var requestTimeout: Duration = .seconds(10)
+    /// A connection with no request in progress for this long is closed.
+    public var idleTimeout: Duration = .seconds(60)
+
+    /// The most connections a deployment may allow: far beyond a daemon's descriptors, a sign of a typo.
+    public static let connectionCeiling = 1_000_000
+
+    public init() {}
 }
 
 /// Where the vault's master key comes from (`vault.key:`).

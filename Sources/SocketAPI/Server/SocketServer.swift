@@ -25,19 +25,18 @@ public final class SocketServer: Service, Sendable {
     /// hold and for how long; the defaults are far above what a deployment's clients use, so only a runaway or
     /// hostile peer meets them.
     public struct Limits: Sendable, Hashable {
-        /// Connections open at once, all peers together; the next is answered 503 and closed. Each costs a file
-        /// descriptor: the unit's `LimitNOFILE` leaves room for them.
-        public var maxConnections = 1024
+        /// Connections open at once, all peers together; the next is answered 503 and closed.
+        public var maxConnections: Int
         /// Connections open at once from one uid, so one peer cannot take every place of ``maxConnections``.
-        public var maxConnectionsPerUID = 128
+        public var maxConnectionsPerUID: Int
         /// A request's head and body must arrive within this of its first byte, else 408 and the connection is
         /// closed: a trickled request holds a connection this long at most. The time a route then takes
         /// (`wait=`, an event stream) does not count.
-        public var requestDeadline: Duration = .seconds(10)
+        public var requestDeadline: Duration
         /// `GET /v1/events` streams open at once, all peers together; the next is answered 503.
-        public var maxEventReaders = 256
+        public var maxEventReaders: Int
         /// `GET /v1/events` streams open at once from one uid.
-        public var maxEventReadersPerUID = 16
+        public var maxEventReadersPerUID: Int
         /// Largest request body (`set-cookie`'s values); a larger one is a 413.
         public var maxBodyBytes = 64 * 1024
         /// Largest single header field, and all header fields together.
@@ -47,11 +46,19 @@ public final class SocketServer: Service, Sendable {
         public var maxHeaderFieldCount = 64
         /// A connection with no request in progress for this long is closed (a request's head arriving
         /// byte by byte counts as no request).
-        public var idleTimeout: Duration = .seconds(60)
+        public var idleTimeout: Duration
         /// Events held for one `GET /v1/events` reader; one that falls further behind is dropped.
         public var eventBuffer = 256
 
-        public init() {}
+        /// The caps config.yaml's `socket:` sets (its defaults when it sets none), and fixed bounds on requests.
+        public init(_ configured: SocketLimits = SocketLimits()) {
+            maxConnections = configured.maxConnections
+            maxConnectionsPerUID = configured.maxConnectionsPerUID
+            requestDeadline = configured.requestTimeout
+            maxEventReaders = configured.maxEventReaders
+            maxEventReadersPerUID = configured.maxEventReadersPerUID
+            idleTimeout = configured.idleTimeout
+        }
     }
 
     private let settings: SocketSettings
@@ -96,11 +103,12 @@ public final class SocketServer: Service, Sendable {
     ///     the client logins use; nil leaves the route out (404).
     public init(
         settings: SocketSettings, metricsEnabled: Bool, keeper: Keeper, reload: @escaping @Sendable () -> Void,
-        logger: Logger, limits: Limits = Limits(), now: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger, limits: Limits? = nil, now: @escaping @Sendable () -> Date = { Date() },
         onListening: @escaping @Sendable () -> Void = {}, access: AccessControl? = nil,
         egressClient: (any StreamingHTTPClient)? = nil
     ) {
         self.settings = settings
+        let limits = limits ?? Limits(settings.limits)
         self.limits = limits
         self.keeper = keeper
         let control = access ?? AccessControl(daemonUID: Syscall.userID, allowUIDs: settings.allowUIDs)
