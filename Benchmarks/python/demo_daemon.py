@@ -85,12 +85,14 @@ def start_demo_site(bin_path, folder, password, max_age=3600):
 class DemoDaemon:
     """`with DemoDaemon(bin_path) as world:` starts the demo site on a free port and `sessionkeeper run` on a
     config.yaml of its own, waits until `sessionkeeper cookie demo` answers, and stops both (and removes the
-    folder) on exit. `daemon_env` is added to the daemon's environment only (a tracer's LD_PRELOAD)."""
+    folder) on exit. `daemon_env` is added to the daemon's environment only (a tracer's LD_PRELOAD);
+    `socket_settings` are more keys of config.yaml's `socket:` (`{"max_connections": 4096}`)."""
 
-    def __init__(self, bin_path, daemon_env=None):
+    def __init__(self, bin_path, daemon_env=None, socket_settings=None):
         self.sk = os.path.join(bin_path, "sessionkeeper")
         self.demo_site = os.path.join(bin_path, "demo-site")
         self.daemon_env = daemon_env or {}
+        self.socket_settings = socket_settings or {}
         self.work = tempfile.mkdtemp(prefix="sessionkeeper-demo-")
         self.env = {"PATH": "/usr/bin:/bin", "HOME": self.work, "DEMO_PASSWORD": PASSWORD}
         self.sock = f"{self.work}/state/sk.sock"
@@ -117,7 +119,8 @@ class DemoDaemon:
         self.port = int(open(f"{work}/port").read().strip())
         os.makedirs(f"{work}/sites")
         with open(f"{work}/config.yaml", "w") as config:
-            config.write(f"sites_dir: sites\nstate_dir: state\nsocket: {{path: {self.sock}}}\n"
+            socket_keys = "".join(f", {key}: {value}" for key, value in self.socket_settings.items())
+            config.write(f"sites_dir: sites\nstate_dir: state\nsocket: {{path: {self.sock}{socket_keys}}}\n"
                          "vault: {key: {file: state/master.key}}\n")
         site = open(os.path.join(ROOT, "sites", "demo.yaml")).read()
         with open(f"{work}/sites/demo.yaml", "w") as out:
