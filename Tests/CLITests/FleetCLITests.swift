@@ -127,6 +127,7 @@ struct FleetCLITests {
 
         // (4) The database stopped: served from memory, said, no login; back by itself.
         let beforeOutage = try await world.stats().logins
+        let logOffsets = survivors.map { $0.log.count }
         try await world.database.stop(mode: "immediate")
         let told = try await waitUntil(.seconds(15)) {
             try await survivors.asyncMap { try await $0.storeReachable() }.allSatisfy { $0 == false }
@@ -148,8 +149,14 @@ struct FleetCLITests {
         }
         #expect(resumed, "the keepers did not resume after the database came back: \(world.logs())")
         #expect(try await world.stats().logins == beforeOutage, "a site was logged in again after the outage")
-        #expect(survivors.allSatisfy { $0.log.split(separator: "\n").filter { $0.contains("store unreachable") || $0.contains("unreachable since") }.count <= 3 },
-                "more than one line per change of reachability")
+        // One line per change, not one per attempt (about ten renewals failed): the outage, and the pool's first
+        // statement after the restart may time out once more while its connections come back.
+        for (keeper, offset) in zip(survivors, logOffsets) {
+            let lines = keeper.log.dropFirst(offset).split(separator: "\n")
+                .filter { $0.contains("store unreachable;") || $0.contains("store reachable again") }
+            #expect((2...4).contains(lines.count), "keeper \(keeper.index): \(lines)")
+            #expect(lines.last?.contains("store reachable again") == true, "keeper \(keeper.index): \(lines)")
+        }
 
         // Never a cookie value in a keeper's log.
         for value in served.values + [newValue ?? ""] where !value.isEmpty {
@@ -191,7 +198,11 @@ final class FleetWorld: Sendable {
         }
         let keepers = (1...3).map { FleetKeeper(index: $0, folder: folder, databaseURL: url) }
         for keeper in keepers { try keeper.writeConfig() }
-        // The shared master key and the database's keyring, made once before the keepers start.
+        // The shared master key (32 random bytes, mode 0600) and the database's keyring, made once before the keepers start.
+        var key = [UInt8](repeating: 0, count: 32)
+        for index in key.indices { key[index] = UInt8.random(in: 0...255) }
+        try #require(FileManager.default.createFile(
+            atPath: folder.path("master.key"), contents: Data(key), attributes: [.posixPermissions: 0o600]))
         let initialized = try await keepers[0].run(["vault", "init"])
         try #require(initialized.status == 0, "vault init: \(initialized.stderr)")
         return FleetWorld(database: database, folder: folder, site: site, keepers: keepers)
