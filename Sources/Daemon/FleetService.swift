@@ -36,6 +36,13 @@ public final class FleetService: Service, Sendable {
     }
 
     public func run() async throws {
+        await keeper.setLoginRequester { [store] site, refresh in
+            // Lost when the database does not answer: the asking client's wait runs out.
+            try? await store.askForLogin(of: site, kind: refresh ? .refresh : .wanted)
+        }
+        let requests = Task { [store, keeper] in
+            for await request in store.loginRequests() { await keeper.loginRequested(request.site, refresh: request.kind == .refresh) }
+        }
         let runner = Task { await store.run() }
         let reachability = Task { [store, keeper] in
             for await state in store.reachability.changes() {
@@ -53,6 +60,7 @@ public final class FleetService: Service, Sendable {
         markOpen()
         await store.close()
         reachability.cancel()
+        requests.cancel()
         runner.cancel()
         await runner.value
     }

@@ -127,6 +127,32 @@ extension Keeper {
         logger.info("lease released to the fleet", metadata: ["site": "\(name)"])
     }
 
+    /// Sets how a client's need for a login is passed to the keeper holding a site's lease (``sessionFromHolder``,
+    /// `refresh` of a site this keeper follows); `refresh` says a manager asked, not a client's `min_valid`/`wait`.
+    public func setLoginRequester(_ ask: @escaping @Sendable (_ site: String, _ refresh: Bool) async -> Void) {
+        askHolder = ask
+    }
+
+    /// Another keeper's client asked for a login of `name` (fleet mode). Acted on only while this keeper holds the
+    /// site's lease, by the rules its own clients meet: `refresh` always; a client's need unless a login runs, the
+    /// site backs off, is down or waits for a person, and at most once per ``reportInterval`` per site, so a fleet
+    /// of clients cannot make it hammer the site.
+    public func loginRequested(_ name: String, refresh: Bool) {
+        guard let entry = entries[name], entry.lease?.isValid(at: clock.now) == true, entry.schedule.phase != .disabled else { return }
+        if refresh {
+            dispatch(.refreshRequested, to: name)
+            rearm()
+            return
+        }
+        guard entry.schedule.phase != .needsAttention, !entry.schedule.loginRunning else { return }
+        guard entry.schedule.consecutiveFailures == 0, !entry.schedule.siteDown else { return }
+        let now = clock.now
+        if let last = lastRemoteAsk[name], now - last < Self.reportInterval { return }
+        lastRemoteAsk[name] = now
+        dispatch(.refreshRequested, to: name)
+        rearm()
+    }
+
     /// The database's reachability changed (one log line per change is the store's).
     public func storeReachability(reachable: Bool, since: Date?, reason: String?) {
         fleet.storeReachable = reachable

@@ -55,6 +55,10 @@ public actor Keeper {
     let leasesGateRuns: Bool
     /// Fleet mode: the store's reachability and this keeper's leases (``fleetState()``).
     var fleet = FleetState()
+    /// Fleet mode: how a client's need is passed to the keeper holding a site's lease (``setLoginRequester(_:)``).
+    var askHolder: (@Sendable (_ site: String, _ refresh: Bool) async -> Void)?
+    /// Fleet mode: when each held site last acted on another keeper's client asking for a login.
+    var lastRemoteAsk: [String: ContinuousClock.Instant] = [:]
     /// Each site's definition, session and schedule view, published on every change for the socket's
     /// readers, who need no actor hop for a session that is fit to serve (``servedNow(_:minValid:)``).
     public nonisolated let board = ServedBoard()
@@ -238,6 +242,7 @@ public actor Keeper {
         resumeWaiters(of: name, loginEnded: true)
         lastReport[name] = nil
         lastRejection[name] = nil
+        lastRemoteAsk[name] = nil
         storedDuringLogin.remove(name)
         board.remove(name)
         logger.info("site removed", metadata: ["site": "\(name)"])

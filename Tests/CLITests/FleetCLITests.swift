@@ -9,7 +9,8 @@ import Testing
 /// (Fixtures/fleet_site.py) that counts each site's logins and notices two logins of a site at the same time.
 ///
 /// One world, in phases, to keep the wall time modest on 2 cores: (1) every site logged in exactly once, every
-/// keeper serving every session, the leases spread; (5) a session rotated by its holder served by the others;
+/// keeper serving every session, the leases spread; (5) a session rotated by its holder served by the others; a
+/// client of a keeper that does not hold a site waiting (`min_valid`, `wait`) for the holder's login;
 /// (2) the holder of a site stopped (SIGSTOP) during its login: the site taken over within lease + one renewal
 /// period, its late write refused (or its run stopped) after SIGCONT, the successor's session served everywhere;
 /// (3) a keeper killed (SIGKILL): its sites taken over within the same bound, nothing logged in again; (4) the
@@ -78,6 +79,17 @@ struct FleetCLITests {
             try await world.keepers.asyncMap { try await $0.cookie(rotated) }.allSatisfy { $0 == newValue }
         }
         #expect(propagated, "the rotated session did not reach every keeper within 2 s")
+
+        // min_valid/wait fleet-wide: a client of a keeper that does not hold the site asks for a session valid
+        // longer than the one served; the holder learns of it, logs in, and the client gets the new session.
+        let wanted = "s04"
+        let wantedHolder = try await world.holder(of: wanted)
+        let follower = try #require(world.keepers.first { $0 !== wantedHolder })
+        try await Task.sleep(for: .seconds(1))
+        let waited = try await follower.run(["cookie", wanted, "--min-valid", "3595s", "--wait", "15s"])
+        #expect(waited.status == 0, "\(waited.stderr)")
+        #expect(waited.stdout.contains("fleet_\(wanted)=\(wanted)-2-"), "the follower's client did not get the holder's new login")
+        #expect(try await world.stats().logins[wanted] == 2)
 
         // (2) The holder of a site stopped during its login, past its lease.
         let victim = "s02"

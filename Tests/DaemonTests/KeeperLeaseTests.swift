@@ -129,6 +129,56 @@ import Vault
         }
     }
 
+    @Test func aClientOfAFollowerWaitsForTheHoldersLogin() async throws {
+        try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
+            let log = CapturedLog()
+            let follower = Self.fleetKeeper(world, log: log)
+            let asked = Locked<[String]>([])
+            await follower.setLoginRequester { site, refresh in asked.withLock { $0.append("\(site) \(refresh)") } }
+            await follower.apply([try world.site()])
+            let client = Task { try await follower.session(for: "demo", minValid: nil, wait: .seconds(30)) }
+            #expect(try await waitUntil(.seconds(10)) { asked.withLock { $0 } == ["demo false"] }, "the holder was not asked")
+
+            // The holder's login, as its store change reaches the follower.
+            let holder = world.keeper()
+            await holder.apply([try world.site()])
+            try await KeeperTests.settle(holder)
+            await holder.stopAll()
+            await follower.storeChanged([.session(site: "demo")])
+            let served = try await client.value
+            #expect(try await VaultSessionStore(vault: world.vault).load(site: "demo") == served.record)
+            #expect(world.requests.count("POST /login") == 1, "only the holder logged in")
+            await follower.stopAll()
+        }
+    }
+
+    @Test func theHolderActsOnAnotherKeepersClientByItsOwnRules() async throws {
+        try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
+            let keeper = Self.fleetKeeper(world, log: CapturedLog())
+            await keeper.apply([try world.site()])
+            // Not held: nothing happens.
+            await keeper.loginRequested("demo", refresh: false)
+            try await KeeperTests.settle(keeper)
+            #expect(world.requests.count("POST /login") == 0)
+            let stand = FencedStand(inner: VaultSessionStore(vault: world.vault), stale: Locked(false), writes: Locked(0))
+            await keeper.leasesChanged(
+                held: [HeldLease(site: "demo", epoch: 1, deadline: world.clock.now + .seconds(3600), store: stand)], lost: [])
+            try await KeeperTests.settle(keeper)
+            #expect(world.requests.count("POST /login") == 1)
+            // A client's need: one login, and a second ask within the report interval changes nothing.
+            await keeper.loginRequested("demo", refresh: false)
+            try await KeeperTests.settle(keeper)
+            await keeper.loginRequested("demo", refresh: false)
+            try await KeeperTests.settle(keeper)
+            #expect(world.requests.count("POST /login") == 2)
+            // A manager's refresh is never held back.
+            await keeper.loginRequested("demo", refresh: true)
+            try await KeeperTests.settle(keeper)
+            #expect(world.requests.count("POST /login") == 3)
+            await keeper.stopAll()
+        }
+    }
+
     @Test func releasingForBalanceNeverCutsARunShort() {
         #expect(LeaseChoice.release(2, held: ["a", "b", "c"], busy: ["a"]) == ["b", "c"])
         #expect(LeaseChoice.release(5, held: ["a", "b"], busy: ["a", "b"]).isEmpty)
