@@ -87,8 +87,8 @@ struct LoginWiring {
         if case .postgres = config.store {
             throw CLIFailure.usage(
                 "config.yaml names a fleet's database (store: postgres): `login` and `probe` would run outside the fleet's "
-                    + "leases, beside the keeper that holds the site; ask the keeper holding the site's lease instead (`sessionkeeper refresh SITE` "
-                    + "there), or store a session with `sessionkeeper import`")
+                    + "leases, beside the keeper that holds the site; ask a running keeper instead (`sessionkeeper refresh SITE`: "
+                    + "the keeper holding the site's lease logs in), or store a session with `sessionkeeper import`")
         }
         let wiring = try open(config, credentialOutput: progress.credentialOutput)
         var login = wiring.login
