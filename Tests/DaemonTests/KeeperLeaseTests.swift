@@ -152,6 +152,21 @@ import Vault
         }
     }
 
+    @Test func aRefreshOfAFollowedSiteIsPassedToTheHolderAsAManagerOrAReaderAsked() async throws {
+        try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
+            let follower = Self.fleetKeeper(world, log: CapturedLog())
+            let asked = Locked<[String]>([])
+            await follower.setLoginRequester { site, refresh in asked.withLock { $0.append("\(site) \(refresh)") } }
+            await follower.apply([try world.site()])
+            _ = try await follower.refresh("demo", wait: nil, byManager: true)
+            _ = try await follower.refresh("demo", wait: nil, byManager: false)
+            #expect(try await waitUntil(.seconds(10)) { asked.withLock { $0 }.sorted() == ["demo false", "demo true"] })
+            try await world.advance(follower, by: .seconds(2))
+            #expect(world.requests.count("POST /login") == 0, "the follower itself never logs in")
+            await follower.stopAll()
+        }
+    }
+
     @Test func theHolderActsOnAnotherKeepersClientByItsOwnRules() async throws {
         try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
             let keeper = Self.fleetKeeper(world, log: CapturedLog())
