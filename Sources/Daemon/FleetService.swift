@@ -52,10 +52,17 @@ public final class FleetService: Service, Sendable {
                 }
             }
         }
-        let leases = Task { await self.keepLeases() }
-        try? await gracefulShutdown()
-        leases.cancel()
-        await leases.value
+        // Whichever ends first: a graceful shutdown, or a store that cannot be opened whatever the wait.
+        let failure = await withTaskGroup(of: PostgresStoreError?.self) { group in
+            group.addTask {
+                try? await gracefulShutdown()
+                return nil
+            }
+            group.addTask { await self.keepLeases() }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
         // Any waiter still waiting (shutdown before the store opened) goes on; the keeper is stopping.
         markOpen()
         await store.close()
@@ -63,16 +70,23 @@ public final class FleetService: Service, Sendable {
         requests.cancel()
         runner.cancel()
         await runner.value
+        if let failure { throw failure }
     }
 
     /// Opens the store, then renews, takes and gives back leases once per renewal period until cancelled.
-    private func keepLeases() async {
+    /// Returns the error when the store cannot be opened for a reason waiting does not cure (a wrong key, a
+    /// schema newer than this keeper): the daemon stops with it.
+    private func keepLeases() async -> PostgresStoreError? {
         var delay = Duration.milliseconds(100)
         while !Task.isCancelled {
             do {
                 try await store.open(createIfMissing: true)
                 break
             } catch {
+                guard case .unreachable = error.kind else {
+                    logger.critical("cannot open the fleet's store", metadata: ["error": "\(error)"])
+                    return error
+                }
                 // Reachability logs the database's state once per change; this says what waits on it.
                 if delay == .milliseconds(100) {
                     logger.error("cannot open the fleet's store; sites load once it answers", metadata: ["error": "\(error)"])
@@ -88,6 +102,7 @@ public final class FleetService: Service, Sendable {
             await renewOnce()
             try? await Task.sleep(until: started + period)
         }
+        return nil
     }
 
     /// One renewal period's work: renew all (one statement), take the share and the sites left free too long,
