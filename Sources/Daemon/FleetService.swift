@@ -97,9 +97,10 @@ public final class FleetService: Service, Sendable {
         }
         markOpen()
         let period = store.leases.renewalPeriod
+        var search = FreeLeaseSearch()
         while !Task.isCancelled {
             let started = ContinuousClock.now
-            await renewOnce()
+            await renewOnce(&search)
             try? await Task.sleep(until: started + period)
         }
         return nil
@@ -107,7 +108,7 @@ public final class FleetService: Service, Sendable {
 
     /// One renewal period's work: renew all (one statement), take the share and the sites left free too long,
     /// give back what is above the share, tell the keeper.
-    func renewOnce() async {
+    func renewOnce(_ search: inout FreeLeaseSearch) async {
         let leases = store.leases
         let sites = await keeper.siteNames()
         do {
@@ -115,10 +116,10 @@ public final class FleetService: Service, Sendable {
             let renewal = try await leases.renewAll()
             var held = Dictionary(renewal.held.map { ($0.site, $0) }, uniquingKeysWith: { _, last in last })
             let plan = LeasePlan.plan(held: held.count, sites: sites.count, liveKeepers: renewal.liveKeepers)
-            if plan.acquire > 0 {
-                for lease in try await leases.acquireAvailable(among: sites.filter { held[$0] == nil }, limit: plan.acquire) {
-                    held[lease.site] = lease
-                }
+            if search.shouldLook(wanted: plan.acquire, sites: sites.count, liveKeepers: renewal.liveKeepers, freeSeen: !renewal.available.isEmpty) {
+                let taken = try await leases.acquireAvailable(among: sites.filter { held[$0] == nil }, limit: plan.acquire)
+                for lease in taken { held[lease.site] = lease }
+                search.found(taken.count, of: plan.acquire)
             }
             // A site free for longer than a renewal period is taken whatever the share: the count of live keepers
             // may lag, and a site must never be left without a keeper.
@@ -149,5 +150,28 @@ public final class FleetService: Service, Sendable {
             return state.waiters
         }
         for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// Whether a keeper below its share looks for free leases this renewal period: a pure rule, tested without a
+/// database. Sites never leased have no row, so only a look finds them; but a keeper one lease short of its
+/// share in a fleet where every site is held would look every period, each look a statement naming every
+/// site. It looks again only once something changed: the sites, the live keepers, or a lease seen free.
+struct FreeLeaseSearch: Sendable, Hashable {
+    private var sites = -1
+    private var liveKeepers = -1
+    private var nothingFree = false
+
+    /// Whether to look now for `wanted` leases, given the fleet as this renewal saw it.
+    mutating func shouldLook(wanted: Int, sites: Int, liveKeepers: Int, freeSeen: Bool) -> Bool {
+        if sites != self.sites || liveKeepers != self.liveKeepers || freeSeen { nothingFree = false }
+        self.sites = sites
+        self.liveKeepers = liveKeepers
+        return wanted > 0 && !nothingFree
+    }
+
+    /// A look took `taken` of the `wanted` leases; fewer means none is free now.
+    mutating func found(_ taken: Int, of wanted: Int) {
+        nothingFree = taken < wanted
     }
 }
