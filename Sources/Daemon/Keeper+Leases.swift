@@ -62,7 +62,7 @@ extension Keeper {
     /// The lease service's news (fleet mode): `held` are the leases this keeper holds now, renewed or newly taken;
     /// `lost` the sites whose lease it held and does not any more. A site newly held is planned from the session
     /// the store holds now; a site lost stops its runs at once (logged once) and follows the holder's sessions.
-    public func leasesChanged(held: [HeldLease], lost: [String]) async {
+    public func leasesChanged(held: [HeldLease], lost: [String]) {
         guard leasesGateRuns, !stopped else { return }
         for name in lost { loseLease(of: name, reason: "another keeper took it or it expired before its renewal") }
         var taken: [String] = []
@@ -71,21 +71,45 @@ extension Keeper {
             if entries[lease.site]?.lease == nil { taken.append(lease.site) }
             entries[lease.site]?.lease = lease
         }
+        // A site followed until now has the holder's session from the change feed: planned from it at once. One
+        // with none fit to serve reads the store first (a session may be on its way), off the caller's path: the
+        // lease service must not wait on thousands of reads while its leases run out.
+        var toRead: [String] = []
         for name in taken {
-            let stored: SessionRecord?
-            do {
-                stored = try await login.store.load(site: name)
-            } catch {
-                logger.warning("cannot read the site's stored session", metadata: ["site": "\(name)", "error": "\(error)"])
-                stored = nil
+            guard let entry = entries[name] else { continue }
+            if usable(entry, minValid: nil) != nil {
+                takeLease(of: name)
+            } else {
+                toRead.append(name)
             }
-            guard let entry = entries[name], entry.lease != nil else { continue }
-            if let stored { adopt(stored, site: name) }
-            logger.info("lease taken", metadata: ["site": "\(name)", "epoch": "\(entry.lease?.epoch ?? 0)"])
-            let summary = entries[name]?.record.map { Self.summary($0, site: entry.site, now: wallClock()) }
-            dispatch(.leaseTaken(session: summary), to: name)
+        }
+        if !toRead.isEmpty {
+            pendingLeaseReads.formUnion(toRead)
+            Task {
+                for name in toRead {
+                    let stored: SessionRecord?
+                    do {
+                        stored = try await self.login.store.load(site: name)
+                    } catch {
+                        self.logger.warning("cannot read the site's stored session", metadata: ["site": "\(name)", "error": "\(error)"])
+                        stored = nil
+                    }
+                    self.pendingLeaseReads.remove(name)
+                    self.takeLease(of: name, stored: stored)
+                }
+            }
         }
         fleet.leasesHeld = entries.values.filter { $0.lease != nil }.count
+        rearm()
+    }
+
+    /// Plans a site whose lease this keeper took, from `stored` (read from the store) or the session it serves.
+    private func takeLease(of name: String, stored: SessionRecord? = nil) {
+        guard let entry = entries[name], let lease = entry.lease, entry.schedule.following, !stopped else { return }
+        if let stored { adopt(stored, site: name) }
+        logger.info("lease taken", metadata: ["site": "\(name)", "epoch": "\(lease.epoch)"])
+        let summary = entries[name]?.record.map { Self.summary($0, site: entry.site, now: wallClock()) }
+        dispatch(.leaseTaken(session: summary), to: name)
         rearm()
     }
 

@@ -57,6 +57,8 @@ public actor Keeper {
     var fleet = FleetState()
     /// Fleet mode: how a client's need is passed to the keeper holding a site's lease (``setLoginRequester(_:)``).
     var askHolder: (@Sendable (_ site: String, _ refresh: Bool) async -> Void)?
+    /// Fleet mode: sites whose lease was taken and whose stored session is being read before they are planned.
+    var pendingLeaseReads: Set<String> = []
     /// Fleet mode: when each held site last acted on another keeper's client asking for a login.
     var lastRemoteAsk: [String: ContinuousClock.Instant] = [:]
     /// Each site's definition, session and schedule view, published on every change for the socket's
