@@ -43,6 +43,17 @@ struct FleetCLITests {
     }
 
     private func exercise(_ world: FleetWorld) async throws {
+        // A keeper whose master key is not the fleet's stops at once, saying why, rather than waiting forever.
+        try #require(FileManager.default.createFile(
+            atPath: world.folder.path("other.key"), contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }),
+            attributes: [.posixPermissions: 0o600]))
+        let stranger = FleetKeeper(index: 9, folder: world.folder, databaseURL: world.keepers[0].databaseURL, keyFile: "other.key")
+        try stranger.writeConfig()
+        try await stranger.start()
+        let ended = await stranger.child?.wait(within: .seconds(20))
+        #expect(ended == .exited(1), "a keeper with another master key: \(String(describing: ended)): \(stranger.log.suffix(1000))")
+        #expect(stranger.log.contains("cannot open the fleet's store"), "\(stranger.log.suffix(1000))")
+
         // (1) Every site logged in once, by one keeper; every keeper serves every site.
         for keeper in world.keepers { try await keeper.start() }
         let allValid = try await waitUntil(.seconds(40)) {
@@ -123,8 +134,11 @@ struct FleetCLITests {
 
         // (3) A keeper killed: its sites are taken over, nothing is logged in again.
         let beforeKill = try await world.stats().logins
-        let killed = world.keepers[2]
-        let killedHeld = try await killed.sites().filter { $0.value.lease == "held" }.map(\.key)
+        let heldNow = try await world.keepers.asyncMap { try await $0.sites().filter { $0.value.lease == "held" }.map(\.key) }
+        let killedIndex = try #require(heldNow.indices.max { heldNow[$0].count < heldNow[$1].count })
+        let killed = world.keepers[killedIndex]
+        let killedHeld = heldNow[killedIndex]
+        #expect(!killedHeld.isEmpty)
         _ = await killed.child?.kill()
         let killedAt = ContinuousClock.now
         let survivors = world.keepers.filter { $0 !== killed }
@@ -274,10 +288,14 @@ final class FleetKeeper: Sendable {
     let databaseURL: String
     private let process = Mutex<RunningChild?>(nil)
 
-    init(index: Int, folder: TemporaryFolder, databaseURL: String) {
+    /// The master key file, in the fleet's folder.
+    let keyFile: String
+
+    init(index: Int, folder: TemporaryFolder, databaseURL: String, keyFile: String = "master.key") {
         self.index = index
         self.folder = folder
         self.databaseURL = databaseURL
+        self.keyFile = keyFile
     }
 
     var child: RunningChild? { process.withLock { $0 } }
@@ -296,7 +314,7 @@ final class FleetKeeper: Sendable {
             sites_dir: \(folder.path("sites"))
             state_dir: \(folder.path("k\(index)/state"))
             socket: {path: \(folder.path("k\(index)/socket"))}
-            vault: {key: {file: \(folder.path("master.key"))}}
+            vault: {key: {file: \(folder.path(keyFile))}}
             store:
               postgres:
                 url: {env: SK_DATABASE_URL}
