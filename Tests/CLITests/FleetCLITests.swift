@@ -26,20 +26,29 @@ struct FleetCLITests {
     @Test func threeKeepersOneDatabase() async throws {
         let database = try await PostgresServer.start()
         let folder = try TemporaryFolder()
-        let script = try #require(Bundle.module.url(forResource: "fleet_site", withExtension: "py", subdirectory: "Fixtures")).path
-        let site = try await PythonServer.start(script: script)
+        let script = Bundle.module.url(forResource: "fleet_site", withExtension: "py", subdirectory: "Fixtures")?.path ?? ""
+        let site: PythonServer
+        do {
+            site = try await PythonServer.start(script: script)
+        } catch {
+            await database.cleanUp()
+            folder.cleanUp()
+            throw error
+        }
         var world: FleetWorld?
+        var failure: (any Error)?
         do {
             world = try await FleetWorld.make(database: database, folder: folder, site: site)
             try await exercise(try #require(world))
         } catch {
-            await world?.stopAll()
-            throw error
+            failure = error
         }
+        // Whatever happened: no keeper, server or database outlives the test.
         await world?.stopAll()
         await site.stop()
         await database.cleanUp()
         folder.cleanUp()
+        if let failure { throw failure }
     }
 
     private func exercise(_ world: FleetWorld) async throws {
