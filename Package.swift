@@ -174,7 +174,7 @@ let package = Package(
             name: "Daemon",
             dependencies: [
                 "Locking",
-                "Scheduler", "Sessions", "SiteConfig", "LoginFlow", "HTTPTransport", "CookieJar", "Platform",
+                "Scheduler", "Sessions", "SiteConfig", "LoginFlow", "HTTPTransport", "CookieJar", "Platform", "PostgresStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

@@ -23,6 +23,7 @@ extension Keeper {
         guard entry.schedule.phase != .needsAttention else {
             throw .noSession(name, reason: "the site needs attention: \(entry.schedule.lastError ?? "a login was refused")")
         }
+        if leasesGateRuns, entry.lease == nil { return try await sessionFromHolder(of: name, minValid: minValid, wait: wait) }
         // A site backing off after failed logins, or down, keeps its schedule: a client never hastens the next
         // attempt, so many clients cannot hammer a failing site. It may wait for the attempt already planned.
         let backingOff = entry.schedule.consecutiveFailures > 0 || entry.schedule.siteDown
@@ -50,6 +51,14 @@ extension Keeper {
     public func refresh(_ name: String, wait: Duration?) async throws(ClientRequestError) -> SiteStatus {
         guard let entry = entries[name] else { throw .unknownSite(name) }
         guard entry.schedule.phase != .disabled else { throw .disabled(name) }
+        if leasesGateRuns, entry.lease == nil {
+            // Fleet mode: the keeper holding the site's lease logs in; its new session ends the wait.
+            let ask = askHolder
+            Task { await ask?(name, true) }
+            if let wait, !(await waitForLogin(of: name, until: clock.now + wait)) { throw .timedOut(name, wait: wait) }
+            guard let after = entries[name] else { throw .unknownSite(name) }
+            return Self.status(of: after, now: now)
+        }
         dispatch(.refreshRequested, to: name)
         rearm()
         guard entries[name]?.schedule.loginRunning == true else {
@@ -103,6 +112,21 @@ extension Keeper {
             if entries[name]?.record?.lastLogin == renewed.lastLogin { serve(renewed, site: name) }
         }
         return (accepted, decisions.count - accepted)
+    }
+
+    /// Fleet mode, a site whose lease another keeper holds: that keeper is asked for a login (it applies the
+    /// rules it applies to its own clients), and with `wait` the request waits for the next session it stores.
+    func sessionFromHolder(of name: String, minValid: Duration?, wait: Duration?) async throws(ClientRequestError) -> ServedSession {
+        let ask = askHolder
+        // Asked from a task that runs once this request waits, so the answer cannot come before the wait begins.
+        Task { await ask?(name, false) }
+        guard let wait else {
+            throw .noSession(name, reason: "no session valid long enough; the keeper holding the site's lease was asked for a login")
+        }
+        guard await waitForLogin(of: name, until: clock.now + wait) else { throw .timedOut(name, wait: wait) }
+        guard let after = entries[name] else { throw .unknownSite(name) }
+        if let served = usable(after, minValid: minValid) { return served }
+        throw .noSession(name, reason: after.schedule.lastError ?? "the new session is valid for less than min_valid")
     }
 
     func usable(_ entry: Entry, minValid: Duration?) -> ServedSession? {

@@ -20,6 +20,14 @@ extension Keeper {
         guard entry.schedule.phase != .needsAttention else {
             throw .cannotLogIn(name, reason: "the site needs attention (\(entry.schedule.lastError ?? "a login was refused")); only a manager may clear it")
         }
+        if leasesGateRuns, entry.lease == nil {
+            // Fleet mode: the keeper holding the lease judges it by its own clients' rules (never past a backoff).
+            let ask = askHolder
+            Task { await ask?(name, false) }
+            if let wait, !(await waitForLogin(of: name, until: clock.now + wait)) { throw .timedOut(name, wait: wait) }
+            guard let after = entries[name] else { throw .unknownSite(name) }
+            return Self.status(of: after, now: now)
+        }
         dispatch(.readerRefreshRequested, to: name)
         rearm()
         guard let after = entries[name] else { throw .unknownSite(name) }

@@ -12,6 +12,22 @@ import SiteConfig
 extension Keeper {
     func start(_ action: SiteSchedule.Action, for name: String) {
         guard let site = entries[name]?.site else { return }
+        guard mayAct(on: name) else {
+            // The lease ended between two renewals: the site follows, and the run the schedule asked for ends unrun.
+            if entries[name]?.lease != nil {
+                loseLease(of: name, reason: "its deadline passed before a renewal")
+            } else {
+                dispatch(.leaseLost, to: name)
+            }
+            switch action {
+            case .logIn:
+                dispatch(.loginFinished(.cancelled, session: nil), to: name)
+                resumeWaiters(of: name, loginEnded: true)
+            case .check: dispatch(.checkFinished(.cancelled), to: name)
+            case .keepalive: dispatch(.keepaliveFinished(.cancelled, session: nil), to: name)
+            }
+            return
+        }
         switch action {
         case .logIn:
             gate.request(site: name, host: site.baseURL.host ?? "")
@@ -28,6 +44,11 @@ extension Keeper {
                 gate.finish(site: name)
                 continue
             }
+            guard mayAct(on: name) else {
+                loseLease(of: name, reason: "its deadline passed before a renewal")
+                dropQueuedLogin(of: name)
+                continue
+            }
             entries[name]?.runs[.logIn] = Task { await self.runLogin(site) }
         }
     }
@@ -37,6 +58,10 @@ extension Keeper {
         let outcome: RunOutcome
         var record: SessionRecord?
         var notice: String?
+        guard let login = loginPath(for: site.name) else {
+            loginEnded(site.name, outcome: .cancelled, record: nil, duration: clock.now - started)
+            return
+        }
         do {
             let result = try await login.run(site, events: Self.logging(logger), prompts: KeeperPrompts(keeper: self, site: site.name))
             record = result.record
@@ -46,6 +71,9 @@ extension Keeper {
             case .flow(let flowError):
                 outcome = RunOutcome.classify(flowError, run: .login, now: wallClock())
                 notice = flowError.summary
+            case .store(let storeError) where storeError.kind == .staleEpoch:
+                staleWrite(site: site.name, error: storeError)
+                outcome = .cancelled
             case .store(let storeError): outcome = .failed(reason: storeError.description)
             }
         }
@@ -131,6 +159,10 @@ extension Keeper {
         let updated = SessionRecord(
             cookies: cookies, lastLogin: current.lastLogin, expiresAt: expiresAt, userAgent: current.userAgent, origins: current.origins)
         guard (try? updated.encoded()) != (try? current.encoded()) else { return nil }
+        guard let login = loginPath(for: site.name) else {
+            logger.info("renewed cookies not stored: another keeper of the fleet holds the site's lease", metadata: ["site": "\(site.name)"])
+            return nil
+        }
         do {
             let failures = try await login.storeRenewal(
                 updated, liveCookies: storage.allCookies.filter { !$0.isExpired(at: now) }, site: site)
@@ -138,6 +170,9 @@ extension Keeper {
                 logger.error("cannot write an output file", metadata: ["site": "\(site.name)", "error": "\(failure)"])
             }
             return updated
+        } catch .store(let storeError) where storeError.kind == .staleEpoch {
+            staleWrite(site: site.name, error: storeError)
+            return nil
         } catch {
             logger.error("cannot store the renewed session", metadata: ["site": "\(site.name)", "error": "\(error)"])
             return nil

@@ -71,6 +71,9 @@ extension Keeper {
         else { return }
         let newer = entry.record.map { stored.lastLogin > $0.lastLogin } ?? true
         serve(stored, site: name)
-        if newer { dispatch(.sessionStoredElsewhere(Self.summary(stored, site: entry.site, now: wallClock())), to: name) }
+        guard newer else { return }
+        dispatch(.sessionStoredElsewhere(Self.summary(stored, site: entry.site, now: wallClock())), to: name)
+        // A login ended elsewhere (in fleet mode, the lease holder's): clients waiting for one look again.
+        resumeWaiters(of: name, loginEnded: true)
     }
 }

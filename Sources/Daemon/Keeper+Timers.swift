@@ -74,11 +74,12 @@ extension Keeper {
 }
 
 extension Keeper {
-    /// No run in flight (but logins waiting for a person's answer) and no deadline passed without its wake: where a
-    /// test that moves the keeper's clock waits before it looks or moves the clock again.
+    /// No run in flight (but logins waiting for a person's answer), no lease's stored session being read, and no
+    /// deadline passed without its wake: where a test that moves the keeper's clock waits before it looks or moves
+    /// the clock again.
     var isSettled: Bool {
         entries.allSatisfy { name, entry in
             entry.runs.isEmpty || (waitingPrompts[name] != nil && entry.runs.count == 1 && entry.runs[.logIn] != nil)
-        } && (sleeperDeadline.map { $0 > clock.now } ?? true)
+        } && (sleeperDeadline.map { $0 > clock.now } ?? true) && pendingLeaseReads.isEmpty
     }
 }

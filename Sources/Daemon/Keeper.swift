@@ -33,6 +33,8 @@ public actor Keeper {
         public var lastAttempt: LoginAttempt?
         /// The prompt a login waits on, while the site is waiting-for-person.
         public var prompt: PromptRequest? = nil
+        /// Fleet mode: whether this keeper holds the site's lease (false: it follows the holder); nil outside.
+        public var holdsLease: Bool? = nil
     }
 
     struct Entry {
@@ -43,9 +45,22 @@ public actor Keeper {
         var runs: [SiteSchedule.Action: Task<Void, Never>] = [:]
         /// How the last login ended.
         var lastAttempt: LoginAttempt?
+        /// Fleet mode: the site's lease while this keeper holds it.
+        var lease: HeldLease?
     }
 
     let login: SiteLogin
+    /// Fleet mode (SPEC section 11): a site's runs start only while this keeper holds its lease
+    /// (``leasesChanged(held:lost:)``); without it the site follows the sessions the holder stores.
+    let leasesGateRuns: Bool
+    /// Fleet mode: the store's reachability and this keeper's leases (``fleetState()``).
+    var fleet = FleetState()
+    /// Fleet mode: how a client's need is passed to the keeper holding a site's lease (``setLoginRequester(_:)``).
+    var askHolder: (@Sendable (_ site: String, _ refresh: Bool) async -> Void)?
+    /// Fleet mode: sites whose lease was taken and whose stored session is being read before they are planned.
+    var pendingLeaseReads: Set<String> = []
+    /// Fleet mode: when each held site last acted on another keeper's client asking for a login.
+    var lastRemoteAsk: [String: ContinuousClock.Instant] = [:]
     /// Each site's definition, session and schedule view, published on every change for the socket's
     /// readers, who need no actor hop for a session that is fit to serve (``servedNow(_:minValid:)``).
     public nonisolated let board = ServedBoard()
@@ -95,11 +110,14 @@ public actor Keeper {
     ///   - login: the login path (client, store, credentials) every run goes through.
     ///   - clock: the monotonic clock every timer runs on.
     ///   - wallClock: the wall clock (cookie expiry); timers always use `clock`.
+    ///   - leasesGateRuns: fleet mode: a site runs only under its lease, handed in by ``leasesChanged(held:lost:)``;
+    ///     `login`'s store is then the fleet's, read unfenced, and each run writes through its lease's store.
     public init(
         login: SiteLogin, settings: SchedulerSettings, logger: Logger, clock: any MonotonicClock = ContinuousClock(),
-        wallClock: @escaping @Sendable () -> Date = { Date() }
+        wallClock: @escaping @Sendable () -> Date = { Date() }, leasesGateRuns: Bool = false
     ) {
         self.login = login
+        self.leasesGateRuns = leasesGateRuns
         self.settings = settings
         self.logger = logger
         self.clock = clock
@@ -125,6 +143,8 @@ public actor Keeper {
         let wanted = Dictionary(sites.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for name in entries.keys where wanted[name] == nil {
             remove(name)
+            // A fleet's session is every keeper's: one keeper's sites/ dropping a site does not delete it.
+            guard !leasesGateRuns else { continue }
             do {
                 try await login.store.remove(site: name)
             } catch {
@@ -168,7 +188,8 @@ public actor Keeper {
             lastLogin: entry.record?.lastLogin, nextRefresh: entry.schedule.nextLogin(now: now),
             lastError: entry.schedule.lastError, siteDown: entry.schedule.siteDown, attention: attention(of: entry),
             nextRun: entry.schedule.nextRun(now: now), failures: entry.schedule.failures, retryAt: entry.schedule.retryAt(now: now),
-            lastAttempt: entry.lastAttempt, prompt: entry.schedule.prompt)
+            lastAttempt: entry.lastAttempt, prompt: entry.schedule.prompt,
+            holdsLease: entry.lease != nil ? true : (entry.schedule.following ? false : nil))
     }
 
     /// The session currently served for `site` (nil: none, or no such site).
@@ -196,7 +217,7 @@ public actor Keeper {
 
     func add(_ site: SiteDefinition) async {
         seed &+= 0x9E37_79B9
-        var entry = Entry(site: site, schedule: SiteSchedule(policy: SitePolicy(site: site, settings: settings), seed: seed))
+        var entry = Entry(site: site, schedule: SiteSchedule(policy: SitePolicy(site: site, settings: settings), seed: seed, following: leasesGateRuns))
         do {
             entry.record = try await login.store.load(site: site.name)
         } catch {
@@ -223,6 +244,7 @@ public actor Keeper {
         resumeWaiters(of: name, loginEnded: true)
         lastReport[name] = nil
         lastRejection[name] = nil
+        lastRemoteAsk[name] = nil
         storedDuringLogin.remove(name)
         board.remove(name)
         logger.info("site removed", metadata: ["site": "\(name)"])

@@ -221,13 +221,14 @@ public final class KeeperService: Service, Sendable {
     }
 
     /// The keys of config.yaml a reload cannot apply to a running daemon: the state folder and the vault it
-    /// holds open, the socket it listens on (its path, mode and group), the metrics route, the logging and the
+    /// holds open, the store (`store:`, a fleet's database), the socket it listens on (its path, mode and group), the metrics route, the logging and the
     /// notifiers set up at start. Sites, `sites_dir`, `plugins_dir`, `defaults`, `scheduler` and
     /// `socket.allow_uids` apply at once.
     static func settingsNeedingRestart(running: DaemonConfig, reloaded: DaemonConfig) -> [String] {
         var keys: [String] = []
         if running.stateDirectory != reloaded.stateDirectory { keys.append("state_dir") }
         if running.vault != reloaded.vault { keys.append("vault") }
+        if running.store != reloaded.store { keys.append("store") }
         var socket = running.socket
         socket.allowUIDs = reloaded.socket.allowUIDs
         if socket != reloaded.socket { keys.append("socket") }

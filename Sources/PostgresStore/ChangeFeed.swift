@@ -211,7 +211,9 @@ extension PostgresStore {
             backoff.reset()
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    for try await _ in notifications { try await self.readChanges(on: connection) }
+                    for try await notification in notifications where !self.receivedLoginRequest(notification.payload) {
+                        try await self.readChanges(on: connection)
+                    }
                     throw ListenerConnectionEnded()
                 }
                 group.addTask {

@@ -41,6 +41,7 @@ public final class PostgresStore: Sendable {
     let environment: [String: String]
     let sleep: @Sendable (Duration) async throws -> Void
     let feed: ChangeFeed
+    let loginRequestFeed = LoginRequestFeed()
     let leaseBook = Locked(LeaseBook())
     private let state = Locked(OpenState())
 
@@ -138,6 +139,7 @@ public final class PostgresStore: Sendable {
         }
         state.withLock { $0.closed = true }
         feed.finish()
+        loginRequestFeed.finish()
         reachability.finish()
     }
 

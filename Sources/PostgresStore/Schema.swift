@@ -8,7 +8,8 @@ internal import PostgresNIO
 /// with the writing transaction's id, by a trigger on every insert and update, whichever statement
 /// wrote the row; another trigger announces each change with NOTIFY.
 enum Schema {
-    /// The NOTIFY channel; payloads are `site:VERSION`, `secret:VERSION` or `keyring:VERSION`.
+    /// The NOTIFY channel; payloads are `site:VERSION`, `secret:VERSION` or `keyring:VERSION`, and a keeper's
+    /// ``LoginRequest`` `login-KIND:ID`.
     static let channel = "sessionkeeper_changes"
     /// pg_advisory_xact_lock's key for migrations ("SKSCHEMA" in ASCII): two keepers starting at once
     /// upgrade one after the other, and the second finds nothing left to do.

@@ -70,6 +70,12 @@ public struct SiteSchedule: Sendable {
         case promptWaiting(PromptRequest)
         /// The waiting prompt was answered; the login goes on.
         case promptAnswered
+        /// Fleet mode (SPEC section 11): this keeper took the site's lease; `session` is what the store holds
+        /// now. The schedule plans and starts runs again from it.
+        case leaseTaken(session: SessionSummary?)
+        /// Fleet mode: another keeper holds the site's lease, or this keeper lost it. Nothing is planned or
+        /// started until ``leaseTaken(session:)``: the schedule only follows the sessions the holder stores.
+        case leaseLost
     }
 
     public private(set) var policy: SitePolicy
@@ -94,6 +100,9 @@ public struct SiteSchedule: Sendable {
     public private(set) var keepaliveRunning = false
     /// Failed logins since the last success (the backoff exponent).
     public private(set) var consecutiveFailures = 0
+    /// Fleet mode: this keeper does not hold the site's lease; the schedule plans and starts nothing and
+    /// follows the sessions the holder stores.
+    public private(set) var following: Bool
     /// What the check in flight is for: its answer means more right after a login.
     var checkPurpose = CheckPurpose.routine
     /// A login succeeded while a check of the session it replaced was in flight: that check's answer is about
@@ -107,9 +116,12 @@ public struct SiteSchedule: Sendable {
     private var failureTimes: [Date] = []
     private var random: SplitMix64
 
-    public init(policy: SitePolicy, seed: UInt64) {
+    /// - Parameter following: fleet mode: the site starts without its lease, following the holder's sessions
+    ///   until ``Event/leaseTaken(session:)``.
+    public init(policy: SitePolicy, seed: UInt64, following: Bool = false) {
         self.policy = policy
         self.random = SplitMix64(seed: seed)
+        self.following = following
     }
 
     /// The earliest deadline, when the driver must wake up.
@@ -123,7 +135,7 @@ public struct SiteSchedule: Sendable {
 
     /// Feeds one event; returns what to start now.
     public mutating func handle(_ event: Event, now: Now) -> [Action] {
-        let actions = apply(event, now: now)
+        let actions = following || event.concernsLease ? follow(event, now: now) : apply(event, now: now)
         // What belongs to a phase goes with it, whichever transition left it.
         if phase != .needsAttention { attentionReason = nil }
         if phase != .waitingForPerson { prompt = nil }
@@ -227,7 +239,70 @@ public struct SiteSchedule: Sendable {
             guard loginRunning, phase == .waitingForPerson else { return [] }
             phase = sessionIsValid(now) ? .refreshing : .loggingIn
             return []
+
+        case .leaseTaken, .leaseLost:
+            return follow(event, now: now)
         }
+    }
+
+    // MARK: Fleet mode
+
+    /// The lease's events, and every event while another keeper holds the lease. Following, the schedule keeps
+    /// its session, its policy and its runs' flags current, but plans no timer and starts no run; a valid
+    /// session the holder stored ends a wait for a person here too.
+    private mutating func follow(_ event: Event, now: Now) -> [Action] {
+        switch event {
+        case .leaseTaken(let stored):
+            guard following else { return [] }
+            following = false
+            if let stored, stored.lastLogin >= (session?.lastLogin ?? .distantPast) { session = stored }
+            guard phase != .disabled else { return [] }
+            if phase == .needsAttention {
+                // The attention this keeper asked for stays asked; its session is still checked and kept alive.
+                if sessionIsValid(now) {
+                    planProbe(.check, now: now)
+                    planProbe(.keepalive, now: now)
+                }
+                return []
+            }
+            lastError = nil
+            deadlines = [:]
+            return resume(now: now)
+        case .leaseLost:
+            following = true
+        case .start(let stored, let enabled):
+            session = stored
+            phase = enabled ? .failed : .disabled
+        case .loginFinished(let outcome, let stored):
+            loginRunning = false
+            if outcome == .ok, let stored { session = stored }
+        case .checkFinished:
+            checkRunning = false
+            checkPurpose = .routine
+        case .keepaliveFinished(_, let stored):
+            keepaliveRunning = false
+            if let stored { session = stored }
+        case .siteChanged(let newPolicy, let enabled):
+            policy = newPolicy
+            clearFailures()
+            phase = enabled ? .failed : .disabled
+        case .sessionStoredElsewhere(let stored):
+            guard stored.lastLogin > (session?.lastLogin ?? .distantPast) else { break }
+            session = stored
+            if phase == .needsAttention, stored.isValid(at: now.wall) {
+                clearFailures()
+                phase = .failed
+            }
+        case .timerFired, .refreshRequested, .readerRefreshRequested, .checkRequested, .sessionRejected, .secretChanged,
+             .clockJumped, .promptWaiting, .promptAnswered:
+            break
+        }
+        deadlines = [:]
+        if phase != .disabled && phase != .needsAttention {
+            phase = sessionIsValid(now) ? .valid : .loggingIn
+            lastError = phase == .valid ? nil : "another keeper of the fleet holds the site's lease; no valid session from it yet"
+        }
+        return []
     }
 
     // MARK: Transitions
@@ -607,5 +682,15 @@ public struct SiteSchedule: Sendable {
     static func seconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components
         return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+extension SiteSchedule.Event {
+    /// Whether the event is fleet mode's: a lease taken or lost.
+    var concernsLease: Bool {
+        switch self {
+        case .leaseTaken, .leaseLost: true
+        default: false
+        }
     }
 }

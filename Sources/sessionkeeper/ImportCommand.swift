@@ -122,6 +122,17 @@ struct ImportCommand: AsyncParsableCommand {
     }
 
     private static func store(_ record: SessionRecord, site: String, config: DaemonConfig) async throws {
+        // Fleet mode: the session goes to the database, where every keeper's change feed serves it at once.
+        if case let .postgres(settings) = config.store {
+            try await FleetStoreAccess.with(settings, key: MasterKeySource(config.vault.key), create: true) { store in
+                do {
+                    try await VaultSessionStore(items: store.items).save(record, site: site)
+                } catch {
+                    throw CLIFailure.failed("\(error)")
+                }
+            }
+            return
+        }
         let vault: Vault
         do {
             vault = try VaultAccess.open(stateDirectory: config.stateDirectory, key: MasterKeySource(config.vault.key), create: true)

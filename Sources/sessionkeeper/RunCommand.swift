@@ -1,4 +1,5 @@
 import ArgumentParser
+import PostgresStore
 import Credentials
 import CurlTransport
 import Daemon
@@ -53,20 +54,31 @@ struct RunCommand: AsyncParsableCommand {
                 throw CLIFailure(vaultError: error)
             }
             defer { daemonLock.release() }
-            let wiring = try LoginWiring.open(daemonConfig, credentialOutput: { site, credential, line in
+            let wiring = try LoginWiring.open(daemonConfig, logger: logger, credentialOutput: { site, credential, line in
                 logger.info("credential command: \(line)", metadata: ["site": "\(site)", "credential": "\(credential)"])
             })
             defer { wiring.close() }
             let login = wiring.login
-            let keeper = Keeper(login: login, settings: daemonConfig.scheduler, logger: logger)
-            let storeChanges: VaultChangeFeed?
-            do {
-                storeChanges = try VaultChangeFeed(vault: wiring.vault)
-            } catch {
-                storeChanges = nil
-                logger.error(
-                    "cannot watch the vault; secrets set and sessions stored by other processes are seen at each site's next check",
-                    metadata: ["error": "\(error)"])
+            let storeChanges: (any StoreChangeFeed)?
+            let keeper: Keeper
+            // Fleet mode: the database's service runs before the keeper's, which loads its sites once it is open.
+            let fleet: FleetService?
+            switch wiring.store {
+            case .vault(let vault):
+                keeper = Keeper(login: login, settings: daemonConfig.scheduler, logger: logger)
+                fleet = nil
+                do {
+                    storeChanges = try VaultChangeFeed(vault: vault)
+                } catch {
+                    storeChanges = nil
+                    logger.error(
+                        "cannot watch the vault; secrets set and sessions stored by other processes are seen at each site's next check",
+                        metadata: ["error": "\(error)"])
+                }
+            case .fleet(let database):
+                keeper = Keeper(login: login, settings: daemonConfig.scheduler, logger: logger, leasesGateRuns: true)
+                fleet = FleetService(store: database, keeper: keeper, logger: logger)
+                storeChanges = PostgresChangeFeed(store: database)
             }
             // Who reads and who manages which site: kept up to date by the service as config.yaml and the sites
             // are reloaded, read by the socket on every request.
@@ -75,6 +87,7 @@ struct RunCommand: AsyncParsableCommand {
                 configPath: path, config: daemonConfig, loader: loader, keeper: keeper, notifier: ServiceNotifier(),
                 logger: logger, storeChanges: storeChanges,
                 willApply: { config, sites in
+                    await fleet?.waitUntilOpen()
                     access.apply(allowUIDs: config.socket.allowUIDs)
                     await access.resolveGroups(of: sites)
                 })
@@ -98,6 +111,7 @@ struct RunCommand: AsyncParsableCommand {
                 daemonConfig, keeper: keeper, wiring: wiring, logger: logger, observe: notifications) {
                 services.append(.init(service: notify))
             }
+            if let fleet { services.append(.init(service: fleet)) }
             services += [.init(service: service), .init(service: socket)]
             let group = ServiceGroup(configuration: .init(
                 services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

@@ -46,6 +46,9 @@ struct StatusCommand: ParsableCommand {
                 guard let reason = site.attentionReason else { continue }
                 Console.out("\(site.name) needs attention (\(reason)): \(site.whatToDo ?? "see its last error")")
             }
+            if let store = answer["store"] {
+                Console.out(StoreLine.text(store))
+            }
             if case .array(let failed)? = answer["failed_files"], !failed.isEmpty {
                 Console.out("site files that failed to load (a site that loaded before runs on its last good definition):")
                 for file in failed {
@@ -148,5 +151,18 @@ enum SitesTable {
         let text = DurationText.format(.seconds(shown))
         if seconds == 0 { return "now" }
         return seconds > 0 ? "in \(text)" : "\(text) ago"
+    }
+}
+
+/// The fleet's store as `GET /v1/sites` describes it (`store`, fleet mode only), in one line.
+enum StoreLine {
+    static func text(_ store: JSONValue) -> String {
+        let leases: String
+        if case .number(let held)? = store["leases_held"] { leases = "; this keeper holds \(held) lease(s)" } else { leases = "" }
+        guard case .bool(false)? = store["reachable"] else { return "store: reachable\(leases)" }
+        var line = "store: UNREACHABLE"
+        if case .string(let since)? = store["since"] { line += " since \(since)" }
+        if case .string(let reason)? = store["reason"] { line += " (\(reason))" }
+        return line + "; serving the sessions held until they expire, no login starts\(leases)"
     }
 }

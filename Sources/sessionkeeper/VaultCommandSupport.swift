@@ -147,6 +147,20 @@ enum VaultAccess {
     /// The session the vault holds for `site`, for a client when no daemon answers, after ``protectProcess()``.
     static func storedSession(site: SiteDefinition, config: DaemonConfig) async throws -> SessionRecord {
         try protectProcess()
+        if case let .postgres(settings) = config.store {
+            let record = try await FleetStoreAccess.with(settings, key: MasterKeySource(config.vault.key), create: false) { store in
+                do {
+                    return try await VaultSessionStore(items: store.items).load(site: site.name)
+                } catch {
+                    throw CLIFailure.failed("\(error)")
+                }
+            }
+            guard let record else {
+                throw CLIFailure.failed(
+                    "no session of site '\(site.name)' is stored in the fleet's database; start a keeper ('sessionkeeper run')")
+            }
+            return record
+        }
         return try await StoredSession.load(
             site: site, config: config, environment: environment(for: MasterKeySource(config.vault.key)))
     }

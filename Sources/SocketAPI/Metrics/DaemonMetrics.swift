@@ -21,6 +21,8 @@ import Scheduler
 /// - `sessionkeeper_notifications_total{notifier,event,outcome}`: notifications by notifier (`notify[0]`), event
 ///   and outcome (`delivered`, `failed`, `dropped`);
 /// - `sessionkeeper_socket_requests_total{route,status}`: requests answered on the socket;
+/// - fleet mode: `sessionkeeper_store_reachable` (1 or 0), `sessionkeeper_leases_held`, and
+///   `sessionkeeper_stale_writes_total` (session writes refused because another keeper took the site over);
 /// - the egress families of ``EgressMetrics``.
 final class DaemonMetrics: Sendable {
     /// Requests sent through the daemon (SPEC section 10).
@@ -31,6 +33,8 @@ final class DaemonMetrics: Sendable {
     private let expiryGauges = Locked<[String: CoreMetrics.Gauge]>([:])
     /// Each site's state gauges, by state, for the states it has had.
     private let stateGauges = Locked<[String: [SiteSchedule.Phase: CoreMetrics.Gauge]]>([:])
+    /// The keeper's count of stale writes as far as the counter has it.
+    private let staleWritesCounted = Locked(0)
 
     init() {
         let registry = PrometheusCollectorRegistry()
@@ -88,8 +92,9 @@ final class DaemonMetrics: Sendable {
         ).increment()
     }
 
-    /// The Prometheus text, with the gauges set from the sites as they are now.
-    func render(_ sites: [Keeper.SiteStatus], now: Date) -> String {
+    /// The Prometheus text, with the gauges set from the sites as they are now, and in fleet mode from the store.
+    func render(_ sites: [Keeper.SiteStatus], fleet: FleetState? = nil, now: Date) -> String {
+        if let fleet { recordFleet(fleet) }
         for phase in SiteSchedule.Phase.allCases {
             CoreMetrics.Gauge(label: "sessionkeeper_sites", dimensions: [("state", phase.rawValue)], factory: factory)
                 .record(sites.filter { $0.phase == phase }.count)
@@ -112,6 +117,18 @@ final class DaemonMetrics: Sendable {
         }
         recordStates(sites)
         return registry.emitToString()
+    }
+
+    /// `sessionkeeper_store_reachable` (1 or 0), `sessionkeeper_leases_held` and `sessionkeeper_stale_writes_total`.
+    private func recordFleet(_ fleet: FleetState) {
+        CoreMetrics.Gauge(label: "sessionkeeper_store_reachable", factory: factory).record(fleet.storeReachable ? 1 : 0)
+        CoreMetrics.Gauge(label: "sessionkeeper_leases_held", factory: factory).record(fleet.leasesHeld)
+        let added = staleWritesCounted.withLock { counted -> Int in
+            defer { counted = max(counted, fleet.staleWrites) }
+            return max(0, fleet.staleWrites - counted)
+        }
+        let counter = CoreMetrics.Counter(label: "sessionkeeper_stale_writes_total", factory: factory)
+        if added > 0 { counter.increment(by: added) }
     }
 
     /// A site's state changed: its gauge for `to` is 1 and the others it had 0 at once, so a state that lasted

@@ -47,7 +47,7 @@ struct APIRoutes: Sendable {
 
     private func answer(_ route: APIRoute, _ request: Request, _ context: APIContext) async throws -> Response {
         switch route {
-        case .health: try health(request)
+        case .health: try await health(request)
         case .sites: try await sites(request, context)
         case .site: try await site(request, context)
         case .cookies: try await cookies(request, context)
@@ -64,12 +64,15 @@ struct APIRoutes: Sendable {
 
     // MARK: Routes
 
-    private func health(_ request: Request) throws -> Response {
+    private func health(_ request: Request) async throws -> Response {
         _ = try RouteQuery(request, for: .health)
         let uptime = (ContinuousClock.now - started).components.seconds
-        return WireBody.json(.object([
+        var members: [(key: String, value: JSONValue)] = [
             ("status", .string("ok")), ("version", .string(SessionKeeperVersion.string)), ("uptime_s", .number(String(uptime))),
-        ]))
+        ]
+        // A fleet keeper whose database is gone still serves what it holds: it is up, and says what it lacks.
+        if let fleet = await keeper.fleetState() { members.append(("store", SiteWire.store(fleet))) }
+        return WireBody.json(.object(members))
     }
 
     private func sites(_ request: Request, _ context: APIContext) async throws -> Response {
@@ -80,6 +83,7 @@ struct APIRoutes: Sendable {
         var members: [(key: String, value: JSONValue)] = [("sites", .array(visible.map { SiteWire.site($0.status) }))]
         // A file that failed to parse has no `access` to judge by: only the daemon's managers see it.
         if access.manages(context.peer) { members.append(("failed_files", SiteWire.failedFiles(await keeper.failedSiteFiles()))) }
+        if let fleet = await keeper.fleetState() { members.append(("store", SiteWire.store(fleet))) }
         return WireBody.json(.object(members))
     }
 
@@ -184,7 +188,7 @@ struct APIRoutes: Sendable {
         guard let metrics else { throw APIError(.notFound, .notFound, "metrics are off (metrics: false in config.yaml)") }
         try requireManager(context, to: "read the metrics (they name every site)")
         _ = try RouteQuery(request, for: .metrics)
-        let text = metrics.render(await keeper.status(), now: now())
+        let text = metrics.render(await keeper.status(), fleet: await keeper.fleetState(), now: now())
         return WireBody.text(text, contentType: "text/plain; version=0.0.4; charset=utf-8")
     }
 

@@ -25,6 +25,13 @@ enum SiteWire {
     }
 
     private static func siteMembers(_ status: Keeper.SiteStatus) -> [(key: String, value: JSONValue)] {
+        var members = commonMembers(status)
+        if let prompt = status.prompt { members.append(("prompt", Self.prompt(prompt))) }
+        if let holds = status.holdsLease { members.append(("lease", .string(holds ? "held" : "following"))) }
+        return members
+    }
+
+    private static func commonMembers(_ status: Keeper.SiteStatus) -> [(key: String, value: JSONValue)] {
         [
             ("name", .string(status.name)),
             ("state", .string(status.phase.rawValue)),
@@ -36,7 +43,7 @@ enum SiteWire {
             ("failures", .number(String(status.failures))),
             ("retry_at", time(status.retryAt)),
             ("attention", status.attention.map { .object([("reason", .string($0.reason.rawValue)), ("what_to_do", .string($0.whatToDo))]) } ?? .null),
-        ] + (status.prompt.map { [("prompt", prompt($0))] } ?? [])
+        ]
     }
 
     /// The prompt a waiting-for-person site's login waits on: `{"name","message","expires_at"}`.
@@ -66,6 +73,15 @@ enum SiteWire {
     /// `[{"file","errors"}]`: the site files that failed to load, for the peers that manage the daemon.
     static func failedFiles(_ failures: [SiteFileFailure]) -> JSONValue {
         .array(failures.map { .object([("file", .string($0.file)), ("errors", .array($0.errors.map(JSONValue.string)))]) })
+    }
+
+    /// `{"reachable", "since", "reason", "leases_held", "stale_writes"}`: a fleet keeper's store (SPEC section 11).
+    static func store(_ fleet: FleetState) -> JSONValue {
+        .object([
+            ("reachable", .bool(fleet.storeReachable)), ("since", time(fleet.unreachableSince)),
+            ("reason", fleet.unreachableReason.map(JSONValue.string) ?? .null),
+            ("leases_held", .number(String(fleet.leasesHeld))), ("stale_writes", .number(String(fleet.staleWrites))),
+        ])
     }
 
     static func time(_ date: Date?) -> JSONValue {

@@ -1,0 +1,202 @@
+@testable import Daemon
+import Foundation
+import Locking
+import Logging
+import Scheduler
+import Sessions
+import SiteConfig
+import TestSupport
+import Testing
+import Vault
+
+/// Fleet mode in the keeper (SPEC section 11), against the real demo site and a real vault on the test's clock: a
+/// site runs only under its lease, writes through the lease's store, stops at once when the lease goes, and a
+/// write refused for a stale epoch is logged, counted and dropped.
+@Suite(.serialized) struct KeeperLeaseTests {
+    /// The lease's store: the vault's sessions, refusing every write once `stale` is set, as the fleet's database
+    /// does once another keeper took the site over.
+    struct FencedStand: SessionStore {
+        let inner: VaultSessionStore
+        let stale: Locked<Bool>
+        let writes: Locked<Int>
+
+        func load(site: String) async throws(SessionStoreError) -> SessionRecord? { try await inner.load(site: site) }
+
+        func save(_ record: SessionRecord, site: String) async throws(SessionStoreError) {
+            guard !stale.withLock({ $0 }) else {
+                throw SessionStoreError(kind: .staleEpoch, site: site, detail: "write refused for a stale lease epoch; dropped")
+            }
+            writes.withLock { $0 += 1 }
+            try await inner.save(record, site: site)
+        }
+
+        func remove(site: String) async throws(SessionStoreError) -> Bool { try await inner.remove(site: site) }
+    }
+
+    static func fleetKeeper(_ world: KeeperTests.World, log: CapturedLog) -> Keeper {
+        Keeper(
+            login: world.login, settings: SchedulerSettings(maxConcurrentLogins: 4, perHostInterval: .zero, jitter: 0),
+            logger: log.logger(), clock: world.clock, wallClock: { [clock = world.clock] in clock.wall }, leasesGateRuns: true)
+    }
+
+    @Test func withoutItsLeaseASiteIsNeverLoggedInAndServesWhatTheHolderStores() async throws {
+        try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
+            let log = CapturedLog()
+            let keeper = Self.fleetKeeper(world, log: log)
+            await keeper.apply([try world.site()])
+            try await world.advance(keeper, by: .seconds(5))
+            #expect(world.requests.count("POST /login") == 0)
+            #expect(await keeper.status().first?.holdsLease == false)
+            #expect(await keeper.status().first?.phase == .loggingIn)
+
+            // The holder (another keeper) logs in and stores; its change reaches this keeper.
+            let holder = world.keeper()
+            await holder.apply([try world.site()])
+            try await KeeperTests.settle(holder)
+            await holder.stopAll()
+            await keeper.storeChanged([.session(site: "demo")])
+            #expect(await keeper.status().first?.phase == .valid)
+            #expect(await keeper.record(for: "demo") != nil)
+            try await world.advance(keeper, by: .seconds(5))
+            #expect(world.requests.count("POST /login") == 1, "only the holder logged in")
+            await keeper.stopAll()
+        }
+    }
+
+    @Test func underItsLeaseASiteLogsInOnceThroughTheLeasesStoreAndStopsWhenTheLeaseEnds() async throws {
+        try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
+            let log = CapturedLog()
+            let keeper = Self.fleetKeeper(world, log: log)
+            await keeper.apply([try world.site()])
+            let stand = FencedStand(inner: VaultSessionStore(vault: world.vault), stale: Locked(false), writes: Locked(0))
+            await keeper.leasesChanged(
+                held: [HeldLease(site: "demo", epoch: 1, deadline: world.clock.now + .seconds(5), store: stand)], lost: [])
+            try await KeeperTests.settle(keeper)
+            #expect(world.requests.count("POST /login") == 1)
+            #expect(stand.writes.withLock { $0 } == 1, "the login stored through the lease's store")
+            #expect(await keeper.status().first?.holdsLease == true)
+            #expect(await keeper.fleetState()?.leasesHeld == 1)
+
+            // No renewal: once the deadline passes the keeper stops acting on the site, and says so once.
+            try await world.advance(keeper, by: .seconds(6))
+            await keeper.expireLeases()
+            await keeper.expireLeases()
+            #expect(await keeper.status().first?.holdsLease == false)
+            #expect(log.lines(containing: "lease lost").count == 1)
+            let checks = world.requests.count("GET /api/me")
+            try await world.advance(keeper, by: .seconds(5))
+            #expect(world.requests.count("GET /api/me") == checks, "no check runs without the lease")
+            #expect(await keeper.status().first?.phase == .valid, "the session it has is still served")
+            await keeper.stopAll()
+        }
+    }
+
+    @Test func aWriteRefusedForAStaleEpochIsLoggedCountedAndDropped() async throws {
+        try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
+            let log = CapturedLog()
+            let keeper = Self.fleetKeeper(world, log: log)
+            await keeper.apply([try world.site()])
+            let stand = FencedStand(inner: VaultSessionStore(vault: world.vault), stale: Locked(true), writes: Locked(0))
+            await keeper.leasesChanged(
+                held: [HeldLease(site: "demo", epoch: 4, deadline: world.clock.now + .seconds(60), store: stand)], lost: [])
+            try await KeeperTests.settle(keeper)
+            #expect(world.requests.count("POST /login") == 1)
+            #expect(await keeper.fleetState()?.staleWrites == 1)
+            #expect(log.lines(containing: "session write refused for a stale lease epoch").count == 1)
+            #expect(await keeper.status().first?.holdsLease == false, "the lease is gone with the refused write")
+            #expect(try await VaultSessionStore(vault: world.vault).load(site: "demo") == nil, "nothing was stored")
+            // It does not try again without its lease.
+            try await world.advance(keeper, by: .seconds(10))
+            #expect(world.requests.count("POST /login") == 1)
+            await keeper.stopAll()
+        }
+    }
+
+    @Test func aLostLeaseIsNoticedFromTheRenewalAndTheSiteFollows() async throws {
+        try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
+            let log = CapturedLog()
+            let keeper = Self.fleetKeeper(world, log: log)
+            await keeper.apply([try world.site()])
+            let stand = FencedStand(inner: VaultSessionStore(vault: world.vault), stale: Locked(false), writes: Locked(0))
+            await keeper.leasesChanged(
+                held: [HeldLease(site: "demo", epoch: 1, deadline: world.clock.now + .seconds(60), store: stand)], lost: [])
+            try await KeeperTests.settle(keeper)
+            await keeper.leasesChanged(held: [], lost: ["demo"])
+            #expect(await keeper.status().first?.holdsLease == false)
+            #expect(log.lines(containing: "lease lost").count == 1)
+            #expect(await keeper.sitesToRelease(1).isEmpty, "a site not held is not released")
+            await keeper.stopAll()
+        }
+    }
+
+    @Test func aClientOfAFollowerWaitsForTheHoldersLogin() async throws {
+        try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
+            let log = CapturedLog()
+            let follower = Self.fleetKeeper(world, log: log)
+            let asked = Locked<[String]>([])
+            await follower.setLoginRequester { site, refresh in asked.withLock { $0.append("\(site) \(refresh)") } }
+            await follower.apply([try world.site()])
+            let client = Task { try await follower.session(for: "demo", minValid: nil, wait: .seconds(30)) }
+            #expect(try await waitUntil(.seconds(10)) { asked.withLock { $0 } == ["demo false"] }, "the holder was not asked")
+
+            // The holder's login, as its store change reaches the follower.
+            let holder = world.keeper()
+            await holder.apply([try world.site()])
+            try await KeeperTests.settle(holder)
+            await holder.stopAll()
+            await follower.storeChanged([.session(site: "demo")])
+            let served = try await client.value
+            #expect(try await VaultSessionStore(vault: world.vault).load(site: "demo") == served.record)
+            #expect(world.requests.count("POST /login") == 1, "only the holder logged in")
+            await follower.stopAll()
+        }
+    }
+
+    @Test func aRefreshOfAFollowedSiteIsPassedToTheHolderAsAManagerOrAReaderAsked() async throws {
+        try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
+            let follower = Self.fleetKeeper(world, log: CapturedLog())
+            let asked = Locked<[String]>([])
+            await follower.setLoginRequester { site, refresh in asked.withLock { $0.append("\(site) \(refresh)") } }
+            await follower.apply([try world.site()])
+            _ = try await follower.refresh("demo", wait: nil, byManager: true)
+            _ = try await follower.refresh("demo", wait: nil, byManager: false)
+            #expect(try await waitUntil(.seconds(10)) { asked.withLock { $0 }.sorted() == ["demo false", "demo true"] })
+            try await world.advance(follower, by: .seconds(2))
+            #expect(world.requests.count("POST /login") == 0, "the follower itself never logs in")
+            await follower.stopAll()
+        }
+    }
+
+    @Test func theHolderActsOnAnotherKeepersClientByItsOwnRules() async throws {
+        try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
+            let keeper = Self.fleetKeeper(world, log: CapturedLog())
+            await keeper.apply([try world.site()])
+            // Not held: nothing happens.
+            await keeper.loginRequested("demo", refresh: false)
+            try await KeeperTests.settle(keeper)
+            #expect(world.requests.count("POST /login") == 0)
+            let stand = FencedStand(inner: VaultSessionStore(vault: world.vault), stale: Locked(false), writes: Locked(0))
+            await keeper.leasesChanged(
+                held: [HeldLease(site: "demo", epoch: 1, deadline: world.clock.now + .seconds(3600), store: stand)], lost: [])
+            try await KeeperTests.settle(keeper)
+            #expect(world.requests.count("POST /login") == 1)
+            // A client's need: one login, and a second ask within the report interval changes nothing.
+            await keeper.loginRequested("demo", refresh: false)
+            try await KeeperTests.settle(keeper)
+            await keeper.loginRequested("demo", refresh: false)
+            try await KeeperTests.settle(keeper)
+            #expect(world.requests.count("POST /login") == 2)
+            // A manager's refresh is never held back.
+            await keeper.loginRequested("demo", refresh: true)
+            try await KeeperTests.settle(keeper)
+            #expect(world.requests.count("POST /login") == 3)
+            await keeper.stopAll()
+        }
+    }
+
+    @Test func releasingForBalanceNeverCutsARunShort() {
+        #expect(LeaseChoice.release(2, held: ["a", "b", "c"], busy: ["a"]) == ["b", "c"])
+        #expect(LeaseChoice.release(5, held: ["a", "b"], busy: ["a", "b"]).isEmpty)
+        #expect(LeaseChoice.release(0, held: ["a"], busy: []).isEmpty)
+    }
+}
