@@ -21,7 +21,11 @@ PASSWORD = "reliability-Passw0rd"
 # The release binaries as `scripts/install` builds them (scripts/build-release); RELIABILITY_BUILD=debug uses the
 # debug ones that `swift build --build-tests` (the test command) has already built, so CI builds nothing more.
 DEBUG = os.environ.get("RELIABILITY_BUILD") == "debug"
-BUILD = ["swift", "build"] if DEBUG else [os.path.join(ROOT, "scripts", "build-release")]
+# The debug build takes the flags scripts/run and scripts/test build .build with (scripts/lib/build-flags.sh), so
+# that it reuses their objects instead of compiling everything again with debug information.
+DEBUG_BUILD = ["bash", "-c", 'source "$0" && exec swift build "${SWIFT_BUILD_FLAGS[@]}" "$@"',
+               os.path.join(ROOT, "scripts", "lib", "build-flags.sh")]
+BUILD = DEBUG_BUILD if DEBUG else [os.path.join(ROOT, "scripts", "build-release")]
 
 
 def binaries():
@@ -40,7 +44,9 @@ def binaries():
                               capture_output=True, text=True).stdout.strip().splitlines()[-1]
     for product in ("sessionkeeper", "demo-site"):
         if not os.access(os.path.join(path, product), os.X_OK):
-            raise SystemExit(f"{path}/{product} is missing: run {' '.join(BUILD)} {product}")
+            how = (f"swift build --product {product} with the flags of scripts/lib/build-flags.sh" if DEBUG
+                   else f"scripts/build-release {product}")
+            raise SystemExit(f"{path}/{product} is missing: run {how}")
     return path
 
 
