@@ -128,9 +128,8 @@ public final class FleetService: Service, Sendable {
                 for lease in try await leases.acquireAvailable(among: overdue, limit: overdue.count) { held[lease.site] = lease }
             }
             if plan.release > 0 {
-                for name in await keeper.sitesToRelease(plan.release) {
+                for name in await keeper.releaseLeases(upTo: plan.release) {
                     guard let lease = held.removeValue(forKey: name) else { continue }
-                    await keeper.releaseLease(of: name)
                     try await leases.release(lease)
                 }
             }

@@ -133,22 +133,22 @@ extension Keeper {
         entries.compactMap { $0.value.lease == nil ? nil : $0.key }.sorted()
     }
 
-    /// Of the held sites, at most `count` to give back to the fleet (above this keeper's share): only those with
-    /// no run in flight, so that no login is cut short for the sake of balance.
-    public func sitesToRelease(_ count: Int) -> [String] {
+    /// Gives back at most `count` held leases (above this keeper's share) and returns their sites, which follow
+    /// the holder from now on. Only sites with no run in flight are chosen, so that no login is cut short for the
+    /// sake of balance (the next holder would run it again: a site logged in twice); the choice and the release
+    /// are one step of the actor, so no run starts between them. A login still waiting at the gate is dropped: it
+    /// has sent nothing yet.
+    public func releaseLeases(upTo count: Int) -> [String] {
         guard count > 0 else { return [] }
         let held = entries.filter { $0.value.lease != nil }
-        return LeaseChoice.release(
-            count, held: held.keys.sorted(), busy: Set(held.filter { !$0.value.runs.isEmpty }.keys))
-    }
-
-    /// Gives `name`'s lease back (rebalancing): its runs stop and it follows the holder from now on.
-    public func releaseLease(of name: String) {
-        guard entries[name]?.lease != nil else { return }
-        entries[name]?.lease = nil
-        stopRuns(of: name)
+        let chosen = LeaseChoice.release(count, held: held.keys.sorted(), busy: Set(held.filter { !$0.value.runs.isEmpty }.keys))
+        for name in chosen {
+            entries[name]?.lease = nil
+            stopRuns(of: name)
+            logger.info("lease released to the fleet", metadata: ["site": "\(name)"])
+        }
         fleet.leasesHeld = entries.values.filter { $0.lease != nil }.count
-        logger.info("lease released to the fleet", metadata: ["site": "\(name)"])
+        return chosen
     }
 
     /// Sets how a client's need for a login is passed to the keeper holding a site's lease (``sessionFromHolder``,

@@ -73,12 +73,15 @@ struct FleetCLITests {
         }
         #expect(allValid, "not every keeper serves 30 valid sites: \(world.logs())")
         let first = try await world.stats()
-        // Known intermittent: on a machine loaded by the whole suite one site was once logged in twice, one login
-        // after the other (never two at once: `overlaps` below stays strict). Not yet explained: a lease taken
-        // over after its holder's late renewal, or a keeper planning a site before its lease state is known.
-        #expect(Set(first.logins.keys) == Set(Self.siteNames) && first.logins.values.allSatisfy { $0 <= 2 }, "logins per site: \(first.logins)")
-        withKnownIssue("a site logged in twice under load (issue 28, under investigation)", isIntermittent: true) {
-            #expect(first.logins == Dictionary(uniqueKeysWithValues: Self.siteNames.map { ($0, 1) }), "logins per site: \(first.logins)")
+        // Every site once. The one reason a second login is right is a lease lost during the first (its renewal
+        // did not land within the 3 s lease on a machine loaded by the whole suite): the run is cut, its write would
+        // be refused, and the next holder must log in. A lease given back for balance never cuts a login
+        // (`Keeper.releaseLeases` chooses and releases in one step), so a second login without a logged loss is a
+        // defect.
+        #expect(Set(first.logins.keys) == Set(Self.siteNames), "logins per site: \(first.logins)")
+        for (name, count) in first.logins.sorted(by: { $0.key < $1.key }) where count != 1 {
+            let lost = world.keepers.flatMap { $0.logLines(about: name) }.filter { $0.contains("lease lost") }
+            #expect(count == 2 && !lost.isEmpty, "site \(name) logged in \(count) times: \(world.keepers.map { $0.logLines(about: name) })")
         }
         #expect(first.overlaps.isEmpty, "overlapping logins: \(first.overlaps)")
         let spread = try await waitUntil(.seconds(15)) {
@@ -379,6 +382,11 @@ final class FleetKeeper: Sendable {
         let status = try await run(["status", "--json"])
         guard status.status == 0 else { return nil }
         return try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+    }
+
+    /// The lines of this keeper's log about `site`.
+    func logLines(about site: String) -> [String] {
+        log.split(separator: "\n").filter { $0.split(separator: " ").contains { $0 == "site=\(site)" } }.map(String.init)
     }
 
     /// The value of the site's cookie this keeper's socket serves; nil when it serves none.

@@ -124,7 +124,30 @@ import Vault
             await keeper.leasesChanged(held: [], lost: ["demo"])
             #expect(await keeper.status().first?.holdsLease == false)
             #expect(log.lines(containing: "lease lost").count == 1)
-            #expect(await keeper.sitesToRelease(1).isEmpty, "a site not held is not released")
+            #expect(await keeper.releaseLeases(upTo: 1).isEmpty, "a site not held is not released")
+            await keeper.stopAll()
+        }
+    }
+
+    @Test func aLeaseGivenBackForBalanceIsChosenAndReleasedInOneStep() async throws {
+        try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
+            let log = CapturedLog()
+            let keeper = Self.fleetKeeper(world, log: log)
+            await keeper.apply([try world.site()])
+            let stand = FencedStand(inner: VaultSessionStore(vault: world.vault), stale: Locked(false), writes: Locked(0))
+            await keeper.leasesChanged(
+                held: [HeldLease(site: "demo", epoch: 1, deadline: world.clock.now + .seconds(3600), store: stand)], lost: [])
+            try await KeeperTests.settle(keeper)
+            #expect(world.requests.count("POST /login") == 1)
+            #expect(await keeper.releaseLeases(upTo: 0).isEmpty)
+            #expect(await keeper.releaseLeases(upTo: 3) == ["demo"], "an idle held site is given back")
+            #expect(await keeper.status().first?.holdsLease == false)
+            #expect(await keeper.fleetState()?.leasesHeld == 0)
+            #expect(log.lines(containing: "lease released to the fleet").count == 1)
+            let checks = world.requests.count("GET /api/me")
+            try await world.advance(keeper, by: .seconds(30))
+            #expect(world.requests.count("GET /api/me") == checks && world.requests.count("POST /login") == 1, "it acts no more")
+            #expect(await keeper.status().first?.phase == .valid, "the session it has is still served")
             await keeper.stopAll()
         }
     }
