@@ -27,8 +27,29 @@ struct VaultInitCommand: AsyncParsableCommand {
             try VaultAccess.protectProcess()
             let location = try options.location()
             if case let .postgres(settings) = location.store {
-                let created = try await FleetStoreAccess.with(settings, key: location.key, create: true) { $0.storedKeyring }
-                guard created else { throw CLIFailure.usage("\(location.description) already holds a vault") }
+                // As for a folder, a missing key file is made; it is removed again when the database keeps no
+                // keyring of it (another vault is there, or the database cannot be reached), so a failed init
+                // leaves no key behind that unlocks nothing.
+                var madeKeyFile: String?
+                if case let .keyFile(path) = location.key, !Syscall.exists(path) {
+                    do {
+                        try VaultKey.createKeyFile(at: path)
+                    } catch {
+                        throw CLIFailure(vaultError: error)
+                    }
+                    madeKeyFile = path
+                }
+                let created: Bool
+                do {
+                    created = try await FleetStoreAccess.with(settings, key: location.key, create: true) { $0.storedKeyring }
+                } catch {
+                    if let madeKeyFile { _ = try? Syscall.unlinkIfPresent(madeKeyFile) }
+                    throw error
+                }
+                guard created else {
+                    if let madeKeyFile { _ = try? Syscall.unlinkIfPresent(madeKeyFile) }
+                    throw CLIFailure.usage("\(location.description) already holds a vault")
+                }
                 Console.out("created a vault in \(location.description), unlocked by \(location.key)")
                 return
             }

@@ -24,12 +24,15 @@ import TestSupport
         let password = "Url-pa55word-x9"
         _ = try await server.sql("ALTER ROLE \(server.user) PASSWORD '\(password)'", database: "postgres")
         let url = server.url(database: database).replacingOccurrences(of: "\(server.user)@", with: "\(server.user):\(password)@")
+        let freshURL = server.url(database: try await server.createDatabase())
+            .replacingOccurrences(of: "\(server.user)@", with: "\(server.user):\(password)@")
         try folder.write("sites_dir: sites\nstate_dir: state\n", to: "folder.yaml")
         try folder.write("sites_dir: sites\nstate_dir: state\nstore:\n  postgres:\n    url: {env: SK_DATABASE_URL}\n", to: "fleet.yaml")
         func run(_ arguments: [String], config: String, input: String? = nil) async throws -> CLIRunner.Output {
             let result = try await runProgram(
                 binary.path, arguments + ["--config", folder.path(config)],
-                environment: ["PATH": "/usr/bin:/bin", "HOME": folder.path, "SK_DATABASE_URL": url], directory: folder.path,
+                environment: ["PATH": "/usr/bin:/bin", "HOME": folder.path, "SK_DATABASE_URL": url, "SK_FRESH_URL": freshURL],
+                directory: folder.path,
                 input: input.map { Data($0.utf8) })
             let output = CLIRunner.Output(result)
             #expect(!output.stdout.contains(password) && !output.stderr.contains(password), "the URL's password was printed")
@@ -70,6 +73,24 @@ import TestSupport
         #expect(returned.stdout.contains("copied the keyring; copied 0 session(s) and 2 secret(s)"))
         try folder.write("sites_dir: sites\nstate_dir: back\nvault: {key: {file: back-master.key}}\n", to: "back.yaml")
         #expect(try await run(["secret", "list"], config: "back.yaml").stdout == "api/key\nwiki/password\n")
+
+        // `vault init` on an empty database makes the missing key file (32 bytes, mode 0600), as for a folder; a
+        // second init is refused, and one with another missing key file leaves no key behind.
+        for (file, key) in [("fresh.yaml", "fresh.key"), ("other.yaml", "other.key")] {
+            try folder.write(
+                "sites_dir: sites\nstate_dir: \(key)-state\nvault: {key: {file: \(key)}}\nstore:\n  postgres:\n    url: {env: SK_FRESH_URL}\n",
+                to: file)
+        }
+        let initialized = try await run(["vault", "init"], config: "fresh.yaml")
+        #expect(initialized.status == 0 && initialized.stdout.contains("created a vault in"), "\(initialized.stderr)")
+        let keyAttributes = try FileManager.default.attributesOfItem(atPath: folder.path("fresh.key"))
+        #expect(keyAttributes[.size] as? Int == 32 && (keyAttributes[.posixPermissions] as? Int) == 0o600)
+        #expect(try await run(["vault", "init"], config: "fresh.yaml").status == 2)
+        let foreign = try await run(["vault", "init"], config: "other.yaml")
+        #expect(foreign.status != 0, "\(foreign.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: folder.path("other.key")), "a key file that unlocks nothing was left")
+        #expect(try await run(["secret", "set", "fresh/one"], config: "fresh.yaml", input: "v").status == 0)
+        #expect(try await run(["secret", "list"], config: "fresh.yaml").stdout == "fresh/one\n")
 
         // A database that cannot be reached: exit 1, a message naming it, no password.
         try folder.write(
