@@ -222,6 +222,7 @@ extension PostgresStore {
                         try await withDeadline(self.settings.renewalPeriod, sleep: self.sleep) {
                             for try await _ in try await connection.query("SELECT 1", logger: self.quietLogger) {}
                         }
+                        self.reachability.succeeded()
                     }
                 }
                 defer { group.cancelAll() }

@@ -81,7 +81,7 @@ public final class PostgresStore: Sendable {
         var background = logger
         background.logLevel = .critical
         client = PostgresClient(configuration: connection.client, backgroundLogger: background)
-        reachability = ReachabilityMonitor(place: url.place, logger: logger, now: now)
+        reachability = ReachabilityMonitor(place: url.place, logger: logger, now: now, settle: settings.renewalPeriod)
         feed = ChangeFeed()
     }
 
@@ -347,6 +347,7 @@ public final class PostgresStore: Sendable {
             let silence = "\(what) on \(url.place): no answer within \(error.limit)"
             // Known unreachable already: the reason found before (refused, authentication failed) says more.
             if case let .unreachable(_, reason) = reachability.current {
+                reachability.failed(silence, keepingReason: true)
                 throw PostgresStoreError(.unreachable, "\(silence) (\(reason))")
             }
             reachability.failed(silence)

@@ -22,21 +22,29 @@ public enum StoreReachability: Sendable, Hashable, CustomStringConvertible {
 /// The store's reachability as every statement and the listener's connection see it: the current state,
 /// a stream of its changes for whoever watches (status, health, metrics), and one log line per change,
 /// never one per failed attempt.
+///
+/// Down at the first failure, up again only once successes have held for `settle` with no failure between
+/// them: after a restart the listener reconnects at once while the pool's connections are still backing off,
+/// and a rule of one success would report reachable, unreachable, reachable for one outage.
 public final class ReachabilityMonitor: Sendable {
     private struct State {
         var current: StoreReachability = .reachable
         var watchers: [UUID: AsyncStream<StoreReachability>.Continuation] = [:]
+        /// While unreachable: the first success since the latest failure.
+        var recoveringSince: Date?
     }
 
     private let state = Locked(State())
     private let logger: Logger
     private let now: @Sendable () -> Date
     private let place: String
+    private let settle: TimeInterval
 
-    init(place: String, logger: Logger, now: @escaping @Sendable () -> Date) {
+    init(place: String, logger: Logger, now: @escaping @Sendable () -> Date, settle: Duration) {
         self.place = place
         self.logger = logger
         self.now = now
+        self.settle = Double(settle.components.seconds) + Double(settle.components.attoseconds) / 1e18
     }
 
     /// The state now.
@@ -58,30 +66,37 @@ public final class ReachabilityMonitor: Sendable {
 
     /// A statement or the listener reached the database.
     func succeeded() {
-        let (changed, wasDownSince) = state.withLock { state -> (Bool, Date?) in
-            guard case let .unreachable(since, _) = state.current else { return (false, nil) }
+        let time = now()
+        let wasDownSince = state.withLock { state -> Date? in
+            guard case let .unreachable(since, _) = state.current else { return nil }
+            let first = state.recoveringSince ?? time
+            state.recoveringSince = first
+            guard time.timeIntervalSince(first) >= settle else { return nil }
             state.current = .reachable
+            state.recoveringSince = nil
             for watcher in state.watchers.values { watcher.yield(.reachable) }
-            return (true, since)
+            return since
         }
-        if changed, let wasDownSince {
-            let seconds = Int(now().timeIntervalSince(wasDownSince).rounded())
+        if let wasDownSince {
+            let seconds = Int(time.timeIntervalSince(wasDownSince).rounded())
             logger.notice("store reachable again", metadata: ["database": "\(place)", "unreachable_for_s": "\(seconds)"])
         }
     }
 
-    /// An attempt found the database out of reach. Logs only when it was reachable before.
-    func failed(_ reason: String) {
+    /// An attempt found the database out of reach. Logs only when it was reachable before. `reason` replaces
+    /// the one kept unless `keepingReason` (a silence says less than the refusal found before it).
+    func failed(_ reason: String, keepingReason: Bool = false) {
         let changed = state.withLock { state -> Bool in
+            state.recoveringSince = nil
             switch state.current {
             case .reachable:
                 state.current = .unreachable(since: now(), reason: reason)
                 for watcher in state.watchers.values { watcher.yield(state.current) }
                 return true
-            case let .unreachable(since, _):
+            case let .unreachable(since, earlier):
                 // The latest reason is kept (it may change from "refused" to "authentication failed"), but
                 // only a change of state is news.
-                state.current = .unreachable(since: since, reason: reason)
+                state.current = .unreachable(since: since, reason: keepingReason ? earlier : reason)
                 return false
             }
         }
