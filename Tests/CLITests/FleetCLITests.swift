@@ -215,22 +215,30 @@ final class FleetWorld: Sendable {
     let database: PostgresServer
     let folder: TemporaryFolder
     let site: PythonServer
+    /// The address the site server listens on: loopback, or a veth address in the namespace test.
+    let siteAddress: String
     let keepers: [FleetKeeper]
 
-    init(database: PostgresServer, folder: TemporaryFolder, site: PythonServer, keepers: [FleetKeeper]) {
+    init(database: PostgresServer, folder: TemporaryFolder, site: PythonServer, siteAddress: String, keepers: [FleetKeeper]) {
         self.database = database
         self.folder = folder
         self.site = site
+        self.siteAddress = siteAddress
         self.keepers = keepers
     }
 
-    static func make(database: PostgresServer, folder: TemporaryFolder, site: PythonServer) async throws -> FleetWorld {
+    /// The site files, the master key and the keyring, and three keepers (not started). `namespaced`, when
+    /// given, makes the keeper of that index run in a network namespace with its own database URL.
+    static func make(
+        database: PostgresServer, folder: TemporaryFolder, site: PythonServer, siteAddress: String = "127.0.0.1",
+        namespaced: (index: Int, namespace: String, databaseURL: String)? = nil
+    ) async throws -> FleetWorld {
         let name = try await database.createDatabase()
         let url = database.url(database: name)
         try FileManager.default.createDirectory(atPath: folder.path("sites"), withIntermediateDirectories: true)
         for name in FleetCLITests.siteNames {
             try """
-                base_url: http://127.0.0.1:\(site.port)
+                base_url: http://\(siteAddress):\(site.port)
                 login:
                   steps:
                     - name: sign in
@@ -241,7 +249,12 @@ final class FleetWorld: Sendable {
 
                 """.write(toFile: folder.path("sites/\(name).yaml"), atomically: true, encoding: .utf8)
         }
-        let keepers = (1...3).map { FleetKeeper(index: $0, folder: folder, databaseURL: url) }
+        let keepers = (1...3).map { index in
+            guard let namespaced, namespaced.index == index else { return FleetKeeper(index: index, folder: folder, databaseURL: url) }
+            return FleetKeeper(
+                index: index, folder: folder, databaseURL: namespaced.databaseURL.replacingOccurrences(of: "DATABASE", with: name),
+                namespace: namespaced.namespace)
+        }
         for keeper in keepers { try keeper.writeConfig() }
         // The shared master key (32 random bytes, mode 0600) and the database's keyring, made once before the keepers start.
         var key = [UInt8](repeating: 0, count: 32)
@@ -250,7 +263,7 @@ final class FleetWorld: Sendable {
             atPath: folder.path("master.key"), contents: Data(key), attributes: [.posixPermissions: 0o600]))
         let initialized = try await keepers[0].run(["vault", "init"])
         try #require(initialized.status == 0, "vault init: \(initialized.stderr)")
-        return FleetWorld(database: database, folder: folder, site: site, keepers: keepers)
+        return FleetWorld(database: database, folder: folder, site: site, siteAddress: siteAddress, keepers: keepers)
     }
 
     struct Stats {
@@ -260,7 +273,7 @@ final class FleetWorld: Sendable {
     }
 
     func stats() async throws -> Stats {
-        let text = try await runCurl([site.url("/stats")])
+        let text = try await runCurl(["http://\(siteAddress):\(site.port)/stats"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         return Stats(
             logins: object["logins"] as? [String: Int] ?? [:], active: object["active"] as? [String: Int] ?? [:],
@@ -268,7 +281,7 @@ final class FleetWorld: Sendable {
     }
 
     func post(_ path: String) async throws {
-        _ = try await runCurl(["-X", "POST", site.url(path)])
+        _ = try await runCurl(["-X", "POST", "http://\(siteAddress):\(site.port)\(path)"])
     }
 
     /// How many leases each running keeper holds.
@@ -309,12 +322,15 @@ final class FleetKeeper: Sendable {
 
     /// The master key file, in the fleet's folder.
     let keyFile: String
+    /// The network namespace `run` starts in (`ip netns exec`); nil for the test's own.
+    let namespace: String?
 
-    init(index: Int, folder: TemporaryFolder, databaseURL: String, keyFile: String = "master.key") {
+    init(index: Int, folder: TemporaryFolder, databaseURL: String, keyFile: String = "master.key", namespace: String? = nil) {
         self.index = index
         self.folder = folder
         self.databaseURL = databaseURL
         self.keyFile = keyFile
+        self.namespace = namespace
     }
 
     var child: RunningChild? { process.withLock { $0 } }
@@ -347,8 +363,11 @@ final class FleetKeeper: Sendable {
     }
 
     func start() async throws {
+        let executable = try #require(CLIRunner.executable).path
+        // `ip netns exec` enters the namespace and executes the keeper in its place: signals reach the keeper.
+        let command = namespace.map { (NetworkNamespace.ip, ["netns", "exec", $0, executable]) } ?? (executable, [])
         let child = try await startProgram(
-            try #require(CLIRunner.executable).path, ["run", "--config", configPath], environment: environment,
+            command.0, command.1 + ["run", "--config", configPath], environment: environment,
             directory: folder.path, standardError: .mergedWithOutput)
         child.closeInput()
         process.withLock { $0 = child }

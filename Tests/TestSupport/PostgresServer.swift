@@ -98,6 +98,15 @@ public final class PostgresServer: Sendable {
         _ = try await sql("SELECT pg_reload_conf()", database: "postgres")
     }
 
+    /// Lets any role connect over TCP from `network` (CIDR) without a password, as the socket does, and reloads.
+    /// The server must also listen there (`listen_addresses` in ``start(label:settings:)``).
+    public func trust(network: String) async throws {
+        let path = dataDirectory + "/pg_hba.conf"
+        let rules = try String(contentsOfFile: path, encoding: .utf8)
+        try Data((rules + "host all all \(network) trust\n").utf8).write(to: URL(fileURLWithPath: path))
+        _ = try await sql("SELECT pg_reload_conf()", database: "postgres")
+    }
+
     /// Runs `statement` with psql in `database` and returns its rows, one a line, columns separated by `|`.
     public func sql(_ statement: String, database: String) async throws -> String {
         let result = try await run(

@@ -1,6 +1,7 @@
 """Loopback HTTP server for the fleet tests: many sites, one path prefix each, and a count of their logins.
 
-Prints its port on the first line of stdout, then serves until killed:
+Listens on 127.0.0.1, or on the address given as its one argument (the fleet's network-namespace test serves
+from a veth address). Prints its port on the first line of stdout, then serves until killed:
   POST /SITE/login    a login: answers 200 with Set-Cookie fleet_SITE=SITE-N-RANDOM (Max-Age one hour) after
                       the site's delay; while the site is parked, waits until it is released
   GET  /SITE/me       200 when the request carries the site's current cookie, 401 otherwise
@@ -10,6 +11,7 @@ Prints its port on the first line of stdout, then serves until killed:
 A login of a site that starts while another login of the same site is in progress is an overlap.
 """
 import os
+import sys
 
 os.closerange(3, 65536)
 
@@ -96,7 +98,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+server = http.server.ThreadingHTTPServer((sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1", 0), Handler)
 server.daemon_threads = True
 print(server.server_address[1], flush=True)
 server.serve_forever()
