@@ -10,7 +10,7 @@ import SiteConfig
 public enum ProxyHeaders {
     /// Fields that describe one connection, never the message, so no proxy forwards them (RFC 9110 section
     /// 7.6.1, RFC 9112 section 9.6), with `Proxy-Connection`, which old clients still send. Lower case.
-    public static let connectionFields: Set<String> = [
+    public static let connectionFields: [String] = [
         "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade",
     ]
 
@@ -21,12 +21,12 @@ public enum ProxyHeaders {
     /// - `content-length`: the transport frames the body;
     /// - `expect`: `100-continue` is a matter between the client and the daemon;
     /// - `proxy-authorization`: credentials for a proxy, which the site is not.
-    public static let replacedRequestFields: Set<String> = [
+    public static let replacedRequestFields: [String] = [
         "host", "cookie", "user-agent", "content-length", "expect", "proxy-authorization",
     ]
 
     /// Fields of an answer that never reach the client, lower case: the cookies it sets are the session's.
-    public static let absorbedResponseFields: Set<String> = ["set-cookie", "set-cookie2"]
+    public static let absorbedResponseFields: [String] = ["set-cookie", "set-cookie2"]
 
     /// The fields a client's request carries to the site.
     ///
@@ -37,11 +37,11 @@ public enum ProxyHeaders {
     ///   - inspectsBody: the site's rule looks into bodies (`body_contains`): `Accept-Encoding` is dropped so
     ///     that the site answers in plain bytes the rule can read (the daemon decodes nothing).
     public static func request(_ client: HTTPHeaders, siteHeaders: [HTTPSettings.Header], inspectsBody: Bool) -> HTTPHeaders {
-        let dropped = droppedNames(in: client, fixed: replacedRequestFields, also: inspectsBody ? ["accept-encoding"] : [])
+        let dropped = Dropped(fixed: inspectsBody ? droppedFromRequestInspected : droppedFromRequest, listedIn: client)
         var headers = HTTPHeaders()
         headers.reserveCapacity(client.count + siteHeaders.count)
-        for field in client where !dropped.contains(field.name.lowercased()) { headers.add(field) }
-        for header in siteHeaders where !dropped.contains(header.name.lowercased()) && !headers.contains(header.name) {
+        for field in client where !dropped.contains(field.name) { headers.add(field) }
+        for header in siteHeaders where !dropped.contains(header.name) && !headers.contains(header.name) {
             headers.add(name: header.name, value: header.value)
         }
         return headers
@@ -50,24 +50,39 @@ public enum ProxyHeaders {
     /// The fields of the site's answer that go to the client, before `Location` is rewritten: without the
     /// connection's fields and without `Set-Cookie`.
     public static func response(_ upstream: HTTPHeaders) -> HTTPHeaders {
-        let dropped = droppedNames(in: upstream, fixed: absorbedResponseFields, also: [])
+        let dropped = Dropped(fixed: droppedFromResponse, listedIn: upstream)
         var headers = HTTPHeaders()
         headers.reserveCapacity(upstream.count)
-        for field in upstream where !dropped.contains(field.name.lowercased()) { headers.add(field) }
+        for field in upstream where !dropped.contains(field.name) { headers.add(field) }
         return headers
     }
 
-    /// The lower-case names not forwarded from `headers`: the connection's fields, the names its `Connection`
-    /// fields list (RFC 9110 section 7.6.1: "a proxy ... MUST remove ... each connection option"), `fixed` and
-    /// `also`.
-    static func droppedNames(in headers: HTTPHeaders, fixed: Set<String>, also: [String]) -> Set<String> {
-        var names = connectionFields.union(fixed).union(also)
-        for value in headers.values(for: "Connection") {
-            for option in value.split(separator: ",") {
-                let name = option.trimmingCharacters(in: .whitespaces).lowercased()
-                if !name.isEmpty { names.insert(name) }
+    static let droppedFromRequest = connectionFields + replacedRequestFields
+    static let droppedFromRequestInspected = droppedFromRequest + ["accept-encoding"]
+    static let droppedFromResponse = connectionFields + absorbedResponseFields
+
+    /// The names not forwarded from one message: `fixed` (the connection's fields and those of the direction)
+    /// and the names its `Connection` fields list (RFC 9110 section 7.6.1: "a proxy ... MUST remove ... each
+    /// connection option"). Every proxied exchange asks this of each field both ways, so names are compared
+    /// in place, ASCII case-insensitively (as field names compare), never lowercased into new strings.
+    struct Dropped {
+        let fixed: [String]
+        let options: [String]
+
+        init(fixed: [String], listedIn headers: HTTPHeaders) {
+            self.fixed = fixed
+            var options: [String] = []
+            for value in headers.values(for: "Connection") {
+                for option in value.split(separator: ",") {
+                    let name = option.trimmingCharacters(in: .whitespaces)
+                    if !name.isEmpty { options.append(name) }
+                }
             }
+            self.options = options
         }
-        return names
+
+        func contains(_ name: String) -> Bool {
+            fixed.contains { $0.caseInsensitiveEquals(name) } || options.contains { $0.caseInsensitiveEquals(name) }
+        }
     }
 }

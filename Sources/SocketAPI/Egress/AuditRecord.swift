@@ -47,12 +47,17 @@ final class AuditRecord: Sendable {
         }
         guard let counts else { return }
         let elapsed = ContinuousClock.now - started
+        // Built only when the line is written (swift-log takes the metadata as an autoclosure).
+        logger.info("egress", metadata: metadata(status: status, counts: counts, elapsed: elapsed, failure: failure))
+    }
+
+    private func metadata(status: Int?, counts: Counts, elapsed: Duration, failure: String?) -> Logger.Metadata {
         var metadata: Logger.Metadata = [
             "uid": "\(peer.uid)", "pid": "\(peer.pid)", "site": "\(site)", "method": "\(method)", "path": "\(path)",
             "status": "\(status.map(String.init) ?? "-")", "bytes_up": "\(counts.up)", "bytes_down": "\(counts.down)",
             "ms": "\(String(format: "%.3f", Double(elapsed / .microseconds(1)) / 1000))", "login": "\(counts.loggedIn ? "yes" : "no")",
         ]
         if let failure { metadata["failure"] = "\(failure)" }
-        logger.info("egress", metadata: metadata)
+        return metadata
     }
 }

@@ -40,7 +40,7 @@ struct EgressForwarder: Sendable {
     let metrics: DaemonMetrics
     let logger: Logger
     let now: @Sendable () -> Date
-    let judges = JudgeCache()
+    let derivations = SiteDerivations()
 
     /// What the client asked for, as the route read it.
     struct ClientRequest: Sendable {
@@ -61,14 +61,15 @@ struct EgressForwarder: Sendable {
         let started = ContinuousClock.now
         let site = request.site
         let audit = AuditRecord(peer: request.peer, site: site.name, method: request.method, path: Self.pathWithoutQuery(request.target))
-        let address = ProxyAddress(base: site.baseURL, prefix: request.prefix)
+        let derived = derivations.derived(for: site, prefix: request.prefix)
+        let address = derived.address
         let url: URL
         do {
             url = try address.upstreamURL(request.target)
         } catch {
             throw refused(APIError(.badRequest, .badRequest, "the path to send to site '\(site.name)': \(error)"), audit: audit)
         }
-        let judge = judges.judge(for: site)
+        let judge = derived.judge
         let clientHeaders = Self.headers(request.headers)
         var headers = ProxyHeaders.request(clientHeaders, siteHeaders: site.http.headers, inspectsBody: site.egress.loggedOut.bodyText != nil)
         let options = TransportOptions(site: site.http)
@@ -198,8 +199,9 @@ struct EgressForwarder: Sendable {
         let logger = logger
         let upstream = answer.body
         let hasBody = LoggedOutJudge.hasBody(status: answer.status, method: request.method)
+        let status = HTTPTypes.HTTPResponse.Status(code: answer.status)
         return Response(
-            status: HTTPTypes.HTTPResponse.Status(code: answer.status), headers: fields,
+            status: status, headers: fields,
             body: HummingbirdCore.ResponseBody { writer in
                 var sent = 0
                 do {
@@ -292,17 +294,36 @@ struct EgressForwarder: Sendable {
     }
 }
 
-/// One judge per site definition: the rule's pattern is compiled once, not for every request.
-final class JudgeCache: Sendable {
-    private let judges = Locked<[String: LoggedOutJudge]>([:])
+/// What the forwarder derives from a site's definition for every request: the logged-out rule's judge (its
+/// pattern compiled) and the route's address mapping (its `base_url` parsed). Made once per definition and
+/// route, not once per request; a definition that changed (a reload) is derived again.
+final class SiteDerivations: Sendable {
+    struct Derived: Sendable {
+        let rule: LoggedOutRule
+        /// Nil when the rule's pattern does not compile (loading a site file checks it, so only a definition
+        /// built in code can have one): no answer is then judged logged out.
+        let judge: LoggedOutJudge?
+        let address: ProxyAddress
+    }
 
-    /// The judge of the site's rule; nil when its pattern does not compile (loading a site file checks it, so
-    /// only a definition built in code can have one): no answer is then judged logged out.
-    func judge(for site: SiteDefinition) -> LoggedOutJudge? {
-        let rule = site.egress.loggedOut
-        if let known = judges.withLock({ $0[site.name] }), known.rule == rule { return known }
-        guard let judge = try? LoggedOutJudge(rule) else { return nil }
-        judges.withLock { $0[site.name] = judge }
-        return judge
+    /// More entries than any daemon keeps sites for (two routes each): past it, sites were renamed or removed
+    /// many times over, and the cache starts again rather than grow.
+    static let entryLimit = 50_000
+
+    private let derived = Locked<[String: Derived]>([:])
+
+    func derived(for site: SiteDefinition, prefix: String) -> Derived {
+        let key = site.name + "\u{0}" + prefix
+        if let known = derived.withLock({ $0[key] }), known.rule == site.egress.loggedOut, known.address.base == site.baseURL {
+            return known
+        }
+        let made = Derived(
+            rule: site.egress.loggedOut, judge: try? LoggedOutJudge(site.egress.loggedOut),
+            address: ProxyAddress(base: site.baseURL, prefix: prefix))
+        derived.withLock { cache in
+            if cache.count >= Self.entryLimit { cache.removeAll() }
+            cache[key] = made
+        }
+        return made
     }
 }
