@@ -46,6 +46,10 @@ struct StatusCommand: ParsableCommand {
                 guard let reason = site.attentionReason else { continue }
                 Console.out("\(site.name) needs attention (\(reason)): \(site.whatToDo ?? "see its last error")")
             }
+            for site in statuses {
+                guard let problem = site.listenError else { continue }
+                Console.out("\(site.name): its egress listener is down (\(problem)); the socket's proxy route still serves it")
+            }
             if let store = answer["store"] {
                 Console.out(StoreLine.text(store))
             }
@@ -79,6 +83,8 @@ struct SiteStatus {
     var whatToDo: String?
     /// The prompt a waiting-for-person site's login waits on: its name and message.
     var prompt: (name: String, message: String?)?
+    /// Why the site's loopback egress listener is down (`listen_error`).
+    var listenError: String?
 
     init(_ value: JSONValue) {
         func text(_ key: String) -> String? {
@@ -91,6 +97,7 @@ struct SiteStatus {
         lastLogin = text("last_login").flatMap(CookieTime.parseRFC3339)
         nextRefresh = text("next_refresh").flatMap(CookieTime.parseRFC3339)
         lastError = text("last_error")
+        listenError = text("listen_error")
         userAgent = text("user_agent")
         if case .string(let kind)? = value["next_run"]?["kind"], case .string(let at)? = value["next_run"]?["at"],
            let date = CookieTime.parseRFC3339(at) {

@@ -90,6 +90,10 @@ import Testing
             // What to do for a site that waits for a person, and the files that failed to load, with their errors.
             #expect(lines.contains("nosession needs attention (credentials-refused): fix the credentials in nosession.yaml"), "\(lines)")
             #expect(lines.contains("  /etc/sessionkeeper/sites/broken.yaml:3:1: error: unknown key 'chek'"), "\(lines)")
+            // A site whose loopback listener could not bind says so below the table.
+            #expect(lines.contains(
+                "slow: its egress listener is down (cannot listen on 127.0.0.1:8080: address already in use); the socket's proxy route still serves it"),
+                "\(lines)")
             let json = try await world.run(["status", "--json"])
             #expect(json.stdout.hasPrefix(#"{"sites": ["#), "\(json.stdout)")
 

@@ -81,6 +81,12 @@ import TestSupport
                 // The site's detail says so.
                 let detail = try await world.curl("/v1/sites/up").json?["egress"]
                 #expect(detail?["listen_error"]?.plainText.contains("cannot listen on 127.0.0.1:\(upstream.server.port)") == true)
+                // And the list, which `status` shows.
+                guard case .array(let listed)? = try await world.curl("/v1/sites").json?["sites"] else {
+                    Issue.record("no sites list")
+                    return
+                }
+                #expect(listed.first?["listen_error"]?.plainText.contains("cannot listen on 127.0.0.1:\(upstream.server.port)") == true)
                 // The socket serves on, the route too.
                 let proxied = try await EgressRouteTests.curl(world, "/v1/sites/up/proxy/echo")
                 #expect(proxied.status == 200)

@@ -80,7 +80,7 @@ struct APIRoutes: Sendable {
         let snapshots = await keeper.snapshots()
         await access.resolveMissingGroups(of: snapshots.map(\.site))
         let visible = snapshots.filter { access.allows(context.peer, site: $0.site) }
-        var members: [(key: String, value: JSONValue)] = [("sites", .array(visible.map { SiteWire.site($0.status) }))]
+        var members: [(key: String, value: JSONValue)] = [("sites", .array(visible.map { SiteWire.site($0.status, listenError: listeners?.problem(of: $0.site.name)) }))]
         // A file that failed to parse has no `access` to judge by: only the daemon's managers see it.
         if access.manages(context.peer) { members.append(("failed_files", SiteWire.failedFiles(await keeper.failedSiteFiles()))) }
         if let fleet = await keeper.fleetState() { members.append(("store", SiteWire.store(fleet))) }

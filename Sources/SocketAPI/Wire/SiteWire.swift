@@ -9,8 +9,12 @@ import Scheduler
 enum SiteWire {
     /// `{"name","state","expires_at","last_login","next_refresh","last_error","next_run","failures","retry_at",
     /// "attention"}`, and `"prompt"` while the site is waiting-for-person.
-    static func site(_ status: Keeper.SiteStatus) -> JSONValue {
-        .object(siteMembers(status))
+    /// `listenError`, when the site's loopback listener is down, is added as `"listen_error"`: `status` shows
+    /// it without a request per site.
+    static func site(_ status: Keeper.SiteStatus, listenError: String? = nil) -> JSONValue {
+        var members = siteMembers(status)
+        if let listenError { members.append(("listen_error", .string(listenError))) }
+        return .object(members)
     }
 
     /// The site plus `"cookies"` (the live cookies' names), `"user_agent"` and `"egress"` (how a logged-out

@@ -41,7 +41,8 @@ SITES = {
     "slow": {"name": "slow", "state": "failed", "expires_at": None, "last_login": None,
              "next_refresh": "2099-01-01T00:00:00Z", "last_error": "plugin failed",
              "next_run": {"kind": "refresh", "at": "2099-01-01T00:00:00Z"}, "failures": 2,
-             "retry_at": "2099-01-01T00:00:00Z", "attention": None},
+             "retry_at": "2099-01-01T00:00:00Z", "attention": None,
+             "listen_error": "cannot listen on 127.0.0.1:8080: address already in use"},
 }
 
 
