@@ -39,6 +39,20 @@ import Vault
             logger: log.logger(), clock: world.clock, wallClock: { [clock = world.clock] in clock.wall }, leasesGateRuns: true)
     }
 
+    /// A fleet keeper of the world's demo site that holds the site's lease until `lease` from now (epoch
+    /// `epoch`), writing through a stand that refuses every write when `stale`; with its log and the stand.
+    static func holder(
+        _ world: KeeperTests.World, lease: Duration, epoch: Int64 = 1, stale: Bool = false
+    ) async throws -> (Keeper, CapturedLog, FencedStand) {
+        let log = CapturedLog()
+        let keeper = fleetKeeper(world, log: log)
+        await keeper.apply([try world.site()])
+        let stand = FencedStand(inner: VaultSessionStore(vault: world.vault), stale: Locked(stale), writes: Locked(0))
+        await keeper.leasesChanged(
+            held: [HeldLease(site: "demo", epoch: epoch, deadline: world.clock.now + lease, store: stand)], lost: [])
+        return (keeper, log, stand)
+    }
+
     @Test func withoutItsLeaseASiteIsNeverLoggedInAndServesWhatTheHolderStores() async throws {
         try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
             let log = CapturedLog()
@@ -65,12 +79,7 @@ import Vault
 
     @Test func underItsLeaseASiteLogsInOnceThroughTheLeasesStoreAndStopsWhenTheLeaseEnds() async throws {
         try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
-            let log = CapturedLog()
-            let keeper = Self.fleetKeeper(world, log: log)
-            await keeper.apply([try world.site()])
-            let stand = FencedStand(inner: VaultSessionStore(vault: world.vault), stale: Locked(false), writes: Locked(0))
-            await keeper.leasesChanged(
-                held: [HeldLease(site: "demo", epoch: 1, deadline: world.clock.now + .seconds(5), store: stand)], lost: [])
+            let (keeper, log, stand) = try await Self.holder(world, lease: .seconds(5))
             try await KeeperTests.settle(keeper)
             #expect(world.requests.count("POST /login") == 1)
             #expect(stand.writes.withLock { $0 } == 1, "the login stored through the lease's store")
@@ -93,12 +102,7 @@ import Vault
 
     @Test func aWriteRefusedForAStaleEpochIsLoggedCountedAndDropped() async throws {
         try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
-            let log = CapturedLog()
-            let keeper = Self.fleetKeeper(world, log: log)
-            await keeper.apply([try world.site()])
-            let stand = FencedStand(inner: VaultSessionStore(vault: world.vault), stale: Locked(true), writes: Locked(0))
-            await keeper.leasesChanged(
-                held: [HeldLease(site: "demo", epoch: 4, deadline: world.clock.now + .seconds(60), store: stand)], lost: [])
+            let (keeper, log, _) = try await Self.holder(world, lease: .seconds(60), epoch: 4, stale: true)
             try await KeeperTests.settle(keeper)
             #expect(world.requests.count("POST /login") == 1)
             #expect(await keeper.fleetState()?.staleWrites == 1)
@@ -114,12 +118,7 @@ import Vault
 
     @Test func aLostLeaseIsNoticedFromTheRenewalAndTheSiteFollows() async throws {
         try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
-            let log = CapturedLog()
-            let keeper = Self.fleetKeeper(world, log: log)
-            await keeper.apply([try world.site()])
-            let stand = FencedStand(inner: VaultSessionStore(vault: world.vault), stale: Locked(false), writes: Locked(0))
-            await keeper.leasesChanged(
-                held: [HeldLease(site: "demo", epoch: 1, deadline: world.clock.now + .seconds(60), store: stand)], lost: [])
+            let (keeper, log, _) = try await Self.holder(world, lease: .seconds(60))
             try await KeeperTests.settle(keeper)
             await keeper.leasesChanged(held: [], lost: ["demo"])
             #expect(await keeper.status().first?.holdsLease == false)
@@ -131,12 +130,7 @@ import Vault
 
     @Test func aLeaseGivenBackForBalanceIsChosenAndReleasedInOneStep() async throws {
         try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
-            let log = CapturedLog()
-            let keeper = Self.fleetKeeper(world, log: log)
-            await keeper.apply([try world.site()])
-            let stand = FencedStand(inner: VaultSessionStore(vault: world.vault), stale: Locked(false), writes: Locked(0))
-            await keeper.leasesChanged(
-                held: [HeldLease(site: "demo", epoch: 1, deadline: world.clock.now + .seconds(3600), store: stand)], lost: [])
+            let (keeper, log, _) = try await Self.holder(world, lease: .seconds(3600))
             try await KeeperTests.settle(keeper)
             #expect(world.requests.count("POST /login") == 1)
             #expect(await keeper.releaseLeases(upTo: 0).isEmpty)

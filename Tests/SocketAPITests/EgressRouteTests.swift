@@ -245,7 +245,7 @@ import TestSupport
             #expect(try FileManager.default.attributesOfItem(atPath: download)[.size] as? Int == size)
             #expect(expectedDigest.map { $0 == digest } == true, "the download arrived unchanged")
             let uploaded = try JSONValue.parse(up.outputText)
-            #expect(uploaded["length"]?.plainText == String(size))
+            #expect(uploaded["length"]?.plainText == String(size), "the upload's answer: \(up.outputText.prefix(500)) \(up.errorText.prefix(500))")
             let uploadDigest = try await runProgram("/usr/bin/sha256sum", [upload]).outputText.prefix(64)
             #expect(uploaded["sha256"]?.plainText == String(uploadDigest), "the upload arrived unchanged")
         }
