@@ -93,13 +93,15 @@ import TestSupport
 
     /// The Python site as site `up` (with `extra` in its file), logged in, and the socket served while `body`
     /// runs.
-    static func withUpstreamSite(extra: String = "", _ body: (SocketWorld, Upstream) async throws -> Void) async throws {
+    static func withUpstreamSite(
+        extra: String = "", limits: SocketServer.Limits = SocketServer.Limits(), _ body: (SocketWorld, Upstream) async throws -> Void
+    ) async throws {
         let upstream = try await Upstream.start()
         do {
             try await SocketWorld.withWorld { world in
                 await world.keeper.apply([try world.site("up", yaml: upstream.yaml(extra: extra))])
                 try await waitValid(world, "up")
-                try await world.serving(world.socketServer()) { try await body(world, upstream) }
+                try await world.serving(world.socketServer(limits: limits)) { try await body(world, upstream) }
             }
         } catch {
             await upstream.server.stop()
@@ -210,6 +212,43 @@ import TestSupport
             #expect(away.values("Location") == ["http://example.invalid/elsewhere"])
             let bad = try await Self.curl(world, "/v1/sites/up/proxy/a/../echo", ["--path-as-is"])
             #expect(bad.status == 400)
+        }
+    }
+
+    @Test func anUploadLongerThanTheRequestDeadlineStreamsOnButItsHeadIsHeldToIt() async throws {
+        var limits = SocketServer.Limits()
+        limits.requestDeadline = .seconds(1)
+        try await Self.withUpstreamSite(limits: limits) { world, _ in
+            // 3 MiB at 1 MiB/s: about 3 s of body, three times the deadline. The site paces it, not the socket.
+            let upload = world.folder.path("paced.bin")
+            try #require(FileManager.default.createFile(atPath: upload, contents: Data(repeating: 0x61, count: 3 << 20)))
+            let started = ContinuousClock.now
+            let paced = try await Self.curl(
+                world, "/v1/sites/up/proxy/upload", ["-X", "POST", "--data-binary", "@" + upload, "-H", "Expect:", "--limit-rate", "1M"])
+            let took = ContinuousClock.now - started
+            #expect(paced.status == 200, "\(paced.status) \(paced.body.prefix(300))")
+            #expect(try JSONValue.parse(paced.body)["length"]?.plainText == String(3 << 20))
+            #expect(took > .seconds(2), "the upload was not paced (\(took))")
+
+            // Its head is still held to the deadline: a head that stops half-way is answered 408.
+            let trickled = try await world.socketClient("""
+                s.sendall(b"POST /v1/sites/up/proxy/upload HTTP/1.1\\r\\nHost: x\\r\\n")
+                start = time.monotonic()
+                s.settimeout(5)
+                answer = b""
+                try:
+                    while True:
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            break
+                        answer += chunk
+                except OSError:
+                    pass
+                print(round(time.monotonic() - start, 1), answer.split(b"\\r\\n")[0].decode())
+                """)
+            let words = trickled.outputText.split(separator: " ")
+            #expect(words.count >= 3 && words[2] == "408", "\(trickled.outputText) \(trickled.errorText.suffix(300))")
+            #expect((Double(words.first ?? "") ?? 99) < 3, "\(trickled.outputText)")
         }
     }
 

@@ -43,6 +43,12 @@ enum APIRoute: CaseIterable, Sendable {
         }
     }
 
+    /// Whether the request's body streams on to a site (the egress route) rather than being read whole by the
+    /// daemon. Such a body is paced by the site, with backpressure, and bounded by the transfer's own limit on
+    /// silence (`http.timeout`): the socket's `request_timeout` then covers the request's head only, or an
+    /// upload longer than it would be cut off.
+    var streamsRequestBody: Bool { self == .proxy }
+
     /// The query parameters the route takes, in the order they are checked.
     var parameters: [QueryParameter] {
         switch self {

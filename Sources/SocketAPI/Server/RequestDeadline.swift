@@ -9,7 +9,9 @@ import SiteConfig
 /// It sits first in the pipeline, on the raw bytes, where a request's first byte is seen before the HTTP
 /// decoder has a whole head. That the request is whole is told by ``RequestReceivedSignal``, after the
 /// decoder, when the request's end passes. What happens after that (a `wait=` long-poll, an event stream) is
-/// the route's time, not the client's: no deadline runs then.
+/// the route's time, not the client's: no deadline runs then. A route whose body streams on to a site
+/// (``APIRoute/streamsRequestBody``) has the deadline for its head only: the signal says so once the head is
+/// decoded, and the next request's deadline starts after this one's end.
 final class RequestDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -45,13 +47,18 @@ final class RequestDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
-        guard event is RequestReceivedSignal.Received else {
+        switch event {
+        case is RequestReceivedSignal.Received:
+            receiving = false
+        case is RequestReceivedSignal.BodyStreams:
+            // Still receiving: no new deadline until this request's end.
+            break
+        default:
             context.triggerUserOutboundEvent(event, promise: promise)
             return
         }
         timer?.cancel()
         timer = nil
-        receiving = false
         promise?.succeed()
     }
 
@@ -67,17 +74,27 @@ final class RequestDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-/// Tells ``RequestDeadline`` (before the HTTP decoder) that a request's end has been decoded: an outbound user
-/// event, which travels from here towards the front of the pipeline.
+/// Tells ``RequestDeadline`` (before the HTTP decoder) that a request's end has been decoded, or that its head
+/// names a route whose body streams on to a site: outbound user events, which travel from here towards the
+/// front of the pipeline.
 final class RequestReceivedSignal: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
 
     struct Received {}
+    struct BodyStreams {}
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .end = unwrapInboundIn(data) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            let path = (head.path ?? "").prefix { $0 != "?" }
+            if APIRoute.matching(String(path)).contains(where: \.streamsRequestBody) {
+                context.triggerUserOutboundEvent(BodyStreams(), promise: nil)
+            }
+        case .end:
             context.triggerUserOutboundEvent(Received(), promise: nil)
+        case .body:
+            break
         }
         context.fireChannelRead(data)
     }
