@@ -7,8 +7,8 @@ import Testing
 /// on one PostgreSQL, the third in its own network namespace, reaching the database and the site server over a
 /// veth pair. The link is taken down on the test's side, as a pulled cable: nothing answers, nothing is
 /// refused. The cut keeper loses its leases by its own deadline and keeps serving what it holds; the others take
-/// its sites over within lease + one renewal period; no site is logged in again or twice at once; once the link
-/// is back the cut keeper rejoins by itself and the leases spread again.
+/// its sites over within lease + two renewal periods of the cut; no site is logged in again or twice at once;
+/// once the link is back the cut keeper rejoins by itself and the leases spread again.
 ///
 /// Needs root (a namespace and a veth pair) and iproute2's `ip`; skipped otherwise.
 @Suite(.serialized, .enabled(if: curlAndPythonInstalled && NetworkNamespace.available, "needs root, ip, curl and python3"))
@@ -75,7 +75,12 @@ struct FleetPartitionTests {
         }
         let takeover = ContinuousClock.now - cutAt
         print("link cut to takeover of the cut keeper's \(cutHeld.count) sites: \(takeover.wholeMilliseconds) ms")
-        #expect(takenOver && takeover <= FleetCLITests.lease + FleetCLITests.renewal + .seconds(1), "taken over after \(takeover)")
+        // A renewal sent just before the cut may still have reached the database, so a lease can run a whole
+        // `lease` after the cut; a site free for longer than a renewal period is taken at the next renewal after
+        // that; and each look of the test asks two keepers through the CLI, which takes a second under the
+        // suite's load (5.9 s seen once in CI, 3.0 to 4.3 s otherwise).
+        #expect(
+            takenOver && takeover <= FleetCLITests.lease + FleetCLITests.renewal * 2 + .seconds(2), "taken over after \(takeover)")
 
         // The cut keeper: its leases gone by its own deadline, the database reported, its sessions still served.
         let cutSites = try await cut.sites()
