@@ -76,11 +76,13 @@ public final class PythonServer: Sendable {
         self.program = program
     }
 
-    /// Starts the script and waits (at most 30 s) for the port it prints.
+    /// Starts the script and waits (at most `readyWithin`) for the port it prints.
     public static func start(
-        script: String, arguments: [String] = [], environment: [String: String]? = nil, executable: String = "/usr/bin/python3"
+        script: String, arguments: [String] = [], environment: [String: String]? = nil, executable: String = "/usr/bin/python3",
+        readyWithin: Duration = .seconds(30)
     ) async throws -> PythonServer {
-        let program = try await SpawnedProgram.start(executable, ["-u", script] + arguments, environment: environment)
+        let program = try await SpawnedProgram.start(
+            executable, ["-u", script] + arguments, environment: environment, readyWithin: readyWithin)
         guard let port = Int(program.firstLine.trimmingCharacters(in: .whitespaces)) else {
             await program.stop()
             throw PythonServerError(script: script)

@@ -101,9 +101,12 @@ struct DjangoAdminIntegrationTests {
         var environment = ProcessInfo.processInfo.environment
         environment["PYTHONPATH"] = install.libraryFolder.path
         environment["DJANGO_ADMIN_PASSWORD"] = password
+        // Before it prints its port the script runs three Django commands (startproject, migrate, a superuser),
+        // each a Python start that imports Django: with the whole suite in parallel on 2 cores that took more
+        // than 30 s twice.
         let server = try await PythonServer.start(
             script: Integration.fixtures.appendingPathComponent("django_admin_site.py").path, arguments: [folder.path],
-            environment: environment, executable: install.python)
+            environment: environment, executable: install.python, readyWithin: .seconds(120))
         do {
             try await withServer(server, body)
         } catch {
