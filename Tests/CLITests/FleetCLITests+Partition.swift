@@ -3,17 +3,18 @@ import Platform
 import TestSupport
 import Testing
 
-/// Fleet mode with a keeper cut off from the database by the network (SPEC section 11, issue 28): three keepers
-/// on one PostgreSQL, the third in its own network namespace, reaching the database and the site server over a
-/// veth pair. The link is taken down on the test's side, as a pulled cable: nothing answers, nothing is
-/// refused. The cut keeper loses its leases by its own deadline and keeps serving what it holds; the others take
-/// its sites over within lease + two renewal periods of the cut; no site is logged in again or twice at once;
-/// once the link is back the cut keeper rejoins by itself and the leases spread again.
-///
-/// Needs root (a namespace and a veth pair) and iproute2's `ip`; skipped otherwise.
-@Suite(.serialized, .enabled(if: curlAndPythonInstalled && NetworkNamespace.available, "needs root, ip, curl and python3"))
-struct FleetPartitionTests {
-    @Test func aKeeperCutOffFromTheDatabaseLosesItsLeasesAndTheOthersTakeOverWithoutASecondLogin() async throws {
+extension FleetCLITests {
+    /// Fleet mode with a keeper cut off from the database by the network (SPEC section 11, issue 28): three keepers
+    /// on one PostgreSQL, the third in its own network namespace, reaching the database and the site server over a
+    /// veth pair. The link is taken down on the test's side, as a pulled cable: nothing answers, nothing is
+    /// refused. The cut keeper loses its leases by its own deadline and keeps serving what it holds; the others take
+    /// its sites over within lease + two renewal periods of the cut; no site is logged in again or twice at once;
+    /// once the link is back the cut keeper rejoins by itself and the leases spread again.
+    ///
+    /// Needs root (a namespace and a veth pair) and iproute2's `ip`; skipped otherwise. A test of ``FleetCLITests``
+    /// (its suite is serialized): two fleets of three keepers at once would load 2 cores past the suite's timings.
+    @Test(.enabled(if: NetworkNamespace.available, "needs root and iproute2's ip"))
+    func aKeeperCutOffFromTheDatabaseLosesItsLeasesAndTheOthersTakeOverWithoutASecondLogin() async throws {
         let namespace = try await NetworkNamespace.create()
         var database: PostgresServer?
         var site: PythonServer?
@@ -35,7 +36,7 @@ struct FleetPartitionTests {
                     index: 3, namespace: namespace.name,
                     databaseURL: "postgres://\(server.user)@\(namespace.hostAddress):\(server.port)/DATABASE?connect_timeout=2"
                 ))
-            try await exercise(try #require(world), namespace)
+            try await exercisePartition(try #require(world), namespace)
         } catch {
             failure = error
         }
@@ -47,7 +48,7 @@ struct FleetPartitionTests {
         if let failure { throw failure }
     }
 
-    private func exercise(_ world: FleetWorld, _ namespace: NetworkNamespace) async throws {
+    private func exercisePartition(_ world: FleetWorld, _ namespace: NetworkNamespace) async throws {
         for keeper in world.keepers { try await keeper.start() }
         let cut = world.keepers[2]
         let others = Array(world.keepers.prefix(2))
