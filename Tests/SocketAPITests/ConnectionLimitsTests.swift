@@ -170,15 +170,7 @@ import TestSupport
                             break
                         except socket.timeout:
                             pass
-                    s.settimeout(5)
-                    try:
-                        while True:
-                            chunk = s.recv(65536)
-                            if not chunk:
-                                break
-                            answer += chunk
-                    except OSError:
-                        pass
+                    \(SocketWorld.readUntilClosed)
                     print(round(time.monotonic() - start, 1), answer.split(b"\\r\\n")[0].decode(), answer.split(b"\\r\\n\\r\\n")[-1].decode())
                     """
                 // A head a byte every 50 ms (each one would reset an idle timer), then a body likewise.

@@ -158,6 +158,20 @@ struct SocketWorld {
 
     /// Runs a Python client on one connection to the socket: `script` runs with `s`, a socket already connected
     /// to it, and `os`, `socket`, `sys` and `time` imported; `arguments` follow the socket path in `sys.argv`.
+    /// Lines of a ``socketClient(_:arguments:)`` script: append what the daemon sends to `answer` (which the
+    /// script defines first) until it closes the connection or stays silent for 5 s.
+    static let readUntilClosed = """
+        s.settimeout(5)
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                answer += chunk
+        except OSError:
+            pass
+        """
+
     func socketClient(_ script: String, arguments: [String] = []) async throws -> ProgramResult {
         let prelude = "import os, socket, sys, time\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n"
         return try await runProgram("/usr/bin/env", ["python3", "-c", prelude + script, socketPath] + arguments)
