@@ -44,7 +44,7 @@ public final class ReachabilityMonitor: Sendable {
         self.place = place
         self.logger = logger
         self.now = now
-        self.settle = Double(settle.components.seconds) + Double(settle.components.attoseconds) / 1e18
+        self.settle = settle / .seconds(1)
     }
 
     /// The state now.

@@ -39,16 +39,13 @@ struct VaultInitCommand: AsyncParsableCommand {
                     }
                     madeKeyFile = path
                 }
-                let created: Bool
                 do {
-                    created = try await FleetStoreAccess.with(settings, key: location.key, create: true) { $0.storedKeyring }
+                    guard try await FleetStoreAccess.with(settings, key: location.key, create: true, { $0.storedKeyring }) else {
+                        throw CLIFailure.usage("\(location.description) already holds a vault")
+                    }
                 } catch {
                     if let madeKeyFile { _ = try? Syscall.unlinkIfPresent(madeKeyFile) }
                     throw error
-                }
-                guard created else {
-                    if let madeKeyFile { _ = try? Syscall.unlinkIfPresent(madeKeyFile) }
-                    throw CLIFailure.usage("\(location.description) already holds a vault")
                 }
                 Console.out("created a vault in \(location.description), unlocked by \(location.key)")
                 return

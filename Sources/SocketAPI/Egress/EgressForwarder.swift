@@ -199,9 +199,8 @@ struct EgressForwarder: Sendable {
         let logger = logger
         let upstream = answer.body
         let hasBody = LoggedOutJudge.hasBody(status: answer.status, method: request.method)
-        let status = HTTPTypes.HTTPResponse.Status(code: answer.status)
         return Response(
-            status: status, headers: fields,
+            status: HTTPTypes.HTTPResponse.Status(code: answer.status), headers: fields,
             body: HummingbirdCore.ResponseBody { writer in
                 var sent = 0
                 do {
