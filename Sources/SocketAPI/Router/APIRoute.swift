@@ -63,21 +63,27 @@ enum APIRoute: CaseIterable, Sendable {
 
     /// Each route's pattern, split into segments once.
     private static let segments = allCases.map { ($0, $0.pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst()) }
+    /// Those of the routes whose body streams on to a site: every request's head is matched against them only.
+    private static let streamingSegments = segments.filter { $0.0.streamsRequestBody }
 
     /// The routes whose pattern `path` matches, whatever their method.
     static func matching(_ path: String) -> [APIRoute] {
         let given = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        return segments.compactMap { route, parts in
-            if parts.last == "**" {
-                let fixed = parts.dropLast()
-                guard given.count >= fixed.count else { return nil }
-                let matches = zip(fixed, given).allSatisfy { part, segment in part.hasPrefix("{") ? !segment.isEmpty : part == segment }
-                return matches ? route : nil
-            }
-            guard parts.count == given.count else { return nil }
-            let matches = zip(parts, given).allSatisfy { part, segment in part.hasPrefix("{") ? !segment.isEmpty : part == segment }
-            return matches ? route : nil
-        }
+        return segments.compactMap { route, parts in matches(parts, given) ? route : nil }
+    }
+
+    /// Whether `path` (without its query) names a route whose body streams on to a site.
+    static func streamsRequestBody(path: Substring) -> Bool {
+        let given = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        return streamingSegments.contains { matches($0.1, given) }
+    }
+
+    /// Whether a pattern's segments match a path's: `{name}` any non-empty segment, a last `**` any rest.
+    private static func matches(_ parts: ArraySlice<Substring>, _ given: ArraySlice<Substring>) -> Bool {
+        let open = parts.last == "**"
+        let fixed = open ? parts.dropLast() : parts
+        guard open ? given.count >= fixed.count : given.count == fixed.count else { return false }
+        return zip(fixed, given).allSatisfy { part, segment in part.hasPrefix("{") ? !segment.isEmpty : part == segment }
     }
 }
 

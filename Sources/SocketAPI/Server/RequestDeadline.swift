@@ -87,8 +87,7 @@ final class RequestReceivedSignal: ChannelInboundHandler, RemovableChannelHandle
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            let path = (head.path ?? "").prefix { $0 != "?" }
-            if APIRoute.matching(String(path)).contains(where: \.streamsRequestBody) {
+            if APIRoute.streamsRequestBody(path: (head.path ?? "").prefix { $0 != "?" }) {
                 context.triggerUserOutboundEvent(BodyStreams(), promise: nil)
             }
         case .end:
