@@ -1,18 +1,12 @@
 import Foundation
-import Locking
+import TestSupport
 @testable import CookieJar
 
-/// A clock tests move by hand.
-final class TestClock: Sendable {
-    private let current: Locked<Date>
+/// The clock the jar's tests move by hand, starting at the suite's fixed time.
+typealias TestClock = ManualWallClock
 
-    init(_ start: Date = Fixtures.suiteNow) { current = Locked(start) }
-
-    var now: Date { current.withLock { $0 } }
-
-    func advance(by seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
-
-    var function: @Sendable () -> Date { { [self] in self.now } }
+extension ManualWallClock {
+    convenience init() { self.init(Fixtures.suiteNow) }
 }
 
 func url(_ text: String) -> URL { URL(string: text)! }

@@ -78,12 +78,12 @@ struct APITests {
     @Test("GET /api/rotate: a new session id in demo_session with the remaining Max-Age, the old id dead at once, no login counted")
     func rotatingCookie() async throws {
         let clock = TestClock()
-        let app = try DemoSite.buildApplication(configuration: .init(sessionMaxAge: 120), now: clock.wallClock)
+        let app = try DemoSite.buildApplication(configuration: .init(sessionMaxAge: 120), now: clock.function)
         try await app.withLiveServer { client in
             let steps = LoginSteps(client: client)
             let first = try await steps.logIn()
             let expiresAt = try await steps.me(session: first).json()["expires_at"] as? String
-            clock.advance(seconds: 10)
+            clock.advance(by: 10)
 
             let rotated = try await client.execute(uri: "/api/rotate", method: .get, headers: Headers.cookies(["demo_session": first]))
             #expect(rotated.status == .ok)

@@ -27,7 +27,7 @@ struct BrowserAndSignedRoutesTests {
 
     @Test func thePageIsBuiltByItsScriptAndTheProtectedPageNeedsTheSession() async throws {
         let clock = TestClock()
-        let app = try DemoSite.buildApplication(configuration: .init(sessionMaxAge: 600), now: clock.wallClock)
+        let app = try DemoSite.buildApplication(configuration: .init(sessionMaxAge: 600), now: clock.function)
         try await app.withLiveServer { client in
             let page = try await client.execute(uri: "/app/login", method: .get)
             #expect(page.status == .ok)
@@ -56,7 +56,7 @@ struct BrowserAndSignedRoutesTests {
 
     @Test func aScriptedClientWithoutTheProofOrWithAnOldNonceIsRefused() async throws {
         let clock = TestClock()
-        let app = try DemoSite.buildApplication(configuration: .init(password: "s3cret-pass"), now: clock.wallClock)
+        let app = try DemoSite.buildApplication(configuration: .init(password: "s3cret-pass"), now: clock.function)
         try await app.withLiveServer { client in
             let nonce = try #require(try await client.execute(uri: "/app/challenge", method: .get).json()["nonce"] as? String)
 
@@ -72,7 +72,7 @@ struct BrowserAndSignedRoutesTests {
             let malformed = try await client.execute(uri: "/app/session", method: .post, headers: Headers.json, body: ByteBuffer(string: "{}"))
             #expect(malformed.status == .badRequest)
 
-            clock.advance(seconds: BrowserChallenges.lifetime + 1)
+            clock.advance(by: BrowserChallenges.lifetime + 1)
             let late = try await Self.signIn(client, nonce: nonce, password: "s3cret-pass")
             #expect(late.status == .badRequest)
             #expect(try late.json()["error"] as? String == "invalid or expired challenge")
@@ -98,7 +98,7 @@ struct BrowserAndSignedRoutesTests {
     @Test func signedRouteAcceptsAFreshRightSignatureOnly() async throws {
         let clock = TestClock()
         let key = "signing-key-for-tests"
-        let app = try DemoSite.buildApplication(configuration: .init(signingKey: key), now: clock.wallClock)
+        let app = try DemoSite.buildApplication(configuration: .init(signingKey: key), now: clock.function)
         let now = String(Int(clock.now.timeIntervalSince1970))
         func call(timestamp: String?, signature: String?) async throws -> (HTTPResponse.Status, String?) {
             var fields = HTTPFields()

@@ -21,7 +21,7 @@ struct LoginFlowTests {
     @Test("GET /login, POST /login, then /api/me and /account with the session cookie")
     func wholeLoginFlow() async throws {
         let clock = TestClock()
-        let app = try DemoSite.buildApplication(configuration: .init(), now: clock.wallClock)
+        let app = try DemoSite.buildApplication(configuration: .init(), now: clock.function)
         try await app.withLiveServer { client in
             let page = try await client.execute(uri: "/login", method: .get)
             #expect(page.status == .ok)

@@ -8,17 +8,17 @@ struct SessionLifetimeTests {
     @Test("Fixed sessions: /ping answers 204 without a new cookie and the session dies at Max-Age")
     func fixedSession() async throws {
         let clock = TestClock()
-        let app = try DemoSite.buildApplication(configuration: .init(sessionMaxAge: 60), now: clock.wallClock)
+        let app = try DemoSite.buildApplication(configuration: .init(sessionMaxAge: 60), now: clock.function)
         try await app.withLiveServer { client in
             let steps = LoginSteps(client: client)
             let session = try await steps.logIn()
-            clock.advance(seconds: 40)
+            clock.advance(by: 40)
             let ping = try await client.execute(uri: "/ping", method: .get, headers: Headers.cookies(["demo_session": session]))
             #expect(ping.status == .noContent)
             #expect(ping.cookie("demo_session") == nil)
-            clock.advance(seconds: 19)
+            clock.advance(by: 19)
             #expect(try await steps.me(session: session).status == .ok)
-            clock.advance(seconds: 1)
+            clock.advance(by: 1)
             #expect(try await steps.me(session: session).status == .unauthorized, "expired at exactly Max-Age")
         }
     }
@@ -26,11 +26,11 @@ struct SessionLifetimeTests {
     @Test("Sliding sessions: /ping re-issues demo_session with a fresh Max-Age and moves the expiry")
     func slidingSession() async throws {
         let clock = TestClock()
-        let app = try DemoSite.buildApplication(configuration: .init(sessionMaxAge: 60, sliding: true), now: clock.wallClock)
+        let app = try DemoSite.buildApplication(configuration: .init(sessionMaxAge: 60, sliding: true), now: clock.function)
         try await app.withLiveServer { client in
             let steps = LoginSteps(client: client)
             let session = try await steps.logIn()
-            clock.advance(seconds: 40)
+            clock.advance(by: 40)
             let ping = try await client.execute(uri: "/ping", method: .get, headers: Headers.cookies(["demo_session": session]))
             #expect(ping.status == .noContent)
             let reissued = try #require(ping.cookie("demo_session"))
@@ -39,9 +39,9 @@ struct SessionLifetimeTests {
             let expected = clock.now.addingTimeInterval(60).formatted(Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC")!))
             #expect(try await steps.me(session: session).json()["expires_at"] as? String == expected)
             // 80 s after login: a fixed session would be dead, the slid one lives until 100 s.
-            clock.advance(seconds: 40)
+            clock.advance(by: 40)
             #expect(try await steps.me(session: session).status == .ok)
-            clock.advance(seconds: 20)
+            clock.advance(by: 20)
             #expect(try await steps.me(session: session).status == .unauthorized)
             // A dead session cannot be revived by a ping.
             let late = try await client.execute(uri: "/ping", method: .get, headers: Headers.cookies(["demo_session": session]))

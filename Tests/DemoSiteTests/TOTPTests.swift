@@ -24,7 +24,7 @@ struct TOTPTests {
     @Test("Password, then the code for now: 303 to /login/totp with demo_pending, then 303 /account with a session")
     func totpFlow() async throws {
         let clock = TestClock(Date(timeIntervalSince1970: 1_111_111_109))
-        let app = try DemoSite.buildApplication(configuration: .init(totpSecret: Self.rfcSecretBase32), now: clock.wallClock)
+        let app = try DemoSite.buildApplication(configuration: .init(totpSecret: Self.rfcSecretBase32), now: clock.function)
         try await app.withLiveServer { client in
             let steps = LoginSteps(client: client)
             let csrf = try await steps.fetchForm()
@@ -76,7 +76,7 @@ struct TOTPTests {
     @Test("Codes one step either side are accepted, two steps away are not", arguments: [(-30.0, true), (30, true), (-60, false), (60, false)])
     func clockDrift(offset: TimeInterval, accepted: Bool) async throws {
         let clock = TestClock(Date(timeIntervalSince1970: 2_000_000_000))
-        let app = try DemoSite.buildApplication(configuration: .init(totpSecret: Self.rfcSecretBase32), now: clock.wallClock)
+        let app = try DemoSite.buildApplication(configuration: .init(totpSecret: Self.rfcSecretBase32), now: clock.function)
         try await app.withLiveServer { client in
             let code = ReferenceTOTP.code(secret: Self.rfcSecret, unixTime: Int64(clock.now.timeIntervalSince1970 + offset))
             let response = try await client.execute(
@@ -92,7 +92,7 @@ struct TOTPTests {
     @Test("Five wrong codes drop the pending login; /login/totp without one goes back to /login")
     func tooManyWrongCodes() async throws {
         let clock = TestClock()
-        let app = try DemoSite.buildApplication(configuration: .init(totpSecret: Self.rfcSecretBase32), now: clock.wallClock)
+        let app = try DemoSite.buildApplication(configuration: .init(totpSecret: Self.rfcSecretBase32), now: clock.function)
         try await app.withLiveServer { client in
             let noPending = try await client.execute(uri: "/login/totp", method: .get)
             #expect(noPending.status == .seeOther)
@@ -130,7 +130,7 @@ struct TOTPTests {
     @Test("The TOTP form checks CSRF too")
     func totpCSRF() async throws {
         let clock = TestClock()
-        let app = try DemoSite.buildApplication(configuration: .init(totpSecret: Self.rfcSecretBase32), now: clock.wallClock)
+        let app = try DemoSite.buildApplication(configuration: .init(totpSecret: Self.rfcSecretBase32), now: clock.function)
         try await app.withLiveServer { client in
             let steps = LoginSteps(client: client)
             let csrf = try await steps.fetchForm()
@@ -151,7 +151,7 @@ struct TOTPTests {
         let clock = TestClock(Date(timeIntervalSince1970: 1_234_567_890))
         let app = try DemoSite.buildApplication(
             configuration: .init(totpSecret: Self.rfcSecretBase32, totpRejectReplay: rejectReplay),
-            now: clock.wallClock
+            now: clock.function
         )
         try await app.withLiveServer { client in
             let login = { (time: Int64) in
@@ -173,7 +173,7 @@ struct TOTPTests {
                 #expect(try await login(now - 30).status == .unauthorized)
             }
             // The next step's code is always fresh.
-            clock.advance(seconds: 30)
+            clock.advance(by: 30)
             #expect(try await login(now + 30).status == .ok)
         }
     }
@@ -183,7 +183,7 @@ struct TOTPTests {
         let clock = TestClock(Date(timeIntervalSince1970: 1_234_567_890))
         let app = try DemoSite.buildApplication(
             configuration: .init(totpSecret: Self.rfcSecretBase32, totpRejectReplay: true),
-            now: clock.wallClock
+            now: clock.function
         )
         try await app.withLiveServer { client in
             let code = ReferenceTOTP.code(secret: Self.rfcSecret, unixTime: Int64(clock.now.timeIntervalSince1970))

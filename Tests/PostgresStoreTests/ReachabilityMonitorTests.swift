@@ -1,5 +1,4 @@
 import Foundation
-import Locking
 @testable import PostgresStore
 import Testing
 import TestSupport
@@ -7,21 +6,15 @@ import TestSupport
 /// The reachability report as a pure rule on the test's clock: down at the first failure, up again only once
 /// successes held for the settle time with no failure between, one log line per change.
 struct ReachabilityMonitorTests {
-    final class Clock: Sendable {
-        private let time = Locked(Date(timeIntervalSince1970: 1_800_000_000))
-        var now: Date { time.withLock { $0 } }
-        func advance(_ seconds: TimeInterval) { time.withLock { $0 += seconds } }
-    }
-
     @Test func anOutageIsOneDownAndOneUpEvenWhenTheFirstStatementsAfterItFail() {
-        let clock = Clock()
+        let clock = ManualWallClock(Date(timeIntervalSince1970: 1_800_000_000))
         let log = CapturedLog()
-        let monitor = ReachabilityMonitor(place: "db", logger: log.logger(), now: { clock.now }, settle: .seconds(2))
+        let monitor = ReachabilityMonitor(place: "db", logger: log.logger(), now: clock.function, settle: .seconds(2))
         monitor.succeeded()
         #expect(monitor.current == .reachable)
 
         monitor.failed("connecting to db: refused")
-        clock.advance(5)
+        clock.advance(by: 5)
         monitor.failed("renewing leases on db: no answer within 1s", keepingReason: true)
         guard case let .unreachable(_, reason) = monitor.current else {
             Issue.record("not unreachable: \(monitor.current)")
@@ -32,15 +25,15 @@ struct ReachabilityMonitorTests {
         // The restart: the listener is back, a pool statement still times out, then everything goes through.
         monitor.succeeded()
         #expect(!monitor.current.isReachable, "one success is not yet a recovery")
-        clock.advance(1)
+        clock.advance(by: 1)
         monitor.failed("renewing leases on db: no answer within 1s", keepingReason: true)
-        clock.advance(1.5)
+        clock.advance(by: 1.5)
         monitor.succeeded()
         #expect(!monitor.current.isReachable, "the failure started the settle time again")
-        clock.advance(1)
+        clock.advance(by: 1)
         monitor.succeeded()
         #expect(!monitor.current.isReachable)
-        clock.advance(1)
+        clock.advance(by: 1)
         monitor.succeeded()
         #expect(monitor.current == .reachable)
         monitor.succeeded()
@@ -51,8 +44,8 @@ struct ReachabilityMonitorTests {
     }
 
     @Test func withoutASettleTimeTheFirstSuccessIsARecovery() {
-        let clock = Clock()
-        let monitor = ReachabilityMonitor(place: "db", logger: CapturedLog().logger(), now: { clock.now }, settle: .zero)
+        let clock = ManualWallClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let monitor = ReachabilityMonitor(place: "db", logger: CapturedLog().logger(), now: clock.function, settle: .zero)
         monitor.failed("refused")
         #expect(!monitor.current.isReachable)
         monitor.succeeded()

@@ -2,24 +2,14 @@ import DemoSite
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Locking
 import Testing
+import TestSupport
 
-/// A wall clock the test sets and advances, so expiry and TOTP are checked without sleeping.
-final class TestClock: Sendable {
-    private let current: Locked<Date>
+/// The clock the demo site's tests move by hand.
+typealias TestClock = ManualWallClock
 
-    init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
-        current = Locked(start)
-    }
-
-    var now: Date { current.withLock { $0 } }
-
-    func advance(seconds: TimeInterval) {
-        current.withLock { $0 += seconds }
-    }
-
-    var wallClock: DemoSite.WallClock { { [self] in self.now } }
+extension ManualWallClock {
+    convenience init() { self.init(Date(timeIntervalSince1970: 1_800_000_000)) }
 }
 
 /// One `Set-Cookie` header split into name, value and attributes (in their order).
