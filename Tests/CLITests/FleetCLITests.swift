@@ -215,15 +215,15 @@ final class FleetWorld: Sendable {
     let database: PostgresServer
     let folder: TemporaryFolder
     let site: PythonServer
-    /// The address the site server listens on: loopback, or a veth address in the namespace test.
-    let siteAddress: String
+    /// `http://ADDRESS:PORT` of the site server: on loopback, or on a veth address in the namespace test.
+    let siteOrigin: String
     let keepers: [FleetKeeper]
 
-    init(database: PostgresServer, folder: TemporaryFolder, site: PythonServer, siteAddress: String, keepers: [FleetKeeper]) {
+    init(database: PostgresServer, folder: TemporaryFolder, site: PythonServer, siteOrigin: String, keepers: [FleetKeeper]) {
         self.database = database
         self.folder = folder
         self.site = site
-        self.siteAddress = siteAddress
+        self.siteOrigin = siteOrigin
         self.keepers = keepers
     }
 
@@ -235,10 +235,11 @@ final class FleetWorld: Sendable {
     ) async throws -> FleetWorld {
         let name = try await database.createDatabase()
         let url = database.url(database: name)
+        let siteOrigin = "http://\(siteAddress):\(site.port)"
         try FileManager.default.createDirectory(atPath: folder.path("sites"), withIntermediateDirectories: true)
         for name in FleetCLITests.siteNames {
             try """
-                base_url: http://\(siteAddress):\(site.port)
+                base_url: \(siteOrigin)
                 login:
                   steps:
                     - name: sign in
@@ -263,7 +264,7 @@ final class FleetWorld: Sendable {
             atPath: folder.path("master.key"), contents: Data(key), attributes: [.posixPermissions: 0o600]))
         let initialized = try await keepers[0].run(["vault", "init"])
         try #require(initialized.status == 0, "vault init: \(initialized.stderr)")
-        return FleetWorld(database: database, folder: folder, site: site, siteAddress: siteAddress, keepers: keepers)
+        return FleetWorld(database: database, folder: folder, site: site, siteOrigin: siteOrigin, keepers: keepers)
     }
 
     struct Stats {
@@ -273,7 +274,7 @@ final class FleetWorld: Sendable {
     }
 
     func stats() async throws -> Stats {
-        let text = try await runCurl(["http://\(siteAddress):\(site.port)/stats"])
+        let text = try await runCurl([siteOrigin + "/stats"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         return Stats(
             logins: object["logins"] as? [String: Int] ?? [:], active: object["active"] as? [String: Int] ?? [:],
@@ -281,7 +282,7 @@ final class FleetWorld: Sendable {
     }
 
     func post(_ path: String) async throws {
-        _ = try await runCurl(["-X", "POST", "http://\(siteAddress):\(site.port)\(path)"])
+        _ = try await runCurl(["-X", "POST", siteOrigin + path])
     }
 
     /// How many leases each running keeper holds.

@@ -92,18 +92,20 @@ public final class PostgresServer: Sendable {
 
     /// Makes `role` log in with its password (SCRAM) over the socket, while every other role keeps trust.
     public func requirePassword(for role: String) async throws {
-        let path = dataDirectory + "/pg_hba.conf"
-        let rules = try String(contentsOfFile: path, encoding: .utf8)
-        try Data(("local all \(role) scram-sha-256\n" + rules).utf8).write(to: URL(fileURLWithPath: path))
-        _ = try await sql("SELECT pg_reload_conf()", database: "postgres")
+        try await addAuthenticationRule("local all \(role) scram-sha-256")
     }
 
     /// Lets any role connect over TCP from `network` (CIDR) without a password, as the socket does, and reloads.
     /// The server must also listen there (`listen_addresses` in ``start(label:settings:)``).
     public func trust(network: String) async throws {
+        try await addAuthenticationRule("host all all \(network) trust")
+    }
+
+    /// Puts `rule` first in pg_hba.conf (the server takes the first rule that matches) and reloads the server.
+    private func addAuthenticationRule(_ rule: String) async throws {
         let path = dataDirectory + "/pg_hba.conf"
         let rules = try String(contentsOfFile: path, encoding: .utf8)
-        try Data((rules + "host all all \(network) trust\n").utf8).write(to: URL(fileURLWithPath: path))
+        try Data((rule + "\n" + rules).utf8).write(to: URL(fileURLWithPath: path))
         _ = try await sql("SELECT pg_reload_conf()", database: "postgres")
     }
 
