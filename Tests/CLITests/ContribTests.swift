@@ -57,9 +57,12 @@ import Testing
     @Test func theConfigMatchesTheUnitAndWorks() async throws {
         let settings = Self.settings(try Self.unit())
         let config = try String(contentsOf: Self.contrib.appendingPathComponent("config.yaml"), encoding: .utf8)
-        let state = "/var/lib/" + (try #require(settings["StateDirectory"]))
-        let runtime = "/run/" + (try #require(settings["RuntimeDirectory"]))
-        let credential = try #require(settings["LoadCredential"]?.split(separator: ":").first.map(String.init))
+        let stateDirectory = try #require(settings["StateDirectory"])
+        let runtimeDirectory = try #require(settings["RuntimeDirectory"])
+        let state = "/var/lib/\(stateDirectory)"
+        let runtime = "/run/\(runtimeDirectory)"
+        let loadCredential: String = try #require(settings["LoadCredential"])
+        let credential = String(loadCredential.prefix { $0 != ":" })
         #expect(config.contains("state_dir: \(state) "))
         #expect(config.contains("path: \(runtime)/sessionkeeper.sock "))
         #expect(config.contains("key: {systemd_credential: \(credential)}"))

@@ -59,9 +59,7 @@ import Testing
 
             let login = try await world.login(["--jar", "-"])
             try #require(login.status == 0, "\(login.stderr)")
-            let stored = try #require(
-                login.stdout.split(separator: "\n").first { $0.contains("\tdemo_session\t") }?.split(separator: "\t").last.map(String.init),
-                "the login printed no demo_session cookie")
+            let stored = try #require(Self.demoSession(inJar: login.stdout), "the login printed no demo_session cookie")
             let isNew = stored != before
             #expect(isNew, "the CLI's login made a new session")
             let started = ContinuousClock.now
@@ -72,6 +70,12 @@ import Testing
 
             #expect(await RunCLITests.stop(daemon) == 0)
         }
+    }
+
+    /// The demo_session value in a Netscape jar's text.
+    static func demoSession(inJar jar: String) -> String? {
+        let line = jar.split(separator: "\n").first { $0.contains("\tdemo_session\t") }
+        return line?.split(separator: "\t").last.map(String.init)
     }
 
     /// The demo_session value the daemon serves now (never printed by a failing expectation).
