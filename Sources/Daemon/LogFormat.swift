@@ -12,7 +12,7 @@ public enum LogFormat {
         switch settings.format {
         case .text:
             LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler.standardError(label: label)
+                var handler = TextLineLogHandler(label: label)
                 handler.logLevel = level
                 return handler
             }
@@ -23,6 +23,37 @@ public enum LogFormat {
                 return handler
             }
         }
+    }
+}
+
+/// swift-log's `StreamLogHandler` lines on standard error (`time level label: key=value [source] message`),
+/// with the logger's metadata rendered when a line is written rather than each time a key is set. Hummingbird
+/// sets a request id on a copy of the logger for every request the socket serves, and `StreamLogHandler` renders
+/// its whole metadata again at each set: work for every request, for lines that are almost never written.
+public struct TextLineLogHandler: LogHandler {
+    private var lines: StreamLogHandler
+    public var metadata: Logger.Metadata = [:]
+
+    /// Lines go to standard error, or to `stream` (the tests').
+    public init(label: String, stream: (any TextOutputStream & Sendable)? = nil) {
+        lines = stream.map { StreamLogHandler(label: label, stream: $0, metadataProvider: nil) }
+            ?? StreamLogHandler.standardError(label: label)
+    }
+
+    public var logLevel: Logger.Level {
+        get { lines.logLevel }
+        set { lines.logLevel = newValue }
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var event = event
+        if !metadata.isEmpty { event.metadata = metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) }
+        lines.log(event: event)
     }
 }
 

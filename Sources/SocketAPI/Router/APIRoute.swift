@@ -68,22 +68,43 @@ enum APIRoute: CaseIterable, Sendable {
 
     /// The routes whose pattern `path` matches, whatever their method.
     static func matching(_ path: String) -> [APIRoute] {
-        let given = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        return segments.compactMap { route, parts in matches(parts, given) ? route : nil }
+        segments.compactMap { route, parts in matches(parts, path[...]) ? route : nil }
     }
 
     /// Whether `path` (without its query) names a route whose body streams on to a site.
     static func streamsRequestBody(path: Substring) -> Bool {
-        let given = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        return streamingSegments.contains { matches($0.1, given) }
+        streamingSegments.contains { matches($0.1, path) }
     }
 
-    /// Whether a pattern's segments match a path's: `{name}` any non-empty segment, a last `**` any rest.
-    private static func matches(_ parts: ArraySlice<Substring>, _ given: ArraySlice<Substring>) -> Bool {
-        let open = parts.last == "**"
-        let fixed = open ? parts.dropLast() : parts
-        guard open ? given.count >= fixed.count : given.count == fixed.count else { return false }
-        return zip(fixed, given).allSatisfy { part, segment in part.hasPrefix("{") ? !segment.isEmpty : part == segment }
+    /// Whether a pattern's segments match a path's (those after its first `/`): `{name}` any non-empty segment,
+    /// a last `**` any rest. The path's segments are read one at a time, without an array: this runs for every
+    /// request's head.
+    private static func matches(_ parts: ArraySlice<Substring>, _ path: Substring) -> Bool {
+        var given = PathSegments(path)
+        _ = given.next()
+        for part in parts {
+            if part == "**" && part == parts.last { return true }
+            guard let segment = given.next() else { return false }
+            guard part.hasPrefix("{") ? !segment.isEmpty : part == segment else { return false }
+        }
+        return given.next() == nil
+    }
+}
+
+/// A path's segments between its `/`s, in order (`/a//b` gives "", "a", "", "b").
+private struct PathSegments: IteratorProtocol {
+    private var rest: Substring?
+
+    init(_ path: Substring) { rest = path }
+
+    mutating func next() -> Substring? {
+        guard let remaining = rest else { return nil }
+        guard let slash = remaining.firstIndex(of: "/") else {
+            rest = nil
+            return remaining
+        }
+        rest = remaining[remaining.index(after: slash)...]
+        return remaining[..<slash]
     }
 }
 

@@ -51,7 +51,17 @@ final class ConnectionCloseOption: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     /// Whether a `Connection` field value lists the `close` option.
+    /// Read as bytes, with no copy: this runs for every request that has the field.
     static func listsClose(_ value: String) -> Bool {
-        value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "close" }
+        if value == "close" { return true }
+        let close = Array("close".utf8)
+        return value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true).contains { token in
+            let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+            guard let first = token.firstIndex(where: { !isSpace($0) }), let last = token.lastIndex(where: { !isSpace($0) })
+            else { return false }
+            let trimmed = token[first...last]
+            // ASCII letters only: `| 0x20` lowers them; "close" has no byte that another folds onto.
+            return trimmed.count == close.count && zip(trimmed, close).allSatisfy { $0 | 0x20 == $1 }
+        }
     }
 }
