@@ -61,45 +61,63 @@ enum APIRoute: CaseIterable, Sendable {
         }
     }
 
+    /// A segment of a route's pattern, as a path's segment is compared with it.
+    private enum PatternPart {
+        /// The segment itself, as bytes.
+        case literal([UInt8])
+        /// `{name}`: any non-empty segment.
+        case name
+        /// A last `**`: any rest, also none.
+        case rest
+    }
+
     /// Each route's pattern, split into segments once.
-    private static let segments = allCases.map { ($0, $0.pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst()) }
+    private static let patterns = allCases.map { route in
+        let parts = route.pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { part -> PatternPart in
+            part == "**" ? .rest : part.hasPrefix("{") ? .name : .literal(Array(part.utf8))
+        }
+        return (route, parts)
+    }
     /// Those of the routes whose body streams on to a site: every request's head is matched against them only.
-    private static let streamingSegments = segments.filter { $0.0.streamsRequestBody }
+    private static let streamingPatterns = patterns.filter { $0.0.streamsRequestBody }
 
     /// The routes whose pattern `path` matches, whatever their method.
     static func matching(_ path: String) -> [APIRoute] {
-        segments.compactMap { route, parts in matches(parts, path[...]) ? route : nil }
+        patterns.compactMap { route, parts in matches(parts, path[...].utf8) ? route : nil }
     }
 
     /// Whether `path` (without its query) names a route whose body streams on to a site.
     static func streamsRequestBody(path: Substring) -> Bool {
-        streamingSegments.contains { matches($0.1, path) }
+        streamingPatterns.contains { matches($0.1, path.utf8) }
     }
 
-    /// Whether a pattern's segments match a path's (those after its first `/`): `{name}` any non-empty segment,
-    /// a last `**` any rest. The path's segments are read one at a time, without an array: this runs for every
-    /// request's head.
-    private static func matches(_ parts: ArraySlice<Substring>, _ path: Substring) -> Bool {
+    /// Whether a pattern's segments match a path's (those after its first `/`). The path is read as bytes, one
+    /// segment at a time, without an array or a `Character`: this runs for every request's head.
+    private static func matches(_ parts: [PatternPart], _ path: Substring.UTF8View) -> Bool {
         var given = PathSegments(path)
         _ = given.next()
         for part in parts {
-            if part == "**" && part == parts.last { return true }
+            if case .rest = part { return true }
             guard let segment = given.next() else { return false }
-            guard part.hasPrefix("{") ? !segment.isEmpty : part == segment else { return false }
+            switch part {
+            case .literal(let bytes): guard segment.elementsEqual(bytes) else { return false }
+            case .name: guard !segment.isEmpty else { return false }
+            case .rest: return true
+            }
         }
         return given.next() == nil
     }
 }
 
-/// A path's segments between its `/`s, in order (`/a//b` gives "", "a", "", "b").
+/// A path's segments between its `/`s, in order (`/a//b` gives "", "a", "", "b"), as bytes.
 private struct PathSegments: IteratorProtocol {
-    private var rest: Substring?
+    private var rest: Substring.UTF8View?
 
-    init(_ path: Substring) { rest = path }
+    init(_ path: Substring.UTF8View) { rest = path }
 
-    mutating func next() -> Substring? {
+    mutating func next() -> Substring.UTF8View? {
         guard let remaining = rest else { return nil }
-        guard let slash = remaining.firstIndex(of: "/") else {
+        guard let slash = remaining.firstIndex(of: UInt8(ascii: "/")) else {
             rest = nil
             return remaining
         }

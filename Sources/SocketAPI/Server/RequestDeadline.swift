@@ -87,7 +87,9 @@ final class RequestReceivedSignal: ChannelInboundHandler, RemovableChannelHandle
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            if APIRoute.streamsRequestBody(path: (head.path ?? "").prefix { $0 != "?" }) {
+            let target = (head.path ?? "")[...]
+            let path = target[..<(target.utf8.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex)]
+            if APIRoute.streamsRequestBody(path: path) {
                 context.triggerUserOutboundEvent(BodyStreams(), promise: nil)
             }
         case .end:
