@@ -212,6 +212,65 @@ import TestSupport
         }
     }
 
+    /// On a kept-alive connection each request has its own deadline from its own first byte: a connection idle
+    /// past the deadline between two requests is not cut, and a request that starts later than the first is cut
+    /// one deadline after its start, not after the first's.
+    @Test func eachRequestOfAKeptAliveConnectionHasItsOwnDeadline() async throws {
+        try await SocketWorld.withWorld { world in
+            var limits = SocketServer.Limits()
+            limits.requestDeadline = .seconds(1)
+            try await world.serving(world.socketServer(limits: limits)) {
+                let script = """
+                    def answer():
+                        data = b""
+                        while b"\\r\\n\\r\\n" not in data:
+                            chunk = s.recv(65536)
+                            if not chunk:
+                                return data.split(b"\\r\\n")[0].decode() or "closed"
+                            data += chunk
+                        head, _, body = data.partition(b"\\r\\n\\r\\n")
+                        length = [int(line.split(b":")[1]) for line in head.split(b"\\r\\n") if line.lower().startswith(b"content-length:")]
+                        while length and len(body) < length[0]:
+                            body += s.recv(65536)
+                        return head.split(b"\\r\\n")[0].decode()
+                    request = b"GET /v1/health HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n"
+                    start = time.monotonic()
+                    s.sendall(request)
+                    first = answer()
+                    time.sleep(1.5)
+                    s.sendall(request)
+                    second = answer()
+                    time.sleep(0.6)
+                    third_start = time.monotonic()
+                    for byte in b"GET /v1/health HTTP/1.1\\r\\nHost: localhost\\r\\nX-Padding: " + b"p" * 60:
+                        try:
+                            s.send(bytes([byte]))
+                        except OSError:
+                            break
+                        time.sleep(0.05)
+                        s.setblocking(False)
+                        try:
+                            if s.recv(1, socket.MSG_PEEK):
+                                break
+                        except BlockingIOError:
+                            pass
+                        finally:
+                            s.setblocking(True)
+                    third = answer()
+                    print(first, "|", second, "|", third, "|", round(time.monotonic() - third_start, 1))
+                    """
+                let result = try await world.socketClient(script)
+                let parts = result.outputText.split(separator: "|").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+                #expect(parts.count == 4, "\(result.outputText) \(result.errorText.suffix(300))")
+                guard parts.count == 4 else { return }
+                #expect(parts[0] == "HTTP/1.1 200 OK" && parts[1] == "HTTP/1.1 200 OK", "\(result.outputText)")
+                #expect(parts[2].hasPrefix("HTTP/1.1 408"), "\(result.outputText)")
+                let seconds = Double(parts[3]) ?? 99
+                #expect(seconds >= 0.9 && seconds < 2.5, "the third request was cut off \(seconds) s after its first byte")
+            }
+        }
+    }
+
     @Test func eventReadersAreCappedInTotalAndPerUID() async throws {
         try await SocketWorld.withWorld { world in
             var limits = SocketServer.Limits()

@@ -18,47 +18,73 @@ final class RequestDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
+    /// Where the connection's current request is.
+    private enum Phase {
+        /// Between requests: the next byte starts one.
+        case idle
+        /// A request is arriving; it must be whole by this instant.
+        case arriving(NIODeadline)
+        /// The request's head is in and its body streams on to a site: no deadline until its end.
+        case streaming
+    }
+
     private let deadline: Duration
-    /// Runs while a request is arriving.
+    private let deadlineAmount: TimeAmount
+    private var phase = Phase.idle
+    /// The one timer of the connection. It is not cancelled when a request ends: a keep-alive client's next
+    /// request most often starts before it fires, and one timer for the connection costs less than one
+    /// scheduled and cancelled for every request (NIO keeps its timers in a heap). When it fires it answers
+    /// 408 if a request is late, waits for the request on the way, or ends.
     private var timer: Scheduled<Void>?
-    /// The request on the way has been read whole; the next byte starts the next request's deadline.
-    private var receiving = false
 
     init(deadline: Duration) {
         self.deadline = deadline
+        deadlineAmount = TimeAmount(deadline)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if !receiving {
-            receiving = true
-            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            timer = context.eventLoop.scheduleTask(in: TimeAmount(deadline)) { [deadline] in
-                let context = loopBound.value
-                let error = APIError(
-                    .requestTimeout, .requestTimeout,
-                    "the request did not arrive whole within \(DurationText.format(deadline))")
-                let channel = context.channel
-                context.writeAndFlush(NIOAny(ByteBuffer(string: error.closingResponseBytes))).whenComplete { _ in
-                    channel.close(promise: nil)
-                }
-            }
+        if case .idle = phase {
+            let due = NIODeadline.now() + deadlineAmount
+            phase = .arriving(due)
+            if timer == nil { schedule(at: due, context: context) }
         }
         context.fireChannelRead(data)
+    }
+
+    private func schedule(at due: NIODeadline, context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(deadline: due) {
+            let (handler, context) = loopBound.value
+            handler.timerFired(context: context)
+        }
+    }
+
+    private func timerFired(context: ChannelHandlerContext) {
+        timer = nil
+        guard case .arriving(let due) = phase else { return }
+        guard NIODeadline.now() >= due else {
+            schedule(at: due, context: context)
+            return
+        }
+        let error = APIError(
+            .requestTimeout, .requestTimeout,
+            "the request did not arrive whole within \(DurationText.format(deadline))")
+        let channel = context.channel
+        context.writeAndFlush(NIOAny(ByteBuffer(string: error.closingResponseBytes))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
     }
 
     func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
         switch event {
         case is RequestReceivedSignal.Received:
-            receiving = false
+            phase = .idle
         case is RequestReceivedSignal.BodyStreams:
-            // Still receiving: no new deadline until this request's end.
-            break
+            phase = .streaming
         default:
             context.triggerUserOutboundEvent(event, promise: promise)
             return
         }
-        timer?.cancel()
-        timer = nil
         promise?.succeed()
     }
 
