@@ -18,6 +18,8 @@ final class ConnectionCloseOption: ChannelDuplexHandler, RemovableChannelHandler
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
+    private static let closeOption = Array("close".utf8)
+
     /// For each request read and not answered yet, in order: whether it carried `close`.
     private var closing = CircularBuffer<Bool>(initialCapacity: 4)
 
@@ -50,11 +52,11 @@ final class ConnectionCloseOption: ChannelDuplexHandler, RemovableChannelHandler
         }
     }
 
-    /// Whether a `Connection` field value lists the `close` option.
-    /// Read as bytes, with no copy: this runs for every request that has the field.
+    /// Whether a `Connection` field value lists the `close` option. Read as bytes, without copying the value:
+    /// this runs for every request that has the field.
     static func listsClose(_ value: String) -> Bool {
         if value == "close" { return true }
-        let close = Array("close".utf8)
+        let close = closeOption
         return value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true).contains { token in
             let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
             guard let first = token.firstIndex(where: { !isSpace($0) }), let last = token.lastIndex(where: { !isSpace($0) })
