@@ -15,7 +15,7 @@ import Testing
 final class NotifyWorld: Sendable {
     let folder: TemporaryFolder
     let client: CurlHTTPClient
-    let logs = LogLines()
+    let logs = CapturedLog()
     /// How each delivery ended, as the service reports it for the metrics.
     let outcomes = Locked<[NotificationOutcome]>([])
     private let servers = Locked<[PythonServer]>([])
@@ -32,7 +32,7 @@ final class NotifyWorld: Sendable {
     }
 
     var logger: Logger {
-        Logger(label: "notify-test") { _ in CapturingLogHandler(sink: self.logs) }
+        logs.logger(label: "notify-test")
     }
 
     /// A receiver logging to `name`.jsonl in the folder; `options` as webhook_receiver.py takes them.

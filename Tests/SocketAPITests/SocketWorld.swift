@@ -30,27 +30,6 @@ struct SocketWorld {
         }
     }
 
-    /// Every log line of the keeper and the server, rendered with its metadata.
-    final class LogLines: Sendable {
-        private let lines = Locked<[String]>([])
-        func append(_ line: String) { lines.withLock { $0.append(line) } }
-        var all: [String] { lines.withLock { $0 } }
-    }
-
-    struct CapturingLogHandler: LogHandler {
-        let sink: LogLines
-        var logLevel: Logger.Level = .debug
-        var metadata: Logger.Metadata = [:]
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-            sink.append("\(event.level) \(event.message) \(merged.map { "\($0)=\($1)" }.sorted().joined(separator: " "))")
-        }
-    }
-
     /// A client's answer: the HTTP status and the body.
     struct Answer {
         var status: Int
@@ -67,7 +46,8 @@ struct SocketWorld {
     var requests: KeyCounter
     var folder: TemporaryFolder
     var keeper: Keeper
-    var logs: LogLines
+    /// Every log line of the keeper and the server, rendered with its metadata.
+    var logs: CapturedLog
     var logger: Logger
     var socketPath: String
     var reloads: Counter
@@ -205,9 +185,8 @@ struct SocketWorld {
         let client = try CurlHTTPClient()
         let state = folder.path("state")
         let vault = try Vault.open(stateDirectory: state, key: .keyFile(path: state + "/master.key"), createIfMissing: true)
-        let logs = LogLines()
-        var logger = Logger(label: "socket-test") { _ in CapturingLogHandler(sink: logs) }
-        logger.logLevel = .debug
+        let logs = CapturedLog()
+        let logger = logs.logger(label: "socket-test")
         let login = SiteLogin(
             client: client, store: VaultSessionStore(vault: vault), credentials: { _ in Credentials() }, environment: [:])
         let keeper = Keeper(
