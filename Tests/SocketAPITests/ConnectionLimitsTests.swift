@@ -135,6 +135,9 @@ import TestSupport
                 #expect(full.status == 503)
                 #expect(full.errorCode == "too_many")
                 #expect(full.json?["error"]?["message"]?.plainText.contains("4 connections") == true, "\(full.body)")
+                // Three refusals within the throttle's 10 s: the first is logged, the others wait for the next line.
+                let refusals = world.logs.lines(containing: "connections refused over a cap")
+                #expect(refusals.count == 1 && refusals.first?.contains("refused=1") == true, "\(refusals)")
                 holder.closeInput()
                 _ = await holder.wait(within: .seconds(10))
                 // Their places are freed when they close.
@@ -185,6 +188,11 @@ import TestSupport
                     #expect(seconds >= 0.9 && seconds < 2.5, "cut off after \(seconds) s")
                     #expect(result.outputText.contains("\"code\":\"request_timeout\""), "\(result.outputText)")
                 }
+                // The first of the two is logged with its peer; the second, within the throttle's 10 s, waits for
+                // the next line.
+                let cutOff = world.logs.lines(containing: "requests cut off at the request deadline (408)")
+                #expect(cutOff.count == 1, "\(cutOff)")
+                #expect(cutOff.first?.contains("uid=\(getuid())") == true && cutOff.first?.contains("cut_off=1") == true, "\(cutOff)")
 
                 // An event stream stays open past the deadline, and so does a request that waits for a login.
                 let stream = try await world.socketClient("""

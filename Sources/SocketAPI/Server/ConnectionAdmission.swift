@@ -2,6 +2,7 @@ import Locking
 import Logging
 import NIOCore
 import Platform
+import SiteConfig
 
 /// Who may hold how many of the socket's connections (``SocketServer/Limits/maxConnections`` for all peers
 /// together, ``SocketServer/Limits/maxConnectionsPerUID`` for one uid), so that no peer, however many
@@ -18,10 +19,10 @@ final class ConnectionAdmission: Sendable {
     private let peers: PeerRegistry
     private let logger: Logger
     private let counts = Locked<(total: Int, byUID: [UInt32: Int])>((0, [:]))
-    /// Refusals not logged yet, and when the last log line about them was written: a peer opening thousands
-    /// of connections gets one line per ``logInterval``, not one per connection.
-    private let refusals = Locked<(unlogged: Int, lastLogged: NIODeadline?)>((0, nil))
-    static let logInterval = TimeAmount.seconds(10)
+    /// A peer opening thousands of connections over a cap, or trickling thousands of requests, gets one log
+    /// line per ``LogThrottle/interval`` for each, not one per connection or request.
+    private let refusals = LogThrottle()
+    private let lateRequests = LogThrottle()
 
     init(limits: SocketServer.Limits, peers: PeerRegistry, logger: Logger) {
         self.limits = limits
@@ -71,16 +72,20 @@ final class ConnectionAdmission: Sendable {
     }
 
     private func logRefusal(_ refusal: APIError, peer: PeerCredentials) {
-        let now = NIODeadline.now()
-        let count = refusals.withLock { state -> Int? in
-            state.unlogged += 1
-            if let last = state.lastLogged, now - last < Self.logInterval { return nil }
-            defer { state = (0, now) }
-            return state.unlogged
-        }
-        guard let count else { return }
+        guard let count = refusals.count() else { return }
         logger.warning("connections refused over a cap", metadata: [
             "uid": "\(peer.uid)", "pid": "\(peer.pid)", "reason": "\(refusal.message)", "refused": "\(count)",
+        ])
+    }
+
+    /// A request on `channel` did not arrive whole within `deadline` (``RequestDeadline`` answered it 408):
+    /// logged with its peer, as a refusal is, so that an operator can tell which client trickles.
+    func requestCutOff(on channel: any Channel, deadline: Duration) {
+        guard let count = lateRequests.count() else { return }
+        let peer = peers.known(of: channel)
+        logger.warning("requests cut off at the request deadline (408)", metadata: [
+            "uid": "\(peer.map { "\($0.uid)" } ?? "-")", "pid": "\(peer.map { "\($0.pid)" } ?? "-")",
+            "deadline": "\(DurationText.format(deadline))", "cut_off": "\(count)",
         ])
     }
 

@@ -11,9 +11,14 @@ final class PeerRegistry: Sendable {
 
     /// The peer of `channel`: from the registry, or read now for a connection the registry does not hold.
     func peer(of channel: any Channel) async -> PeerCredentials? {
-        if let known = peers.withLock({ $0[ObjectIdentifier(channel)] }) { return known }
+        if let known = known(of: channel) { return known }
         guard let provider = channel as? any SocketOptionProvider else { return nil }
         return try? await provider.peerCredentials().get()
+    }
+
+    /// The peer of `channel` as it was admitted; nil for a connection the registry does not hold.
+    func known(of channel: any Channel) -> PeerCredentials? {
+        peers.withLock { $0[ObjectIdentifier(channel)] }
     }
 
     func set(_ peer: PeerCredentials, for key: ObjectIdentifier) {

@@ -37,9 +37,13 @@ final class RequestDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     /// 408 if a request is late, waits for the request on the way, or ends.
     private var timer: Scheduled<Void>?
 
-    init(deadline: Duration) {
+    /// Told of each request answered 408, with its connection (for the log: ``ConnectionAdmission/requestCutOff(on:deadline:)``).
+    private let reportCutOff: @Sendable (any Channel) -> Void
+
+    init(deadline: Duration, reportCutOff: @escaping @Sendable (any Channel) -> Void) {
         self.deadline = deadline
         deadlineAmount = TimeAmount(deadline)
+        self.reportCutOff = reportCutOff
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -70,6 +74,7 @@ final class RequestDeadline: ChannelDuplexHandler, RemovableChannelHandler {
             .requestTimeout, .requestTimeout,
             "the request did not arrive whole within \(DurationText.format(deadline))")
         let channel = context.channel
+        reportCutOff(channel)
         context.writeAndFlush(NIOAny(ByteBuffer(string: error.closingResponseBytes))).whenComplete { _ in
             channel.close(promise: nil)
         }

@@ -21,7 +21,10 @@ struct SocketHTTPChannel: ServerChildChannel {
             if let refusal {
                 try channel.pipeline.syncOperations.addHandler(RefusedConnection(answer: refusal.closingResponseBytes))
             } else {
-                try channel.pipeline.syncOperations.addHandler(RequestDeadline(deadline: requestDeadline))
+                try channel.pipeline.syncOperations.addHandler(
+                    RequestDeadline(deadline: requestDeadline) { [admission, requestDeadline] channel in
+                        admission.requestCutOff(on: channel, deadline: requestDeadline)
+                    })
             }
         }.flatMap {
             http1.setup(channel: channel, logger: logger)
