@@ -239,7 +239,7 @@ import TestSupport
                 print(round(time.monotonic() - start, 1), answer.split(b"\\r\\n")[0].decode())
                 """)
             let words = trickled.outputText.split(separator: " ")
-            #expect(words.count >= 3 && words[2] == "408", "\(trickled.outputText) \(trickled.errorText.suffix(300))")
+            #expect(words.count >= 3 && words[2] == "408", "\(trickled.outputText) \(trickled.errorText.suffix(300)) \(world.logs.all.suffix(12))")
             #expect((Double(words.first ?? "") ?? 99) < 3, "\(trickled.outputText)")
         }
     }
