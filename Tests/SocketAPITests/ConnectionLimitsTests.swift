@@ -173,7 +173,7 @@ import TestSupport
                             break
                         except socket.timeout:
                             pass
-                    \(SocketWorld.readUntilClosed)
+                    \(SocketWorld.readUntilClosed())
                     print(round(time.monotonic() - start, 1), answer.split(b"\\r\\n")[0].decode(), answer.split(b"\\r\\n\\r\\n")[-1].decode())
                     """
                 // A head a byte every 50 ms (each one would reset an idle timer), then a body likewise.

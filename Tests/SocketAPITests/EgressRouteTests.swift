@@ -230,17 +230,20 @@ import TestSupport
             #expect(try JSONValue.parse(paced.body)["length"]?.plainText == String(3 << 20))
             #expect(took > .seconds(2), "the upload was not paced (\(took))")
 
-            // Its head is still held to the deadline: a head that stops half-way is answered 408.
+            // Its head is still held to the deadline: a head that stops half-way is answered 408. The bound tells
+            // the deadline (1 s) from the idle timeout (60 s) with room to spare: this server shares its one event
+            // loop with every other socket test of the process, and in a loaded full run (a debug build) the 408
+            // was seen to come 4.5 s and more after the head.
             let trickled = try await world.socketClient("""
                 s.sendall(b"POST /v1/sites/up/proxy/upload HTTP/1.1\\r\\nHost: x\\r\\n")
                 start = time.monotonic()
                 answer = b""
-                \(SocketWorld.readUntilClosed)
+                \(SocketWorld.readUntilClosed(silence: 30))
                 print(round(time.monotonic() - start, 1), answer.split(b"\\r\\n")[0].decode())
                 """)
             let words = trickled.outputText.split(separator: " ")
             #expect(words.count >= 3 && words[2] == "408", "\(trickled.outputText) \(trickled.errorText.suffix(300)) \(world.logs.all.suffix(12))")
-            #expect((Double(words.first ?? "") ?? 99) < 3, "\(trickled.outputText)")
+            #expect((Double(words.first ?? "") ?? 99) < 20, "\(trickled.outputText)")
         }
     }
 

@@ -139,9 +139,10 @@ struct SocketWorld {
     /// Runs a Python client on one connection to the socket: `script` runs with `s`, a socket already connected
     /// to it, and `os`, `socket`, `sys` and `time` imported; `arguments` follow the socket path in `sys.argv`.
     /// Lines of a ``socketClient(_:arguments:)`` script: append what the daemon sends to `answer` (which the
-    /// script defines first) until it closes the connection or stays silent for 5 s.
-    static let readUntilClosed = """
-        s.settimeout(5)
+    /// script defines first) until it closes the connection or stays silent for `silence` seconds.
+    static func readUntilClosed(silence: Int = 5) -> String {
+        """
+        s.settimeout(\(silence))
         try:
             while True:
                 chunk = s.recv(65536)
@@ -151,6 +152,7 @@ struct SocketWorld {
         except OSError:
             pass
         """
+    }
 
     func socketClient(_ script: String, arguments: [String] = []) async throws -> ProgramResult {
         let prelude = "import os, socket, sys, time\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n"
