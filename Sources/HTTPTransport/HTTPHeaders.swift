@@ -74,8 +74,8 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     public mutating func remove(name: String) { fields.removeAll { $0.name.caseInsensitiveEquals(name) } }
 }
 
-extension String {
-    /// ASCII case-insensitive comparison, the one HTTP field names use.
+extension StringProtocol {
+    /// ASCII case-insensitive comparison, the one HTTP field names and connection options use.
     package func caseInsensitiveEquals(_ other: String) -> Bool {
         guard utf8.count == other.utf8.count else { return false }
         return zip(utf8, other.utf8).allSatisfy { asciiLower($0) == asciiLower($1) }

@@ -97,12 +97,10 @@ enum APIRoute: CaseIterable, Sendable {
         var given = PathSegments(path)
         _ = given.next()
         for part in parts {
-            if case .rest = part { return true }
-            guard let segment = given.next() else { return false }
             switch part {
-            case .literal(let bytes): guard segment.elementsEqual(bytes) else { return false }
-            case .name: guard !segment.isEmpty else { return false }
             case .rest: return true
+            case .name: guard let segment = given.next(), !segment.isEmpty else { return false }
+            case .literal(let bytes): guard let segment = given.next(), segment.elementsEqual(bytes) else { return false }
             }
         }
         return given.next() == nil

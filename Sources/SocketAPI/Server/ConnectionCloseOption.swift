@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTransport
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
@@ -17,8 +18,6 @@ final class ConnectionCloseOption: ChannelDuplexHandler, RemovableChannelHandler
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
-
-    private static let closeOption = Array("close".utf8)
 
     /// For each request read and not answered yet, in order: whether it carried `close`.
     private var closing = CircularBuffer<Bool>(initialCapacity: 4)
@@ -52,18 +51,20 @@ final class ConnectionCloseOption: ChannelDuplexHandler, RemovableChannelHandler
         }
     }
 
-    /// Whether a `Connection` field value lists the `close` option. Read as bytes, without copying the value:
-    /// this runs for every request that has the field.
+    /// Whether a `Connection` field value lists the `close` option. Split and trimmed as bytes, without copying
+    /// the value: this runs for every request that has the field.
     static func listsClose(_ value: String) -> Bool {
         if value == "close" { return true }
-        let close = closeOption
-        return value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true).contains { token in
-            let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-            guard let first = token.firstIndex(where: { !isSpace($0) }), let last = token.lastIndex(where: { !isSpace($0) })
+        return value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true).contains { option in
+            guard let first = option.firstIndex(where: { !isOptionalWhitespace($0) }),
+                let last = option.lastIndex(where: { !isOptionalWhitespace($0) })
             else { return false }
-            let trimmed = token[first...last]
-            // ASCII letters only: `| 0x20` lowers them; "close" has no byte that another folds onto.
-            return trimmed.count == close.count && zip(trimmed, close).allSatisfy { $0 | 0x20 == $1 }
+            return Substring(option[first...last]).caseInsensitiveEquals("close")
         }
+    }
+
+    /// The whitespace allowed around a list's elements (RFC 9110 section 5.6.3: OWS is SP or HTAB).
+    private static func isOptionalWhitespace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")
     }
 }
