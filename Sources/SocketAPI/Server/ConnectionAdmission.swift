@@ -78,14 +78,14 @@ final class ConnectionAdmission: Sendable {
         ])
     }
 
-    /// A request on `channel` did not arrive whole within `deadline` (``RequestDeadline`` answered it 408):
-    /// logged with its peer, as a refusal is, so that an operator can tell which client trickles.
-    func requestCutOff(on channel: any Channel, deadline: Duration) {
+    /// A request on `channel` did not arrive whole within the request deadline (``RequestDeadline`` answered it
+    /// 408): logged with its peer, as a refusal is, so that an operator can tell which client trickles.
+    func requestCutOff(on channel: any Channel) {
         guard let count = lateRequests.count() else { return }
         let peer = peers.known(of: channel)
         logger.warning("requests cut off at the request deadline (408)", metadata: [
             "uid": "\(peer.map { "\($0.uid)" } ?? "-")", "pid": "\(peer.map { "\($0.pid)" } ?? "-")",
-            "deadline": "\(DurationText.format(deadline))", "cut_off": "\(count)",
+            "deadline": "\(DurationText.format(limits.requestDeadline))", "cut_off": "\(count)",
         ])
     }
 

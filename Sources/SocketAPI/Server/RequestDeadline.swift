@@ -29,7 +29,6 @@ final class RequestDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private let deadline: Duration
-    private let deadlineAmount: TimeAmount
     private var phase = Phase.idle
     /// The one timer of the connection. It is not cancelled when a request ends: a keep-alive client's next
     /// request most often starts before it fires, and one timer for the connection costs less than one
@@ -37,18 +36,17 @@ final class RequestDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     /// 408 if a request is late, waits for the request on the way, or ends.
     private var timer: Scheduled<Void>?
 
-    /// Told of each request answered 408, with its connection (for the log: ``ConnectionAdmission/requestCutOff(on:deadline:)``).
+    /// Told of each request answered 408, with its connection (for the log: ``ConnectionAdmission/requestCutOff(on:)``).
     private let reportCutOff: @Sendable (any Channel) -> Void
 
     init(deadline: Duration, reportCutOff: @escaping @Sendable (any Channel) -> Void) {
         self.deadline = deadline
-        deadlineAmount = TimeAmount(deadline)
         self.reportCutOff = reportCutOff
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if case .idle = phase {
-            let due = NIODeadline.now() + deadlineAmount
+            let due = NIODeadline.now() + TimeAmount(deadline)
             phase = .arriving(due)
             if timer == nil { schedule(at: due, context: context) }
         }

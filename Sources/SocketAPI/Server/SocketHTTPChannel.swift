@@ -21,9 +21,7 @@ struct SocketHTTPChannel: ServerChildChannel {
                 try channel.pipeline.syncOperations.addHandler(RefusedConnection(answer: refusal.closingResponseBytes))
             } else {
                 try channel.pipeline.syncOperations.addHandler(
-                    RequestDeadline(deadline: requestDeadline) { [admission, requestDeadline] channel in
-                        admission.requestCutOff(on: channel, deadline: requestDeadline)
-                    })
+                    RequestDeadline(deadline: requestDeadline, reportCutOff: admission.requestCutOff(on:)))
             }
         }.flatMap {
             http1.setup(channel: channel, logger: logger)
