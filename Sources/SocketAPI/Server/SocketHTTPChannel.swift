@@ -6,8 +6,9 @@ import NIOCore
 /// the caps, or ``RefusedConnection``'s 503 and the end), then given ``RequestDeadline`` on its raw bytes, then Hummingbird's
 /// `HTTP1Channel` (its decoder limits, idle timeout and graceful shutdown) with the socket's handlers added
 /// after the conversion to HTTP types (``RequestReceivedSignal``, ``ConnectionCloseOption``). The task that
-/// serves the connection prefers the connection's event loop as its executor (``EventLoopExecutor``), so a
-/// request does not cross threads between its bytes and its route.
+/// serves the connection runs on the socket's one event loop, where its bytes arrive: it is a child of the
+/// server's task group, which ``SocketServer/run()`` starts with that loop as its preferred executor
+/// (``EventLoopExecutor``), and a child task inherits the preference.
 struct SocketHTTPChannel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
@@ -29,9 +30,7 @@ struct SocketHTTPChannel: ServerChildChannel {
     }
 
     func handle(value: Value, logger: Logger) async {
-        await withTaskExecutorPreference(EventLoopExecutor(value.channel.eventLoop)) {
-            await http1.handle(value: value, logger: logger)
-        }
+        await http1.handle(value: value, logger: logger)
     }
 }
 
