@@ -11,6 +11,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "SessionKeeper", path: ".."),
+        // The socket benchmark's floor (HummingbirdFloor): the framework the daemon's socket is built on, alone.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
     ],
     targets: [
         // libcurl called directly, for its own cookie parser (target names are unique across the package graph,
@@ -64,6 +66,11 @@ let package = Package(
                 .product(name: "Vault", package: "SessionKeeper"),
                 .product(name: "Platform", package: "SessionKeeper"),
             ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "HummingbirdFloor",
+            dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: strict
         ),
         // The floor for anything built on libcurl: the same login in plain C.

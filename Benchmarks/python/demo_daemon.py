@@ -18,6 +18,31 @@ def build_release(*products):
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
 
 
+def build_floor():
+    """Benchmarks/Sources/HummingbirdFloor in release mode, as the other benchmark executables are built: the
+    daemon's socket stack (Hummingbird on one event loop) answering from a dictionary, with none of its work."""
+    flags = ["-c", "release", "--static-swift-stdlib"]
+    subprocess.run(["swift", "build", *flags, "--product", "HummingbirdFloor"], cwd=os.path.dirname(HERE),
+                   check=True, stdout=subprocess.DEVNULL)
+    folder = subprocess.run(["swift", "build", *flags, "--show-bin-path"], cwd=os.path.dirname(HERE), check=True,
+                            stdout=subprocess.PIPE, text=True).stdout.strip()
+    return os.path.join(folder, "HummingbirdFloor")
+
+
+def start_floor(binary, work, root, cpu=None):
+    """The floor on `work`/floor.sock serving the files under `root` (ROOT/v1/sites/x/cookies answers
+    /v1/sites/x/cookies), on CPU `cpu` when given; returns the process and the socket's path."""
+    sock = os.path.join(work, "floor.sock")
+    pinning = ["taskset", "-c", str(cpu)] if cpu is not None else []
+    floor = subprocess.Popen(pinning + [binary, sock, root], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if os.path.exists(sock):
+            return floor, sock
+        time.sleep(0.1)
+    floor.kill()
+    raise SystemExit("the Hummingbird floor did not start")
+
+
 def read_from_disk_next_time(path):
     """Drops `path`'s pages from the page cache, so the next start reads it from disk, as after a reboot or
     after scripts/install. A file just written (by the linker, by cp) sits in the cache in large folios, and
