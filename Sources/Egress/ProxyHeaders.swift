@@ -73,10 +73,7 @@ public enum ProxyHeaders {
             self.fixed = fixed
             var options: [String] = []
             for value in headers.values(for: "Connection") {
-                for option in value.split(separator: ",") {
-                    let name = option.trimmingCharacters(in: .whitespaces)
-                    if !name.isEmpty { options.append(name) }
-                }
+                options.append(contentsOf: ConnectionOptions(value).map(String.init))
             }
             self.options = options
         }

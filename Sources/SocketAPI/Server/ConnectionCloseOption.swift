@@ -51,20 +51,9 @@ final class ConnectionCloseOption: ChannelDuplexHandler, RemovableChannelHandler
         }
     }
 
-    /// Whether a `Connection` field value lists the `close` option. Split and trimmed as bytes, without copying
-    /// the value: this runs for every request that has the field.
+    /// Whether a `Connection` field value lists the `close` option (``ConnectionOptions``, without copying the
+    /// value: this runs for every request that has the field).
     static func listsClose(_ value: String) -> Bool {
-        if value == "close" { return true }
-        return value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true).contains { option in
-            guard let first = option.firstIndex(where: { !isOptionalWhitespace($0) }),
-                let last = option.lastIndex(where: { !isOptionalWhitespace($0) })
-            else { return false }
-            return Substring(option[first...last]).caseInsensitiveEquals("close")
-        }
-    }
-
-    /// The whitespace allowed around a list's elements (RFC 9110 section 5.6.3: OWS is SP or HTAB).
-    private static func isOptionalWhitespace(_ byte: UInt8) -> Bool {
-        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")
+        value == "close" || ConnectionOptions(value).contains { $0.caseInsensitiveEquals("close") }
     }
 }
