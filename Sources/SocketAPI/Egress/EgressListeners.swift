@@ -97,9 +97,7 @@ final class EgressListeners: Sendable {
             eventLoopGroupProvider: .shared(eventLoop),
             logger: logger)
         let group = ServiceGroup(configuration: .init(services: [application], logger: logger))
-        // As on the socket (``SocketServer/run()``), the listener's accept loop and the task of each connection
-        // run on the event loop its connections' bytes arrive on.
-        let task = Task(executorPreference: EventLoopExecutor(eventLoop.next())) { [logger, problems] in
+        let task = Task { [logger, problems] in
             do {
                 try await group.run()
             } catch {

@@ -6,9 +6,8 @@ import NIOCore
 /// the caps, or ``RefusedConnection``'s 503 and the end), then given ``RequestDeadline`` on its raw bytes, then Hummingbird's
 /// `HTTP1Channel` (its decoder limits, idle timeout and graceful shutdown) with the socket's handlers added
 /// after the conversion to HTTP types (``RequestReceivedSignal``, ``ConnectionCloseOption``). The task that
-/// serves the connection runs on the socket's one event loop, where its bytes arrive: it is a child of the
-/// server's task group, which ``SocketServer/run()`` starts with that loop as its preferred executor
-/// (``EventLoopExecutor``), and a child task inherits the preference.
+/// serves the connection prefers the connection's event loop as its executor (``EventLoopExecutor``), so a
+/// request does not cross threads between its bytes and its route.
 struct SocketHTTPChannel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
@@ -29,8 +28,16 @@ struct SocketHTTPChannel: ServerChildChannel {
         }
     }
 
+    /// The preference is taken here, inside the connection's task, and Hummingbird's accept loop stays on Swift's
+    /// global executor: the task starts and ends there, off the loop. Swift's runtime keeps a task group's
+    /// children in a list that it walks to add a child and again to remove a finished one, so with N connections
+    /// open each new connection costs two walks of N. Beside 2,000 idle connections that was a fifth of the event
+    /// loop's time when the accept loop ran on the loop too (and a new client's answer took 0.6 ms instead of
+    /// 0.36 ms at the median: docs/BENCHMARKS.md); here it runs on a thread of the global executor.
     func handle(value: Value, logger: Logger) async {
-        await http1.handle(value: value, logger: logger)
+        await withTaskExecutorPreference(EventLoopExecutor(value.channel.eventLoop)) {
+            await http1.handle(value: value, logger: logger)
+        }
     }
 }
 

@@ -168,13 +168,7 @@ public final class SocketServer: Service, Sendable {
             // socket file that could not be protected stops the server.
             try await withThrowingTaskGroup(of: Bool.self) { group in
                 group.addTask {
-                    // Hummingbird's accept loop, and the task it starts for each connection (a child of its task
-                    // group, which inherits this preference), run on the socket's event loop, where the
-                    // connections' bytes arrive: a new connection no longer crosses to Swift's global executor
-                    // and back (a futex wake and a context switch each way).
-                    try await withTaskExecutorPreference(EventLoopExecutor(Self.eventLoop.next())) {
-                        try await application.run()
-                    }
+                    try await application.run()
                     return true
                 }
                 group.addTask {
