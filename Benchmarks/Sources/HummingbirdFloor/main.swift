@@ -1,6 +1,7 @@
 // The floor of the daemon's own socket stack, for Benchmarks/run-socket and run-egress: Hummingbird 2 on a Unix
 // socket with one event loop, the accept loop and each connection's task preferring that loop as their executor
-// (as `SocketServer` runs them), and routes of the same patterns as the daemon's cookies and egress routes that
+// (the quicker arrangement for one-request connections; the daemon keeps its accept loop off the loop, see
+// `SocketHTTPChannel.handle`), and routes of the same patterns as the daemon's cookies and egress routes that
 // answer each path's bytes from a dictionary, with `Connection: close` on the answer when the request asks for
 // it. Nothing of the daemon's own runs: no peer credentials, access rules, request deadline, board read, cookie
 // jar or upstream request. What separates the daemon from this is its own work; what separates this from nginx
