@@ -68,6 +68,60 @@ import TestSupport
         }
     }
 
+    /// Any local user can connect to a loopback port, so the listener's connections are held to the socket's
+    /// caps and deadlines: without them one user's idle or trickling connections would use up the daemon's file
+    /// descriptors, and with them its socket.
+    @Test func theListenersConnectionsHaveTheSocketsCapsAndDeadlines() async throws {
+        let port = try await Self.freePort()
+        var limits = SocketServer.Limits()
+        limits.maxConnectionsPerUID = 3
+        limits.requestDeadline = .seconds(1)
+        try await EgressRouteTests.withUpstreamSite(extra: "egress: {listen: 127.0.0.1:\(port)}", limits: limits) { world, _ in
+            #expect(try await Self.answers("http://127.0.0.1:\(port)/echo", 200), "the listener did not come up")
+            // Three connections hold half a head each; a fourth of the same uid is refused at once, and a
+            // socket client of another uid is not affected. The held heads are answered 408 at the deadline.
+            let script = """
+                import socket, time
+                def connect():
+                    s = socket.create_connection(("127.0.0.1", \(port)))
+                    s.settimeout(10)
+                    return s
+                held = [connect() for _ in range(3)]
+                for s in held:
+                    s.sendall(b"GET /echo HTTP/1.1\\r\\nHost: x\\r\\n")
+                time.sleep(0.3)
+                fourth = connect()
+                print("fourth", fourth.recv(4096).split(b"\\r\\n")[0].decode())
+                start = time.monotonic()
+                for s in held:
+                    answer = b""
+                    s.settimeout(30)
+                    while True:
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            break
+                        answer += chunk
+                    print("held", round(time.monotonic() - start, 1), answer.split(b"\\r\\n")[0].decode())
+                """
+            let run = try await runProgram("/usr/bin/python3", ["-c", script])
+            let lines = run.outputText.split(separator: "\n").map(String.init)
+            #expect(lines.first == "fourth HTTP/1.1 503 Service Unavailable", "\(run.outputText) \(run.errorText.suffix(300))")
+            let held = lines.filter { $0.hasPrefix("held ") }
+            #expect(held.count == 3 && held.allSatisfy { $0.hasSuffix("408 Request Timeout") }, "\(run.outputText)")
+            #expect(held.allSatisfy { (Double($0.split(separator: " ")[1]) ?? 99) < 20 }, "\(run.outputText)")
+            #expect(try await world.curl("/v1/health").status == 200)
+
+            // The deadline holds a request's head only: an upload longer than it streams on to the site.
+            let upload = world.folder.path("paced.bin")
+            try #require(FileManager.default.createFile(atPath: upload, contents: Data(repeating: 0x61, count: 2 << 20)))
+            let paced = try await runProgram("/usr/bin/curl", [
+                "-sS", "-X", "POST", "--data-binary", "@" + upload, "-H", "Expect:", "--limit-rate", "1M", "--max-time", "60",
+                "http://127.0.0.1:\(port)/upload",
+            ])
+            #expect(try JSONValue.parse(paced.outputText)["length"]?.plainText == String(2 << 20), "\(paced.outputText.prefix(300))")
+        }
+    }
+
     @Test func aPortThatCannotBeBoundIsAnErrorForThatSiteOnly() async throws {
         let upstream = try await EgressRouteTests.Upstream.start()
         defer { Task { await upstream.server.stop() } }

@@ -13,10 +13,12 @@ import SiteConfig
 /// as a plain-HTTP reverse proxy on that loopback address, where `http://127.0.0.1:8481/PATH` goes to
 /// `base_url/PATH`.
 ///
-/// A TCP connection carries no credentials: the peer's user is asked of the kernel when the first request of a
-/// connection comes (``LoopbackPeer/lookup(local:remote:findingProcess:)``), and the site's access rules judge
-/// it as on the socket; a peer that may not read the site, or that cannot be found, gets the 404 of a site that
-/// does not exist. The listeners follow the Keeper's sites: one starts for a site added with `listen`, moves
+/// A TCP connection carries no credentials: the peer's user is asked of the kernel when the connection comes
+/// (``ConnectionAdmission``, which counts it against the same caps as the socket's connections), its process
+/// and groups at its first request, off the event loop (``LoopbackPeer/lookup(local:remote:findingProcess:)``
+/// scans `/proc`), and the site's access rules judge it as on the socket; a peer that may not read the site, or
+/// that cannot be found, gets the 404 of a site that does not exist. Its connections have the socket's request
+/// deadline (for a request's head: every path's body streams on to the site) and idle timeout. The listeners follow the Keeper's sites: one starts for a site added with `listen`, moves
 /// when the address changes, and stops when the site goes or drops it. An address that cannot be bound is an
 /// error in the log for that site; the daemon serves everything else.
 final class EgressListeners: Sendable {
@@ -29,6 +31,8 @@ final class EgressListeners: Sendable {
     private let keeper: Keeper
     private let access: AccessControl
     private let forwarder: EgressForwarder
+    private let limits: SocketServer.Limits
+    private let admission: ConnectionAdmission
     private let eventLoop: any EventLoopGroup
     private let logger: Logger
     private let running = Locked<[String: Running]>([:])
@@ -37,10 +41,15 @@ final class EgressListeners: Sendable {
     /// Why a site's listener could not be opened, by site.
     private let problems = Locked<[String: String]>([:])
 
-    init(keeper: Keeper, access: AccessControl, forwarder: EgressForwarder, eventLoop: any EventLoopGroup, logger: Logger) {
+    init(
+        keeper: Keeper, access: AccessControl, forwarder: EgressForwarder, limits: SocketServer.Limits, admission: ConnectionAdmission,
+        eventLoop: any EventLoopGroup, logger: Logger
+    ) {
         self.keeper = keeper
         self.access = access
         self.forwarder = forwarder
+        self.limits = limits
+        self.admission = admission
         self.eventLoop = eventLoop
         self.logger = logger
     }
@@ -89,6 +98,7 @@ final class EgressListeners: Sendable {
     private func start(_ name: String, address: LoopbackListenAddress) {
         let application = Application(
             router: router(for: name),
+            server: .socketHTTP1(limits: limits, admission: admission, everyBodyStreams: true),
             configuration: ApplicationConfiguration(address: .hostname(address.host, port: Int(address.port)), serverName: nil),
             onServerRunning: { [logger, problems] _ in
                 problems.withLock { $0[name] = nil }
@@ -125,7 +135,7 @@ final class EgressListeners: Sendable {
 
     private func forward(_ request: Request, context: ListenerContext, site name: String) async throws -> Response {
         let hidden = APIError.unknownSite(name)
-        guard let entry = keeper.board.entry(of: name), let peer = peer(of: context.channel) else { throw hidden }
+        guard let entry = keeper.board.entry(of: name), let peer = await peer(of: context.channel) else { throw hidden }
         // Group names the site's `access` lists are turned into gids off the event loop, once.
         if !access.hasResolvedGroups(of: entry.site) { await access.resolveMissingGroups(of: [entry.site]) }
         guard access.allows(peer, site: entry.site) else { throw hidden }
@@ -135,21 +145,27 @@ final class EgressListeners: Sendable {
             body: request.body, peer: peer))
     }
 
-    /// The peer of `channel`, asked of the kernel once per connection; nil when it cannot be found.
-    private func peer(of channel: any Channel) -> PeerCredentials? {
+    /// The peer of `channel`, asked of the kernel once per connection; nil when it cannot be found. Its process
+    /// is looked for on NIO's blocking pool: a scan of `/proc` takes as long as the machine has processes and
+    /// descriptors, and the connection's task runs on the event loop that serves every connection.
+    private func peer(of channel: any Channel) async -> PeerCredentials? {
         let key = ObjectIdentifier(channel)
         if let known = peers.withLock({ $0[key] }) { return known }
         guard let local = channel.localAddress.flatMap(TCPEndpoint.init), let remote = channel.remoteAddress.flatMap(TCPEndpoint.init) else {
             return nil
         }
+        let lookUp = { @Sendable () throws -> (LoopbackPeer, [UInt32]) in
+            let found = try LoopbackPeer.lookup(local: local, remote: remote)
+            return (found, found.pid.map { UnixSocket.supplementaryGroups(pid: $0, uid: found.uid) } ?? [])
+        }
         let found: LoopbackPeer
+        let groups: [UInt32]
         do {
-            found = try LoopbackPeer.lookup(local: local, remote: remote)
+            (found, groups) = try await NIOThreadPool.singleton.runIfActive(lookUp)
         } catch {
             logger.warning("egress listener: the peer's user is unknown", metadata: ["remote": "\(remote)", "error": "\(error)"])
             return nil
         }
-        let groups = found.pid.map { UnixSocket.supplementaryGroups(pid: $0, uid: found.uid) } ?? []
         // The primary group is not in socket diagnostics: a site's `access.groups` counts the process's groups.
         let peer = PeerCredentials(pid: found.pid ?? 0, uid: found.uid, gid: .max, supplementaryGroups: groups)
         peers.withLock { $0[key] = peer }

@@ -4,11 +4,13 @@ import NIOCore
 import Platform
 import SiteConfig
 
-/// Who may hold how many of the socket's connections (``SocketServer/Limits/maxConnections`` for all peers
+/// Who may hold how many of the daemon's connections (``SocketServer/Limits/maxConnections`` for all peers
 /// together, ``SocketServer/Limits/maxConnectionsPerUID`` for one uid), so that no peer, however many
-/// connections it opens, keeps the others out.
+/// connections it opens, keeps the others out. One admission counts the socket's connections and those of the
+/// egress loopback listeners together: each is a file descriptor of the same process.
 ///
-/// Each new connection's peer is read once (SO_PEERCRED, SO_PEERGROUPS) before any byte of it is parsed, and
+/// Each new connection's peer is read once before any byte of it is parsed (on the socket SO_PEERCRED and
+/// SO_PEERGROUPS; on a loopback listener the uid from the kernel's socket diagnostics, ``LoopbackPeer``), and
 /// counted; one over a cap gets ``RefusedConnection`` in front of its pipeline, which answers a short 503 as soon
 /// as the connection is active and closes it (the connection must still be set up and registered: NIO registers
 /// an accepted connection only after its setup succeeded, and leaves one whose setup failed open). An admitted
@@ -33,8 +35,8 @@ final class ConnectionAdmission: Sendable {
     /// Reads the peer of `channel`, counts it and registers it; for a connection over a cap (or whose peer
     /// cannot be read), the refusal to answer it with. Never fails. Runs on the channel's event loop.
     func admit(_ channel: any Channel) -> EventLoopFuture<APIError?> {
-        guard let provider = channel as? any SocketOptionProvider else { return channel.eventLoop.makeSucceededFuture(nil) }
-        return provider.peerCredentials().map { peer in
+        guard let peerRead = Self.readPeer(of: channel) else { return channel.eventLoop.makeSucceededFuture(nil) }
+        return peerRead.map { peer in
             if let refusal = self.take(peer) {
                 self.logRefusal(refusal, peer: peer)
                 return refusal
@@ -51,6 +53,21 @@ final class ConnectionAdmission: Sendable {
             // is refused like one over a cap.
             APIError(.forbidden, .forbidden, "the peer's credentials could not be read")
         }
+    }
+
+    /// The peer of a new connection; nil for a channel that is neither a Unix socket's nor a TCP one's.
+    ///
+    /// A loopback TCP connection's uid comes from one socket-diagnostics query (a netlink round trip, which the
+    /// kernel answers at once); its process and groups are looked for at its first request, off the loop
+    /// (``EgressListeners``). One the kernel cannot name is counted as nobody (uid `UInt32.max`): the listener
+    /// then answers its requests the 404 of a site that does not exist, and all such connections share one
+    /// uid's cap.
+    private static func readPeer(of channel: any Channel) -> EventLoopFuture<PeerCredentials>? {
+        if let local = channel.localAddress.flatMap(TCPEndpoint.init), let remote = channel.remoteAddress.flatMap(TCPEndpoint.init) {
+            let uid = (try? LoopbackPeer.lookup(local: local, remote: remote, findingProcess: false))?.uid ?? .max
+            return channel.eventLoop.makeSucceededFuture(PeerCredentials(pid: 0, uid: uid, gid: .max))
+        }
+        return (channel as? any SocketOptionProvider)?.peerCredentials()
     }
 
     /// Counts a connection of `peer`, or says which cap it would pass.

@@ -113,14 +113,24 @@ final class RequestReceivedSignal: ChannelInboundHandler, RemovableChannelHandle
     struct Received {}
     struct BodyStreams {}
 
+    /// Whether every request's body streams on to a site (a loopback listener, whose every path is the egress
+    /// route), rather than only the requests whose path names ``APIRoute/proxy``.
+    private let everyBodyStreams: Bool
+
+    init(everyBodyStreams: Bool = false) {
+        self.everyBodyStreams = everyBodyStreams
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head(let head):
+        case .head(let head) where !everyBodyStreams:
             let target = (head.path ?? "")[...]
             let path = target[..<(target.utf8.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex)]
             if APIRoute.streamsRequestBody(path: path) {
                 context.triggerUserOutboundEvent(BodyStreams(), promise: nil)
             }
+        case .head:
+            context.triggerUserOutboundEvent(BodyStreams(), promise: nil)
         case .end:
             context.triggerUserOutboundEvent(Received(), promise: nil)
         case .body:

@@ -2,7 +2,7 @@ import HummingbirdCore
 import Logging
 import NIOCore
 
-/// One connection to the socket: admitted first (``ConnectionAdmission``: its peer read and counted against
+/// One connection to the socket or to an egress loopback listener: admitted first (``ConnectionAdmission``: its peer read and counted against
 /// the caps, or ``RefusedConnection``'s 503 and the end), then given ``RequestDeadline`` on its raw bytes, then Hummingbird's
 /// `HTTP1Channel` (its decoder limits, idle timeout and graceful shutdown) with the socket's handlers added
 /// after the conversion to HTTP types (``RequestReceivedSignal``, ``ConnectionCloseOption``). The task that
@@ -42,11 +42,13 @@ struct SocketHTTPChannel: ServerChildChannel {
 }
 
 extension HTTPServerBuilder {
-    /// HTTP/1.1 on the socket, each connection a ``SocketHTTPChannel`` bounded by `limits` and admitted by
-    /// `admission`.
-    static func socketHTTP1(limits: SocketServer.Limits, admission: ConnectionAdmission) -> HTTPServerBuilder {
+    /// HTTP/1.1 on the socket or an egress loopback listener, each connection a ``SocketHTTPChannel`` bounded by
+    /// `limits` and admitted by `admission`.
+    /// - Parameter everyBodyStreams: every path is the egress route, whose request body streams on to the site
+    ///   (a loopback listener): the request deadline holds each request's head only.
+    static func socketHTTP1(limits: SocketServer.Limits, admission: ConnectionAdmission, everyBodyStreams: Bool = false) -> HTTPServerBuilder {
         let configuration = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [RequestReceivedSignal(), ConnectionCloseOption()],
+            additionalChannelHandlers: [RequestReceivedSignal(everyBodyStreams: everyBodyStreams), ConnectionCloseOption()],
             idleTimeout: TimeAmount(limits.idleTimeout),
             httpDecoderConfiguration: .init(
                 maxHeaderFieldSize: limits.maxHeaderFieldBytes, maxHeaderListSize: limits.maxHeaderListBytes,

@@ -71,6 +71,8 @@ public final class SocketServer: Service, Sendable {
     private let logger: Logger
     private let now: @Sendable () -> Date
     private let peers = PeerRegistry()
+    /// Counts and caps the connections of the socket and of the egress loopback listeners together.
+    private let admission: ConnectionAdmission
     private let hub: EventHub
     private let onListening: @Sendable () -> Void
     /// The egress route's sender, and the loopback listeners of `egress.listen`; nil without an HTTP client.
@@ -124,8 +126,12 @@ public final class SocketServer: Service, Sendable {
         let egress = egressClient.map { EgressForwarder(keeper: keeper, client: $0, metrics: metrics, logger: logger, now: now) }
         self.egress = egress
         let access = self.access
+        let admission = ConnectionAdmission(limits: limits, peers: peers, logger: logger)
+        self.admission = admission
         self.listeners = egress.map {
-            EgressListeners(keeper: keeper, access: access, forwarder: $0, eventLoop: Self.eventLoop, logger: logger)
+            EgressListeners(
+                keeper: keeper, access: access, forwarder: $0, limits: limits, admission: admission, eventLoop: Self.eventLoop,
+                logger: logger)
         }
     }
 
@@ -146,7 +152,7 @@ public final class SocketServer: Service, Sendable {
         let (ready, readyFeed) = AsyncStream.makeStream(of: SocketFileError?.self)
         let application = Application(
             router: buildRouter(),
-            server: .socketHTTP1(limits: limits, admission: ConnectionAdmission(limits: limits, peers: peers, logger: logger)),
+            server: .socketHTTP1(limits: limits, admission: admission),
             configuration: ApplicationConfiguration(address: .unixDomainSocket(path: settings.path), serverName: nil),
             onServerRunning: { [settings] _ in
                 bound.set()
