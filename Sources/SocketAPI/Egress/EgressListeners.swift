@@ -18,9 +18,10 @@ import SiteConfig
 /// and groups at its first request, off the event loop (``LoopbackPeer/lookup(local:remote:findingProcess:)``
 /// scans `/proc`), and the site's access rules judge it as on the socket; a peer that may not read the site, or
 /// that cannot be found, gets the 404 of a site that does not exist. Its connections have the socket's request
-/// deadline (for a request's head: every path's body streams on to the site) and idle timeout. The listeners follow the Keeper's sites: one starts for a site added with `listen`, moves
-/// when the address changes, and stops when the site goes or drops it. An address that cannot be bound is an
-/// error in the log for that site; the daemon serves everything else.
+/// deadline (for a request's head: every path's body streams on to the site) and idle timeout. The listeners
+/// follow the Keeper's sites: one starts for a site added with `listen`, moves when the address changes, and
+/// stops when the site goes or drops it. An address that cannot be bound is an error in the log for that site;
+/// the daemon serves everything else.
 final class EgressListeners: Sendable {
     private struct Running: Sendable {
         var address: LoopbackListenAddress
@@ -31,7 +32,6 @@ final class EgressListeners: Sendable {
     private let keeper: Keeper
     private let access: AccessControl
     private let forwarder: EgressForwarder
-    private let limits: SocketServer.Limits
     private let admission: ConnectionAdmission
     private let eventLoop: any EventLoopGroup
     private let logger: Logger
@@ -42,13 +42,12 @@ final class EgressListeners: Sendable {
     private let problems = Locked<[String: String]>([:])
 
     init(
-        keeper: Keeper, access: AccessControl, forwarder: EgressForwarder, limits: SocketServer.Limits, admission: ConnectionAdmission,
-        eventLoop: any EventLoopGroup, logger: Logger
+        keeper: Keeper, access: AccessControl, forwarder: EgressForwarder, admission: ConnectionAdmission, eventLoop: any EventLoopGroup,
+        logger: Logger
     ) {
         self.keeper = keeper
         self.access = access
         self.forwarder = forwarder
-        self.limits = limits
         self.admission = admission
         self.eventLoop = eventLoop
         self.logger = logger
@@ -98,7 +97,7 @@ final class EgressListeners: Sendable {
     private func start(_ name: String, address: LoopbackListenAddress) {
         let application = Application(
             router: router(for: name),
-            server: .socketHTTP1(limits: limits, admission: admission, everyBodyStreams: true),
+            server: .socketHTTP1(admission: admission, everyBodyStreams: true),
             configuration: ApplicationConfiguration(address: .hostname(address.host, port: Int(address.port)), serverName: nil),
             onServerRunning: { [logger, problems] _ in
                 problems.withLock { $0[name] = nil }

@@ -17,7 +17,8 @@ import SiteConfig
 /// connection's peer goes into the ``PeerRegistry`` its requests are judged by, and its place is freed when it
 /// closes.
 final class ConnectionAdmission: Sendable {
-    private let limits: SocketServer.Limits
+    /// The caps it counts against, and the deadlines of the connections it admits (``HTTPServerBuilder/socketHTTP1(admission:everyBodyStreams:)``).
+    let limits: SocketServer.Limits
     private let peers: PeerRegistry
     private let logger: Logger
     private let counts = Locked<(total: Int, byUID: [UInt32: Int])>((0, [:]))

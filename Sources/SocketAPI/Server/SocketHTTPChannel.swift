@@ -2,10 +2,11 @@ import HummingbirdCore
 import Logging
 import NIOCore
 
-/// One connection to the socket or to an egress loopback listener: admitted first (``ConnectionAdmission``: its peer read and counted against
-/// the caps, or ``RefusedConnection``'s 503 and the end), then given ``RequestDeadline`` on its raw bytes, then Hummingbird's
-/// `HTTP1Channel` (its decoder limits, idle timeout and graceful shutdown) with the socket's handlers added
-/// after the conversion to HTTP types (``RequestReceivedSignal``, ``ConnectionCloseOption``). The task that
+/// One connection to the socket or to an egress loopback listener: admitted first (``ConnectionAdmission``: its
+/// peer read and counted against the caps, or ``RefusedConnection``'s 503 and the end), then given
+/// ``RequestDeadline`` on its raw bytes, then Hummingbird's `HTTP1Channel` (its decoder limits, idle timeout and
+/// graceful shutdown) with the socket's handlers added after the conversion to HTTP types
+/// (``RequestReceivedSignal``, ``ConnectionCloseOption``). The task that
 /// serves the connection prefers the connection's event loop as its executor (``EventLoopExecutor``), so a
 /// request does not cross threads between its bytes and its route.
 struct SocketHTTPChannel: ServerChildChannel {
@@ -13,7 +14,6 @@ struct SocketHTTPChannel: ServerChildChannel {
 
     let http1: HTTP1Channel
     let admission: ConnectionAdmission
-    let requestDeadline: Duration
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         admission.admit(channel).flatMapThrowing { refusal in
@@ -21,7 +21,7 @@ struct SocketHTTPChannel: ServerChildChannel {
                 try channel.pipeline.syncOperations.addHandler(RefusedConnection(answer: refusal.closingResponseBytes))
             } else {
                 try channel.pipeline.syncOperations.addHandler(
-                    RequestDeadline(deadline: requestDeadline, reportCutOff: admission.requestCutOff(on:)))
+                    RequestDeadline(deadline: admission.limits.requestDeadline, reportCutOff: admission.requestCutOff(on:)))
             }
         }.flatMap {
             http1.setup(channel: channel, logger: logger)
@@ -42,11 +42,12 @@ struct SocketHTTPChannel: ServerChildChannel {
 }
 
 extension HTTPServerBuilder {
-    /// HTTP/1.1 on the socket or an egress loopback listener, each connection a ``SocketHTTPChannel`` bounded by
-    /// `limits` and admitted by `admission`.
+    /// HTTP/1.1 on the socket or an egress loopback listener, each connection a ``SocketHTTPChannel`` admitted by
+    /// `admission` and bounded by its limits.
     /// - Parameter everyBodyStreams: every path is the egress route, whose request body streams on to the site
     ///   (a loopback listener): the request deadline holds each request's head only.
-    static func socketHTTP1(limits: SocketServer.Limits, admission: ConnectionAdmission, everyBodyStreams: Bool = false) -> HTTPServerBuilder {
+    static func socketHTTP1(admission: ConnectionAdmission, everyBodyStreams: Bool = false) -> HTTPServerBuilder {
+        let limits = admission.limits
         let configuration = HTTP1Channel.Configuration(
             additionalChannelHandlers: [RequestReceivedSignal(everyBodyStreams: everyBodyStreams), ConnectionCloseOption()],
             idleTimeout: TimeAmount(limits.idleTimeout),
@@ -55,8 +56,7 @@ extension HTTPServerBuilder {
                 maxHeaderFieldCount: limits.maxHeaderFieldCount))
         return .init { responder in
             SocketHTTPChannel(
-                http1: HTTP1Channel(responder: responder, configuration: configuration), admission: admission,
-                requestDeadline: limits.requestDeadline)
+                http1: HTTP1Channel(responder: responder, configuration: configuration), admission: admission)
         }
     }
 }

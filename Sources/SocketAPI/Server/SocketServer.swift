@@ -129,9 +129,7 @@ public final class SocketServer: Service, Sendable {
         let admission = ConnectionAdmission(limits: limits, peers: peers, logger: logger)
         self.admission = admission
         self.listeners = egress.map {
-            EgressListeners(
-                keeper: keeper, access: access, forwarder: $0, limits: limits, admission: admission, eventLoop: Self.eventLoop,
-                logger: logger)
+            EgressListeners(keeper: keeper, access: access, forwarder: $0, admission: admission, eventLoop: Self.eventLoop, logger: logger)
         }
     }
 
@@ -152,7 +150,7 @@ public final class SocketServer: Service, Sendable {
         let (ready, readyFeed) = AsyncStream.makeStream(of: SocketFileError?.self)
         let application = Application(
             router: buildRouter(),
-            server: .socketHTTP1(limits: limits, admission: admission),
+            server: .socketHTTP1(admission: admission),
             configuration: ApplicationConfiguration(address: .unixDomainSocket(path: settings.path), serverName: nil),
             onServerRunning: { [settings] _ in
                 bound.set()
