@@ -270,6 +270,17 @@ let package = Package(
             path: "Tests/StreamMemoryProbe",
             swiftSettings: strict
         ),
+        // The child-exit tests' child (PlatformTests/ChildExitTests) and Benchmarks/run-child-exit's program: runs
+        // short children while its cores are kept busy, in a process where no test blocks the cooperative pool.
+        .executableTarget(
+            name: "child-exit-probe",
+            dependencies: [
+                "Locking", "Platform", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Tests/ChildExitProbe",
+            swiftSettings: strict
+        ),
         .testTarget(name: "LockingTests", dependencies: ["Locking"], swiftSettings: strict),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(

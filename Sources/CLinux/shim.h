@@ -38,6 +38,11 @@ static inline int clinux_set_dumpable(int dumpable) {
     return prctl(PR_SET_DUMPABLE, (unsigned long)dumpable, 0UL, 0UL, 0UL);
 }
 
+// PR_SET_NAME: names the calling thread (at most 15 bytes are kept) for /proc/PID/task/TID/comm, gdb and perf.
+static inline int clinux_set_thread_name(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+}
+
 // PR_GET_DUMPABLE: 1 dumpable, 0 not, 2 dumpable by root only (suid_dumpable), -1 with errno on failure.
 static inline int clinux_get_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);

@@ -32,6 +32,17 @@ extension ChildProcess {
         executable: String, arguments: [String], environment: ChildEnvironment, forwarded: [Int32],
         started: @Sendable (AttachedChild) -> Void = { _ in }
     ) async throws(ChildProcessError) -> ProcessTermination {
+        // On the watcher thread, as every run (ChildProcessExecutor says why).
+        try await withTaskExecutorPreference(ChildProcessExecutor.shared) { () async throws(ChildProcessError) in
+            try await runAttachedWatched(
+                executable: executable, arguments: arguments, environment: environment, forwarded: forwarded, started: started)
+        }
+    }
+
+    private static func runAttachedWatched(
+        executable: String, arguments: [String], environment: ChildEnvironment, forwarded: [Int32],
+        started: @Sendable (AttachedChild) -> Void
+    ) async throws(ChildProcessError) -> ProcessTermination {
         guard !executable.isEmpty else { throw .launchFailed(program: "(empty command)", reason: "no program named") }
         SignalForwarding.install(forwarded)
         let outcome: ExecutionResult<Void, FileDescriptorOutput, FileDescriptorOutput>

@@ -34,7 +34,8 @@ extension ChildProcess {
         let core = RunningChild.Core(program: executable, outputLimit: outputLimit, grace: terminationGrace)
         let started: Result<Int32, ChildProcessError> = await withCheckedContinuation { continuation in
             core.onStart = { continuation.resume(returning: $0) }
-            Task.detached {
+            // On the watcher thread, as every run (ChildProcessExecutor says why).
+            Task.detached(executorPreference: ChildProcessExecutor.shared) {
                 switch route {
                 case .collected: await self.drive(core, error: .sequence) { $0.standardError }
                 case .mergedWithOutput: await self.drive(core, error: .combinedWithOutput) { _ in nil }

@@ -23,7 +23,9 @@ internal import SystemPackage
 ///   the program runs.
 ///
 /// The waits are asynchronous (swift-subprocess watches the child and its pipes with epoll on one thread
-/// it shares among all runs), so a run holds no thread of Swift's cooperative pool while the child works.
+/// it shares among all runs), so a run holds no thread of Swift's cooperative pool while the child works, and
+/// what a run does between those waits happens on one thread of its own (``ChildProcessExecutor``), so a child's
+/// exit is seen at once however busy the cooperative pool is.
 public struct ChildProcess: Sendable {
     /// What to do when standard output goes past ``ChildProcess/outputLimit``.
     public enum OutputOverflow: Sendable, Hashable {
@@ -80,6 +82,17 @@ public struct ChildProcess: Sendable {
     public func run(
         standardErrorLine: (@Sendable (String) -> Void)? = nil
     ) async throws(ChildProcessError) -> ChildProcessResult {
+        // The whole run happens on the watcher thread; the caller is resumed once, with the result.
+        try await withTaskExecutorPreference(ChildProcessExecutor.shared) { () async throws(ChildProcessError) in
+            try await runWatched(standardErrorLine: standardErrorLine)
+        }
+    }
+
+    /// ``run(standardErrorLine:)``'s work, on ``ChildProcessExecutor``: the child tasks of its task groups (and of
+    /// swift-subprocess's) inherit the preference, so every resumption while the program runs stays on that thread.
+    private func runWatched(
+        standardErrorLine: (@Sendable (String) -> Void)?
+    ) async throws(ChildProcessError) -> ChildProcessResult {
         guard !executable.isEmpty else { throw .launchFailed(program: "(empty command)", reason: "no program named") }
         _ = Self.brokenPipesIgnored
         let group = ProcessGroup()
@@ -103,6 +116,10 @@ public struct ChildProcess: Sendable {
                     race.cancelAll()
                     return (result, stop)
                 case .deadline:
+                    // A program that has already exited did not run out of time, however late the run's last
+                    // steps come (swift-subprocess finishes a run on Swift's cooperative pool, which a busy
+                    // process may keep waiting): the run ends by itself, with the program's own status.
+                    if let leader = group.leader, Syscall.childHasExited(leader) { continue }
                     stop = .timedOut
                     // Cancelling the run makes swift-subprocess stop the group (teardownSequence below).
                     race.cancelAll()

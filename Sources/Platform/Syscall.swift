@@ -129,3 +129,19 @@ public struct FileStatus: Sendable, Hashable {
     /// True when group or others may read, write or execute the file.
     public var isAccessibleByOthers: Bool { mode & 0o077 != 0 }
 }
+
+extension Syscall {
+    /// Whether child `pid` of this process has exited, without reaping it (waitid(2) with WNOHANG and WNOWAIT):
+    /// true for a zombie, and for a pid that is no longer this process's child (already reaped).
+    static func childHasExited(_ pid: Int32) -> Bool {
+        var info = siginfo_t()
+        while true {
+            if waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 {
+                // WNOHANG leaves si_pid zero while the child runs.
+                return info._sifields._sigchld.si_pid != 0
+            }
+            if Glibc.errno == EINTR { continue }
+            return Glibc.errno == ECHILD
+        }
+    }
+}
