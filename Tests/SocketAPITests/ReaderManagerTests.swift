@@ -99,6 +99,51 @@ import TestSupport
         }
     }
 
+    /// Readers share the refresh budget (SPEC section 8): a `min_valid` no fresh session could satisfy answers 409
+    /// with the site's session lifetime and starts nothing; twenty readers' requests that only a new login could
+    /// satisfy start at most one (`refresh.min_interval`, 1m by default), the rest answered 409 with the reason.
+    /// The owner (a manager) is not held to it.
+    @Test func readersShareTheRefreshBudget() async throws {
+        try await SocketWorld.withWorld(sessionMaxAge: 120) { world in
+            await world.keeper.apply([try world.site("shared", extra: "refresh: {before_expiry: 10s}\naccess: {uids: [65534]}")])
+            #expect(try await waitUntil(.seconds(8)) { await world.keeper.snapshot(of: "shared")?.status.phase == .valid })
+            try await world.serving(world.socketServer()) {
+                let logins = world.requests.count("POST /login")
+                let tooLong = try await world.curl("/v1/sites/shared/cookies?min_valid=3650d&wait=10s", asNobody: true)
+                #expect(tooLong.status == 409, "\(tooLong.body)")
+                #expect(tooLong.errorCode == "cannot_log_in")
+                let message = tooLong.json?["error"]?["message"]?.plainText ?? ""
+                #expect(message.contains("min_valid 3650d is not less than the site's session lifetime (1m5") ||
+                        message.contains("min_valid 3650d is not less than the site's session lifetime (2m)"), "\(message)")
+                #expect(world.requests.count("POST /login") == logins)
+
+                // 115s of a 120s session: only a session younger than 5s satisfies it.
+                let fresh = { @Sendable () async -> Bool in world.keeper.servedNow("shared", minValid: .seconds(115)) != nil }
+                #expect(try await waitUntil(.seconds(10)) { !(await fresh()) })
+                let first = try await world.curl("/v1/sites/shared/cookies?min_valid=115s&wait=10s", asNobody: true)
+                #expect(first.status == 200, "\(first.body)")
+                #expect(world.requests.count("POST /login") == logins + 1)
+                #expect(try await waitUntil(.seconds(10)) { !(await fresh()) })
+                var answers: [Int: Int] = [:]
+                var reasons: Set<String> = []
+                for _ in 0..<20 {
+                    let answer = try await world.curl("/v1/sites/shared/cookies?min_valid=115s&wait=10s", asNobody: true)
+                    answers[answer.status, default: 0] += 1
+                    reasons.insert(answer.json?["error"]?["message"]?.plainText ?? answer.body)
+                }
+                #expect(answers == [409: 20], "answers: \(answers) \(reasons)")
+                #expect(reasons.allSatisfy { $0.contains("readers may start one login per 1m (refresh.min_interval)") }, "\(reasons)")
+                #expect(world.requests.count("POST /login") == logins + 1)
+
+                // The owner manages the site: its min_valid logs in as before.
+                let before = world.requests.count("POST /login")
+                let owner = try await world.curl("/v1/sites/shared/cookies?min_valid=115s&wait=10s")
+                #expect(owner.status == 200, "\(owner.body)")
+                #expect(world.requests.count("POST /login") == before + 1)
+            }
+        }
+    }
+
     /// A site the peer may not read answers every site route exactly as a site that does not exist: the same
     /// status line, headers and body, byte for byte, but for the value of the `Date` header, which says only
     /// when each was asked (under load the two runs may be seconds apart).
