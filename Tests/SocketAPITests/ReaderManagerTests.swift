@@ -1,3 +1,4 @@
+import CookieJar
 import Daemon
 import Foundation
 import JSON
@@ -140,6 +141,30 @@ import TestSupport
                 let owner = try await world.curl("/v1/sites/shared/cookies?min_valid=115s&wait=10s")
                 #expect(owner.status == 200, "\(owner.body)")
                 #expect(world.requests.count("POST /login") == before + 1)
+            }
+        }
+    }
+
+    /// A reader's `min_valid` never moves a `login: manual` site: no login can start, and the site is not put to
+    /// wait for a person (a manager's is, as before: only a person can give it a longer session).
+    @Test func aReadersMinValidNeverMovesAManualSite() async throws {
+        try await SocketWorld.withWorld { world in
+            let host = world.server.baseURL.host ?? "127.0.0.1"
+            let yaml = "base_url: \(world.server.baseURL.absoluteString)\nlogin: manual\ncookies: {essential: [demo_session]}\naccess: {uids: [65534]}\n"
+            let now = Date()
+            let record = SessionRecord(
+                cookies: [Cookie(name: "demo_session", value: "imported-by-a-person-0001", domain: host, expires: now.addingTimeInterval(3600))],
+                lastLogin: now.addingTimeInterval(-3600), expiresAt: now.addingTimeInterval(3600), userAgent: nil)
+            try await VaultSessionStore(vault: world.vault).save(record, site: "hand")
+            await world.keeper.apply([try world.site("hand", yaml: yaml)])
+            #expect(try await waitUntil(.seconds(8)) { await world.keeper.snapshot(of: "hand")?.status.phase == .valid })
+            try await world.serving(world.socketServer()) {
+                let reader = try await world.curl("/v1/sites/hand/cookies?min_valid=90m&wait=2s", asNobody: true)
+                #expect(reader.status == 503 || reader.status == 409, "\(reader.body)")
+                #expect(await world.keeper.snapshot(of: "hand")?.status.phase == .valid, "a reader moved the site")
+                let owner = try await world.curl("/v1/sites/hand/cookies?min_valid=90m")
+                #expect(owner.status == 503, "\(owner.body)")
+                #expect(await world.keeper.snapshot(of: "hand")?.status.phase == .needsAttention, "a manager's asks a person")
             }
         }
     }

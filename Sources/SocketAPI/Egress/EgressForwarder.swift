@@ -86,7 +86,7 @@ struct EgressForwarder: Sendable {
         do {
             body = try await Self.body(of: request, headers: clientHeaders, audit: audit, memory: replayMemory)
             let waitStarted = ContinuousClock.now
-            session = try await servedSession(site.name)
+            session = try await servedSession(site.name, byManager: request.byManager)
             upstreamTime += ContinuousClock.now - waitStarted
         } catch {
             throw refused(error, audit: audit)
@@ -159,11 +159,12 @@ struct EgressForwarder: Sendable {
 
     // MARK: The session
 
-    /// The session fit to serve now, from the Keeper's board; without one, as `cookies?wait=` gets one.
-    private func servedSession(_ name: String) async throws(APIError) -> ServedSession {
+    /// The session fit to serve now, from the Keeper's board; without one, as `cookies?wait=` gets one (a
+    /// reader's request within the readers' budget of logins).
+    private func servedSession(_ name: String, byManager: Bool) async throws(APIError) -> ServedSession {
         if let served = keeper.servedNow(name, minValid: nil) { return served }
         do {
-            return try await keeper.session(for: name, minValid: nil, wait: Self.sessionWait)
+            return try await keeper.session(for: name, minValid: nil, wait: Self.sessionWait, byManager: byManager)
         } catch {
             throw APIError(error)
         }
