@@ -47,7 +47,7 @@ public struct BrowserCookieReader: Sendable {
         var selection = BrowserCookieSelection(profile: profile, database: database, cookies: [], refused: [], otherSites: 0)
         switch source.browser {
         case .firefox:
-            let stored = try Self.readTable(copy: copy.path, original: database) { connection throws(SQLiteError) in
+            let stored = try Self.readTable(copy: copy, original: database) { connection throws(SQLiteError) in
                 try FirefoxCookieTable.read(connection, site: site)
             }
             selection.absorb(stored)
@@ -55,7 +55,7 @@ public struct BrowserCookieReader: Sendable {
                 if case .plain(let value) = row.value { selection.admit(row, value: value, now: now) }
             }
         case .chromium:
-            let reading = try Self.readTable(copy: copy.path, original: database) { connection throws(SQLiteError) in
+            let reading = try Self.readTable(copy: copy, original: database) { connection throws(SQLiteError) in
                 try ChromiumCookieTable.read(connection, site: site)
             }
             selection.absorb(reading.stored)
@@ -109,11 +109,11 @@ public struct BrowserCookieReader: Sendable {
 
     /// Opens the copy and reads it with `body`; SQLite's refusals become errors naming the browser's own file.
     private static func readTable<Table>(
-        copy: String, original: String, _ body: (SQLiteDatabase) throws(SQLiteError) -> Result<Table, BrowserCookieError>
+        copy: CookieDatabaseCopy, original: String, _ body: (SQLiteDatabase) throws(SQLiteError) -> Result<Table, BrowserCookieError>
     ) throws(BrowserCookieError) -> Table {
         let result: Result<Table, BrowserCookieError>
         do throws(SQLiteError) {
-            result = try body(try SQLiteDatabase.open(copy))
+            result = try body(try copy.openAndUnlink())
         } catch {
             throw failure(error, original: original)
         }

@@ -3,7 +3,8 @@ import Platform
 /// A private copy of a browser's cookie database, read where the browser cannot interfere: a running browser
 /// holds its database locked (Firefox and Chromium open it in exclusive locking mode), and the copy also
 /// takes what is still only in the write-ahead log (`-wal`, with its index `-shm`) or must be rolled back
-/// (`-journal`). The copy lives in a folder only its owner can enter and is removed by ``remove()``.
+/// (`-journal`). The copy lives in a folder only its owner can enter, for as long as it takes to open it
+/// (``openAndUnlink()``); ``remove()`` removes it when it is not opened.
 struct CookieDatabaseCopy {
     /// The companions SQLite keeps beside a database, copied with it when present.
     static let companionSuffixes = ["-wal", "-shm", "-journal"]
@@ -53,6 +54,15 @@ struct CookieDatabaseCopy {
         } catch {
             throw .temporaryFolder(reason: error.description)
         }
+    }
+
+    /// Opens the copy and removes it at once, folder and companions with it: SQLite reads on through the
+    /// descriptors it holds (the schema read when it opens has opened the log and rolled back a journal), and
+    /// no copy of the browser's cookies is left on disk once this returns, even if the process is then killed
+    /// by a signal that skips every `defer`.
+    func openAndUnlink() throws(SQLiteError) -> SQLiteDatabase {
+        defer { remove() }
+        return try SQLiteDatabase.open(path)
     }
 
     /// Removes the copy and its folder; what cannot be removed is left (it is in a private folder).

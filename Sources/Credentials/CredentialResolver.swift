@@ -138,8 +138,11 @@ public struct CredentialResolver: Sendable {
         let stderr = errorLines.withLock { $0 }
         switch result.termination {
         case .timedOut:
-            forward(stderr, masking: nil, site: site, credential: credential)
-            throw fail("command `\(program)` did not finish within \(commandTimeout) and was killed")
+            // Its value is not known, so its standard error cannot be masked (a command that printed the secret
+            // there and then hung would put it in the log): dropped, only counted.
+            let dropped = stderr.filter { !$0.isEmpty }.count
+            throw fail("command `\(program)` did not finish within \(commandTimeout) and was killed"
+                + (dropped > 0 ? "; its standard error (\(dropped) line(s)) was dropped: it cannot be masked without the value" : ""))
         case .cancelled:
             throw fail("command `\(program)` was stopped: the login was cancelled")
         case .exited, .signaled:

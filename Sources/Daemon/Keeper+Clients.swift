@@ -13,7 +13,15 @@ extension Keeper {
     /// to end. A site waiting for a person (`needs-attention`) is never logged in by a client: only `refresh`
     /// or a changed file does that, so a scraper cannot lock an account out; nor is a site backing off after
     /// failures, or down: a waiting client waits for the login its schedule plans.
-    public func session(for name: String, minValid: Duration?, wait: Duration?) async throws(ClientRequestError) -> ServedSession {
+    ///
+    /// A reader (`byManager` false, SPEC section 8) shares one budget of logins with every other reader of the
+    /// site (``SiteSchedule/readerBudgetRefusal(_:)``: one per `refresh.min_interval`, no more in a day than
+    /// `max_failures_per_day`), never moves a `login: manual` site, and asks for no login a fresh session could
+    /// not satisfy: a `min_valid` as long as the site's sessions last is refused
+    /// (``ClientRequestError/minValidTooLong(_:minValid:lifetime:)``).
+    public func session(
+        for name: String, minValid: Duration?, wait: Duration?, byManager: Bool = true
+    ) async throws(ClientRequestError) -> ServedSession {
         guard let entry = entries[name] else { throw .unknownSite(name) }
         guard entry.schedule.phase != .disabled else { throw .disabled(name) }
         if let served = usable(entry, minValid: minValid) { return served }
@@ -23,16 +31,20 @@ extension Keeper {
         guard entry.schedule.phase != .needsAttention else {
             throw .noSession(name, reason: "the site needs attention: \(entry.schedule.lastError ?? "a login was refused")")
         }
+        if !byManager, let minValid, let lifetime = Self.sessionLifetime(entry), minValid >= lifetime {
+            throw .minValidTooLong(name, minValid: minValid, lifetime: lifetime)
+        }
         if leasesGateRuns, entry.lease == nil { return try await sessionFromHolder(of: name, minValid: minValid, wait: wait) }
         // A site backing off after failed logins, or down, keeps its schedule: a client never hastens the next
         // attempt, so many clients cannot hammer a failing site. It may wait for the attempt already planned.
         let backingOff = entry.schedule.consecutiveFailures > 0 || entry.schedule.siteDown
         if !entry.schedule.loginRunning, !backingOff {
-            dispatch(.refreshRequested, to: name)
+            dispatch(byManager ? .refreshRequested : .readerRefreshRequested, to: name)
             rearm()
         }
         let loginComing = entries[name].map { $0.schedule.loginRunning || (backingOff && $0.schedule.deadlines[.login] != nil) }
         guard loginComing == true else {
+            if !byManager, let budget = entries[name]?.schedule.readerBudgetRefusal(now) { throw .cannotLogIn(name, reason: budget) }
             throw .noSession(name, reason: entries[name]?.schedule.lastError ?? "no login can start now")
         }
         guard let wait else {
@@ -94,8 +106,14 @@ extension Keeper {
     /// Set-Cookie values a response from `url` carried, handed back by a client: they pass through the jar with
     /// the site's accept policy and limits, as a login's responses do, and the session that results is stored,
     /// written to the outputs and served.
-    /// - Returns: how many values were accepted and rejected.
-    public func setCookies(_ name: String, url: URL, values: [String]) async throws(ClientRequestError) -> (accepted: Int, rejected: Int) {
+    ///
+    /// With `byManager` false (a reader's proxied request, SPEC section 10) a change of whose session it is is
+    /// not taken on the reader's word: see ``adoptReaderChange(_:current:storage:)``.
+    /// - Returns: how many values were accepted and rejected (all of them rejected when a reader's change was
+    ///   not adopted).
+    public func setCookies(
+        _ name: String, url: URL, values: [String], byManager: Bool = true
+    ) async throws(ClientRequestError) -> (accepted: Int, rejected: Int) {
         guard let entry = entries[name] else { throw .unknownSite(name) }
         guard entry.schedule.phase != .disabled else { throw .disabled(name) }
         guard let current = entry.record else { throw .noSession(name, reason: "no session to update yet") }
@@ -103,15 +121,25 @@ extension Keeper {
         for cookie in current.liveCookies(at: wallClock()) { storage.setCookie(cookie) }
         let decisions = storage.setCookies(fromHeaders: values, for: url, mainDocumentURL: entry.site.baseURL)
         let accepted = decisions.filter { if case .stored = $0 { true } else { false } }.count
-        if accepted > 0 {
-            let essential = engine(for: entry.site).essentialCookies(entry.site, storage: storage)
-            guard let renewed = await storeRenewal(
-                of: current, storage: storage, expiresAt: essential.compactMap(\.expires).min(), site: entry.site, now: wallClock())
-            else { return (accepted, decisions.count - accepted) }
-            // The session is the same login's: its lastLogin stays, so the schedule keeps its plan.
-            if entries[name]?.record?.lastLogin == renewed.lastLogin { serve(renewed, site: name) }
+        guard accepted > 0 else { return (0, decisions.count) }
+        if !byManager, Self.identity(of: storage.allCookies, site: entry.site, now: wallClock())
+            != Self.identity(of: current.cookies, site: entry.site, now: wallClock())
+        {
+            guard await adoptReaderChange(entry.site, current: current, storage: storage) else { return (0, decisions.count) }
+            return (accepted, decisions.count - accepted)
         }
+        await adopt(storage, over: current, site: entry.site)
         return (accepted, decisions.count - accepted)
+    }
+
+    /// Stores and serves the cookies of `storage` as the session `current` renewed.
+    func adopt(_ storage: CookieStorage, over current: SessionRecord, site: SiteDefinition) async {
+        let essential = engine(for: site).essentialCookies(site, storage: storage)
+        guard let renewed = await storeRenewal(
+            of: current, storage: storage, expiresAt: essential.compactMap(\.expires).min(), site: site, now: wallClock())
+        else { return }
+        // The session is the same login's: its lastLogin stays, so the schedule keeps its plan.
+        if entries[site.name]?.record?.lastLogin == renewed.lastLogin { serve(renewed, site: site.name) }
     }
 
     /// Fleet mode, a site whose lease another keeper holds: that keeper is asked for a login (it applies the
@@ -127,6 +155,16 @@ extension Keeper {
         guard let after = entries[name] else { throw .unknownSite(name) }
         if let served = usable(after, minValid: minValid) { return served }
         throw .noSession(name, reason: after.schedule.lastError ?? "the new session is valid for less than min_valid")
+    }
+
+    /// How long a session of the site lasts: from its login to the first expiry of its essential cookies, as
+    /// the session served now shows it; nil when it is not known (no session yet) or unbounded (cookies that
+    /// do not expire).
+    static func sessionLifetime(_ entry: Entry) -> Duration? {
+        guard let record = entry.record else { return nil }
+        let until = ServedBoard.essentialCookiesLiveUntil(site: entry.site, record: record)
+        guard until != .distantFuture, until > record.lastLogin else { return nil }
+        return .seconds(Int64(until.timeIntervalSince(record.lastLogin)))
     }
 
     func usable(_ entry: Entry, minValid: Duration?) -> ServedSession? {
@@ -196,6 +234,8 @@ public enum ClientRequestError: Error, Sendable, Hashable, CustomStringConvertib
     /// An answer for a prompt that does not wait: none does (`waiting` nil), or the one that waits is not the
     /// one `asked`.
     case noPrompt(String, asked: String?, waiting: String?)
+    /// A reader's `min_valid` that no fresh session could satisfy: the site's sessions last `lifetime`.
+    case minValidTooLong(String, minValid: Duration, lifetime: Duration)
 
     public var description: String {
         switch self {
@@ -211,6 +251,9 @@ public enum ClientRequestError: Error, Sendable, Hashable, CustomStringConvertib
             } else {
                 "site '\(site)' is not waiting for an answer\(asked.map { " to '\($0)'" } ?? "")"
             }
+        case .minValidTooLong(let site, let minValid, let lifetime):
+            "site '\(site)': min_valid \(DurationText.format(minValid)) is not less than the site's session lifetime " +
+                "(\(DurationText.format(lifetime))): no login could give such a session"
         }
     }
 }

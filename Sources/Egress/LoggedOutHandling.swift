@@ -20,6 +20,10 @@ public enum LoggedOutHandling: Sendable, Hashable {
     public static let sessionField = "SessionKeeper-Session"
     /// Its value.
     public static let renewedValue = "renewed"
+    /// Its value (beside `renewed` when both apply, as a list: `renewed, body-not-kept`) when the request's body
+    /// was small enough to keep for a replay but the daemon's memory for such bodies was taken: the body
+    /// streamed to the site and the request is not sent again after a login.
+    public static let bodyNotKeptValue = "body-not-kept"
 
     /// - Parameters:
     ///   - renewed: a session other than the one the request was sent with is served now.

@@ -284,6 +284,12 @@ extension PostgresStore {
                     metadata: ["id": "\(SiteLeases.idKey(id))", "table": "\(kind == 1 ? "sessionkeeper_sessions" : "sessionkeeper_secrets")"])
                 continue
             }
+            if let rolledBack = writeCounters.check(item.counter, id: id) {
+                logger.error(
+                    "a changed item in the store is older than one this keeper has read; skipped",
+                    metadata: ["item": "\(item.item)", "problem": "\(VaultError(rolledBack))"])
+                continue
+            }
             switch item.item.kind {
             case .siteState:
                 var change = StoreRowChange(subject: .site(item.item.name), version: version, removed: !present)

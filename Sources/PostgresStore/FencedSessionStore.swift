@@ -40,9 +40,11 @@ public struct FencedSessionStore: SessionStore {
         let item = VaultSessionStore.item(for: site)
         let sealed: [UInt8]
         let keys: VaultKeys
+        let counter: UInt64
         do {
             keys = try store.keys()
-            sealed = try keys.seal(value, for: item)
+            counter = try await store.items.nextCounter(item, id: keys.itemID(of: item))
+            sealed = try keys.seal(value, for: item, counter: counter)
         } catch let error as PostgresStoreError {
             throw SessionStoreError(kind: .backend, site: site, detail: error.description)
         } catch {
@@ -96,6 +98,7 @@ public struct FencedSessionStore: SessionStore {
                 kind: .staleEpoch, site: site,
                 detail: "write refused for a stale lease epoch (won under epoch \(epoch), the lease is now at \(now)); dropped")
         }
+        if outcome.changed { store.writeCounters.written(counter, id: lease.siteID) }
         return outcome.changed
     }
 }

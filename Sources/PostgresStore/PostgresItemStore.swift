@@ -7,6 +7,9 @@ import Vault
 /// id and holding the sealed item, the same bytes a vault file holds. A removal leaves a tombstone (the
 /// item sealed with an empty value, `present` false) so that listeners learn which item went.
 ///
+/// Every write seals a write counter above every one seen for the item (``WriteCounters``), and every read
+/// refuses a row whose counter is below one this keeper has seen (`VaultError.Reason.rolledBack`).
+///
 /// Writes here are not fenced: they are the CLI's (`secret set`, `store migrate`, `import`). A keeper's
 /// session writes go through ``FencedSessionStore``.
 public struct PostgresItemStore: ItemStore {
@@ -37,6 +40,9 @@ public struct PostgresItemStore: ItemStore {
             switch keys.open(bytes, id: id) {
             case let .success(opened):
                 guard opened.item == item else { throw VaultError(.tampered, item: item, file: place(item.kind)) }
+                if let rolledBack = store.writeCounters.check(opened.counter, id: id) {
+                    throw VaultError(rolledBack, item: item, file: place(item.kind))
+                }
                 return opened.value
             case let .failure(.unknownKeyID(generation)) where attempt == 1:
                 keys = try await refreshed(item, unknown: generation)
@@ -49,25 +55,31 @@ public struct PostgresItemStore: ItemStore {
 
     public func set(_ value: [UInt8], for item: ItemReference) async throws(VaultError) {
         let keys = try vaultKeys(item)
-        let sealed = try keys.seal(value, for: item)
-        try await write(item, id: keys.itemID(of: item), bytes: sealed, present: true)
+        let id = keys.itemID(of: item)
+        let counter = try await nextCounter(item, id: id)
+        let sealed = try keys.seal(value, for: item, counter: counter)
+        try await write(item, id: id, bytes: sealed, present: true)
+        store.writeCounters.written(counter, id: id)
     }
 
     @discardableResult
     public func remove(_ item: ItemReference) async throws(VaultError) -> Bool {
         let keys = try vaultKeys(item)
-        let tombstone = try keys.seal([], for: item)
+        let counter = try await nextCounter(item, id: keys.itemID(of: item))
+        let tombstone = try keys.seal([], for: item, counter: counter)
         let table = Self.table(item.kind)
         let id = ByteBuffer(bytes: keys.itemID(of: item))
         let bytes = ByteBuffer(bytes: tombstone)
         do {
-            return try await store.perform("removing \(item)") { [client = store.client] in
+            let removed = try await store.perform("removing \(item)") { [client = store.client] in
                 var removed = false
                 let rows = try await client.query(
                     "UPDATE \(unescaped: table) SET item = \(bytes), present = false WHERE id = \(id) AND present RETURNING true")
                 for try await _ in rows.decode(Bool.self) { removed = true }
                 return removed
             }
+            if removed { store.writeCounters.written(counter, id: keys.itemID(of: item)) }
+            return removed
         } catch {
             throw VaultError(error.vaultError.reason, item: item, file: place(item.kind))
         }
@@ -110,6 +122,10 @@ public struct PostgresItemStore: ItemStore {
         for (row, result) in zip(rows, results) {
             switch result {
             case let .success(opened) where opened.item.kind == kind:
+                if let rolledBack = store.writeCounters.check(opened.counter, id: row.id) {
+                    problems.append(VaultError(rolledBack, item: opened.item, file: place(kind)))
+                    continue
+                }
                 values[opened.item.name] = opened.value
             case .success:
                 problems.append(VaultError(.tampered, file: "\(place(kind)), id \(hex(row.id))"))
@@ -152,6 +168,13 @@ public struct PostgresItemStore: ItemStore {
         } catch {
             throw VaultError(error.vaultError.reason, item: item, file: place(kind))
         }
+    }
+
+    /// The write counter the next write of `item` (stored under `id`) seals: above every one this keeper has
+    /// seen of it and the one its row holds now.
+    func nextCounter(_ item: ItemReference, id: [UInt8]) async throws(VaultError) -> UInt64 {
+        let stored = try await rows(item.kind, ids: [id], item: item).first { $0.0 == id }?.1
+        return store.writeCounters.next(for: id, stored: stored)
     }
 
     /// Upserts one sealed item (no fence).

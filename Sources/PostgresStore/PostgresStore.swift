@@ -43,6 +43,8 @@ public final class PostgresStore: Sendable {
     let feed: ChangeFeed
     let loginRequestFeed = LoginRequestFeed()
     let leaseBook = Locked(LeaseBook())
+    /// The write counters of the item rows this keeper has read and written: a row put back is refused.
+    let writeCounters = WriteCounters()
     private let state = Locked(OpenState())
 
     struct OpenState {

@@ -25,12 +25,14 @@ public struct SitePolicy: Sendable, Hashable {
     public var maxFailuresPerDay: Int
     /// Spread of every delay: 0.1 means ±10 % (`scheduler.jitter`), so sites never move in lockstep.
     public var jitter: Double
+    /// The shortest time between two logins readers start (`refresh.min_interval`).
+    public var readerLoginInterval: Duration
 
     public init(
         canLogIn: Bool = true, beforeExpiry: Duration = .seconds(600), maxAge: Duration? = nil,
         checkEvery: Duration? = nil, keepaliveEvery: Duration? = nil, retryInitial: Duration = .seconds(30),
         retryMax: Duration = .seconds(1800), maxFailuresPerDay: Int = SitePolicy.defaultMaxFailuresPerDay,
-        jitter: Double = 0.1
+        jitter: Double = 0.1, readerLoginInterval: Duration = .seconds(60)
     ) {
         self.canLogIn = canLogIn
         self.beforeExpiry = beforeExpiry
@@ -41,6 +43,7 @@ public struct SitePolicy: Sendable, Hashable {
         self.retryMax = retryMax
         self.maxFailuresPerDay = maxFailuresPerDay
         self.jitter = jitter
+        self.readerLoginInterval = readerLoginInterval
     }
 
     /// The policy of a loaded site under the daemon's `scheduler:` settings.
@@ -51,7 +54,8 @@ public struct SitePolicy: Sendable, Hashable {
             canLogIn: canLogIn, beforeExpiry: site.refresh.beforeExpiry, maxAge: site.refresh.maxAge,
             checkEvery: site.check?.every, keepaliveEvery: site.keepalive?.every,
             retryInitial: site.refresh.retry.initial, retryMax: site.refresh.retry.max,
-            maxFailuresPerDay: site.refresh.retry.maxFailuresPerDay, jitter: settings.jitter)
+            maxFailuresPerDay: site.refresh.retry.maxFailuresPerDay, jitter: settings.jitter,
+            readerLoginInterval: site.refresh.minInterval)
     }
 }
 

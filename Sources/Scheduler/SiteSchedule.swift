@@ -1,4 +1,5 @@
 import Foundation
+import SiteConfig
 
 /// One site's schedule as a pure state machine (SPEC section 7): events in, actions out, no I/O and no
 /// clock of its own. The daemon's driver feeds it what happened (a timer fired, a login finished, the
@@ -114,6 +115,8 @@ public struct SiteSchedule: Sendable {
     var probeFailures = 0
     /// Wall times of failed logins, for `max_failures_per_day`.
     private var failureTimes: [Date] = []
+    /// When the logins readers started began, within the last 24 hours (``readerBudgetRefusal(_:)``).
+    private var readerLoginTimes: [ContinuousClock.Instant] = []
     private var random: SplitMix64
 
     /// - Parameter following: fleet mode: the site starts without its lease, following the holder's sessions
@@ -184,8 +187,13 @@ public struct SiteSchedule: Sendable {
             return beginLogin(now: now)
 
         case .readerRefreshRequested:
-            guard acceptsReaderRefresh(now) else { return [] }
-            return beginLogin(now: now)
+            guard acceptsReaderRefresh(now), readerBudgetRefusal(now) == nil else { return [] }
+            let actions = beginLogin(now: now)
+            if actions.contains(.logIn) {
+                readerLoginTimes.removeAll { $0.duration(to: now.monotonic) >= Self.day }
+                readerLoginTimes.append(now.monotonic)
+            }
+            return actions
 
         case .checkRequested:
             guard phase != .disabled, policy.checkEvery != nil else { return [] }
@@ -672,6 +680,23 @@ public struct SiteSchedule: Sendable {
         if let notBefore, notBefore > now.monotonic { return false }
         return true
     }
+
+    /// Why the readers' share of logins allows none now, or nil: readers (however many) start at most one login
+    /// per ``SitePolicy/readerLoginInterval`` and no more in 24 hours than `max_failures_per_day` (SPEC section 8),
+    /// so that no reader can make the daemon log in again and again, even where every login succeeds.
+    public func readerBudgetRefusal(_ now: Now) -> String? {
+        let recent = readerLoginTimes.filter { $0.duration(to: now.monotonic) < Self.day }
+        if let last = recent.last, last.duration(to: now.monotonic) < policy.readerLoginInterval {
+            return "readers may start one login per \(DurationText.format(policy.readerLoginInterval)) (refresh.min_interval), " +
+                "and one started \(DurationText.format(.seconds(Int64(Self.seconds(last.duration(to: now.monotonic)))))) ago"
+        }
+        if recent.count >= policy.maxFailuresPerDay {
+            return "readers started \(recent.count) logins in 24 hours, the daily cap (max_failures_per_day)"
+        }
+        return nil
+    }
+
+    private static let day = Duration.seconds(24 * 3600)
 
     /// A check or keepalive tells something: the site is not waiting for a person, or still has a session to keep.
     private func hasSessionToProbe(_ now: Now) -> Bool { phase != .needsAttention || sessionIsValid(now) }

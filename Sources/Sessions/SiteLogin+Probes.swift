@@ -23,6 +23,15 @@ extension SiteLogin {
         return try await engine(for: site).check(probed, storage: storage, observer: observer)
     }
 
+    /// Runs `site`'s `check:` on the cookies of `storage` (a session not served yet: a change a reader's request
+    /// brought), sent with `userAgent` when given; `storage` then holds what the site set meanwhile.
+    /// Throws as ``check(_:session:observer:)`` does.
+    public func check(_ site: SiteDefinition, storage: CookieStorage, userAgent: String?) async throws(FlowError) -> ProbeResult {
+        var probed = site
+        if let userAgent { probed.http.userAgent = userAgent }
+        return try await engine(for: site).check(probed, storage: storage)
+    }
+
     /// Runs `site`'s `keepalive:` on `session` as ``check(_:session:observer:)`` runs the check; the jar it returns
     /// holds what the site set meanwhile (a sliding session's renewed cookie).
     public func keepalive(

@@ -27,7 +27,7 @@ extension UnixSocketHTTPClient {
         _ method: String, _ target: String, headers: [HTTPResponseHead.Field], body: StreamedRequestBody,
         onHead: (HTTPResponseHead) throws -> Void, onBody: ([UInt8]) throws -> Void
     ) throws -> HTTPResponseHead {
-        let connection = try SocketConnection(path: socketPath, timeout: timeout)
+        let connection = try SocketConnection(path: socketPath, timeout: timeout, trust: trust)
         defer { connection.close() }
         var head = "\(method) \(target) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
         for field in headers { head += "\(field.name): \(field.value)\r\n" }

@@ -22,11 +22,16 @@ public struct UnixSocketHTTPClient: Sendable {
     public var timeout: Duration
     /// The most body bytes accepted.
     public var responseLimit: Int
+    /// Whose server is believed: checked on every connection before a byte is sent.
+    public var trust: ServerTrust
 
-    public init(socketPath: String, timeout: Duration = .seconds(30), responseLimit: Int = defaultResponseLimit) {
+    public init(
+        socketPath: String, timeout: Duration = .seconds(30), responseLimit: Int = defaultResponseLimit, trust: ServerTrust = ServerTrust()
+    ) {
         self.socketPath = socketPath
         self.timeout = timeout
         self.responseLimit = responseLimit
+        self.trust = trust
     }
 
     /// Sends one request and reads the whole answer.
@@ -37,7 +42,7 @@ public struct UnixSocketHTTPClient: Sendable {
         _ method: String, _ target: String, headers: [HTTPResponseHead.Field] = [], body: [UInt8] = []
     ) throws(UnixSocketHTTPError) -> UnixSocketHTTPResponse {
         let deadline = ContinuousClock.now.advanced(by: timeout)
-        let connection = try SocketConnection(path: socketPath, timeout: timeout)
+        let connection = try SocketConnection(path: socketPath, timeout: timeout, trust: trust)
         defer { connection.close() }
         try connection.write(Self.requestBytes(method, target, headers: headers, body: body), deadline: deadline)
         let head = try connection.readHead(deadline: deadline)
@@ -52,7 +57,7 @@ public struct UnixSocketHTTPClient: Sendable {
     /// other than 200 is read whole and returned as ``EventStreamOpening/refused(_:)``.
     public func openEventStream(_ target: String) throws(UnixSocketHTTPError) -> EventStreamOpening {
         let deadline = ContinuousClock.now.advanced(by: timeout)
-        let connection = try SocketConnection(path: socketPath, timeout: timeout)
+        let connection = try SocketConnection(path: socketPath, timeout: timeout, trust: trust)
         do throws(UnixSocketHTTPError) {
             try connection.write(
                 Self.requestBytes("GET", target, headers: [.init(name: "Accept", value: "text/event-stream")], body: []),
@@ -115,6 +120,9 @@ public enum UnixSocketHTTPError: Error, Sendable, Hashable, CustomStringConverti
     case responseTooLarge(socket: String, limit: Int)
     /// Another system error while sending or receiving.
     case failed(SystemError)
+    /// The process listening at the socket runs as a user the client does not believe (``ServerTrust``);
+    /// `reason` names the uid found. Nothing was sent.
+    case untrustedServer(socket: String, uid: UInt32, reason: String)
 
     public var description: String {
         switch self {
@@ -138,6 +146,8 @@ public enum UnixSocketHTTPError: Error, Sendable, Hashable, CustomStringConverti
             return "the answer on \(socket) is larger than \(BoundedRead.describe(bytes: limit))"
         case let .failed(error):
             return error.description
+        case let .untrustedServer(_, _, reason):
+            return reason
         }
     }
 }
@@ -153,7 +163,8 @@ final class SocketConnection {
     private(set) var pending: [UInt8] = []
     private var readChunk = [UInt8](repeating: 0, count: 64 << 10)
 
-    init(path: String, timeout: Duration) throws(UnixSocketHTTPError) {
+    /// Connects to `path` and checks whose server listens there (``ServerTrust``) before anything is sent.
+    init(path: String, timeout: Duration, trust: ServerTrust) throws(UnixSocketHTTPError) {
         self.path = path
         self.timeout = timeout
         do throws(SystemError) {
@@ -167,6 +178,17 @@ final class SocketConnection {
             default:
                 throw .failed(error)
             }
+        }
+        // The descriptor is closed by deinit when this throws.
+        let server: PeerCredentials
+        do throws(SystemError) {
+            server = try PeerCredentials(socket: fd)
+        } catch {
+            throw .failed(error)
+        }
+        let owner = (try? Syscall.stat(path))?.ownerUID
+        if let reason = trust.refusal(serverUID: server.uid, socketOwner: owner, socket: path) {
+            throw .untrustedServer(socket: path, uid: server.uid, reason: reason)
         }
     }
 

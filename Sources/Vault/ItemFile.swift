@@ -10,18 +10,31 @@ import Platform
 /// associated data = the 9 header bytes | the file id (32 bytes, the keyed hash that names the file)
 /// ```
 ///
+/// Format version 2, for the fleet's database (SPEC section 11), adds a write counter to the header, after the
+/// key id: `counter (UInt64, big endian)`, 17 header bytes, authenticated with the rest of the header. Each write
+/// of an item takes a counter above every one seen for it, so a reader that has seen a counter refuses a row
+/// with a lower one: an older row put back by whoever holds the database (a rollback) no longer opens as current.
+///
 /// The file id is HMAC-SHA256(name key, kind | name), so binding the ciphertext to the file id binds it
 /// to the kind and name: a file renamed over another item's name fails authentication. After
 /// decryption the kind and name inside are hashed again and compared with the file id.
 enum ItemFile {
     static let magic: [UInt8] = Array("SKVI".utf8)
     static let formatVersion: UInt8 = 1
+    /// The format with a write counter (``seal(kind:name:value:keys:fileID:counter:)`` with a counter).
+    static let countedFormatVersion: UInt8 = 2
     static let headerSize = 9
+    static let countedHeaderSize = 17
     static let nonceSize = 12
     static let tagSize = 16
     /// Header, nonce, tag and the smallest plaintext (kind, name length, a one-byte name).
     static let minimumSize = headerSize + nonceSize + tagSize + 4
     static let maximumNameLength = 255
+
+    /// The header size of format `version`.
+    static func headerLength(of version: UInt8) -> Int {
+        version == countedFormatVersion ? countedHeaderSize : headerSize
+    }
 
     static func isValidName(_ name: String) -> Bool {
         let bytes = name.utf8.count
@@ -29,8 +42,17 @@ enum ItemFile {
         return !name.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
-    static func header(keyID: UInt32) -> [UInt8] {
-        magic + [formatVersion] + withUnsafeBytes(of: keyID.bigEndian) { Array($0) }
+    static func header(keyID: UInt32, counter: UInt64? = nil) -> [UInt8] {
+        let key = withUnsafeBytes(of: keyID.bigEndian) { Array($0) }
+        guard let counter else { return magic + [formatVersion] + key }
+        return magic + [countedFormatVersion] + key + withUnsafeBytes(of: counter.bigEndian) { Array($0) }
+    }
+
+    /// The write counter in a header of format 2, unauthenticated (for choosing the next one); nil for format 1
+    /// or bytes that are not an item.
+    static func counter(of bytes: [UInt8]) -> UInt64? {
+        guard bytes.count >= countedHeaderSize, Array(bytes[0..<4]) == magic, bytes[4] == countedFormatVersion else { return nil }
+        return bytes[9..<17].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
     }
 
     static func plaintext(kind: ItemKind, name: String, value: [UInt8]) -> [UInt8] {
@@ -39,8 +61,11 @@ enum ItemFile {
         return [kind.rawValue, UInt8(length >> 8), UInt8(length & 0xff)] + nameBytes + value
     }
 
-    static func seal(kind: ItemKind, name: String, value: [UInt8], keys: KeyGeneration, fileID: [UInt8]) throws -> [UInt8] {
-        let header = header(keyID: keys.id)
+    /// - Parameter counter: nil for format 1; a write counter for format 2.
+    static func seal(
+        kind: ItemKind, name: String, value: [UInt8], keys: KeyGeneration, fileID: [UInt8], counter: UInt64? = nil
+    ) throws -> [UInt8] {
+        let header = header(keyID: keys.id, counter: counter)
         let box = try AES.GCM.seal(
             plaintext(kind: kind, name: name, value: value), using: keys.itemKey.symmetricKey, authenticating: header + fileID)
         return header + Array(box.nonce) + Array(box.ciphertext) + Array(box.tag)
@@ -54,8 +79,8 @@ enum ItemFile {
             return .failure(Array(expected.prefix(bytes.count)) == bytes ? .truncated(size: bytes.count) : .foreignFile)
         }
         if Array(bytes[0..<4]) != magic { return .failure(.foreignFile) }
-        if bytes[4] != formatVersion { return .failure(.unknownFormatVersion(bytes[4])) }
-        if bytes.count < minimumSize { return .failure(.truncated(size: bytes.count)) }
+        if bytes[4] != formatVersion && bytes[4] != countedFormatVersion { return .failure(.unknownFormatVersion(bytes[4])) }
+        if bytes.count < minimumSize - headerSize + headerLength(of: bytes[4]) { return .failure(.truncated(size: bytes.count)) }
         let id = bytes[5..<9].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         return .success(id)
     }
@@ -64,6 +89,8 @@ enum ItemFile {
         var kind: ItemKind
         var name: String
         var value: [UInt8]
+        /// The write counter of format 2 (authenticated); 0 for format 1.
+        var counter: UInt64
     }
 
     /// Decrypts an item's bytes stored under `id` with whichever of `generations` its header names.
@@ -80,13 +107,14 @@ enum ItemFile {
 
     /// Decrypts a file's bytes whose header was checked by ``keyID(of:)``.
     static func open(_ bytes: [UInt8], keys: KeyGeneration, fileID: [UInt8]) -> Result<Opened, VaultError.Reason> {
-        let header = Array(bytes[0..<headerSize])
-        let nonceEnd = headerSize + nonceSize
+        let size = headerLength(of: bytes[4])
+        let header = Array(bytes[0..<size])
+        let nonceEnd = size + nonceSize
         let tagStart = bytes.count - tagSize
         let plaintext: Data
         do {
             let box = try AES.GCM.SealedBox(
-                nonce: AES.GCM.Nonce(data: bytes[headerSize..<nonceEnd]),
+                nonce: AES.GCM.Nonce(data: bytes[size..<nonceEnd]),
                 ciphertext: bytes[nonceEnd..<tagStart], tag: bytes[tagStart...])
             plaintext = try AES.GCM.open(box, using: keys.itemKey.symmetricKey, authenticating: header + fileID)
         } catch {
@@ -99,7 +127,7 @@ enum ItemFile {
             return .failure(.tampered)
         }
         guard keys.fileID(kind: kind, name: name) == fileID else { return .failure(.tampered) }
-        return .success(Opened(kind: kind, name: name, value: Array(body[(3 + length)...])))
+        return .success(Opened(kind: kind, name: name, value: Array(body[(3 + length)...]), counter: counter(of: header) ?? 0))
     }
 }
 

@@ -67,6 +67,9 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case unknownFormatVersion(UInt8)
         /// Encrypted under a key generation the keyring does not hold.
         case unknownKeyID(UInt32)
+        /// Older than a version of the item this process has read (its write counter is below one seen): a row
+        /// put back by whoever holds the store (fleet mode).
+        case rolledBack(found: UInt64, seen: UInt64)
         /// The keyring file is unreadable or malformed.
         case keyringDamaged(String)
         /// Item names are 1 to 255 bytes of UTF-8 without control characters.
@@ -133,12 +136,15 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case .foreignFile:
             message = "not a SessionKeeper vault file"
         case let .unknownFormatVersion(version):
-            message = version > ItemFile.formatVersion
-                ? "format version \(version) is newer than this SessionKeeper understands (it reads version \(ItemFile.formatVersion)); "
+            message = version > ItemFile.countedFormatVersion
+                ? "format version \(version) is newer than this SessionKeeper understands (it reads versions up to \(ItemFile.countedFormatVersion)); "
                     + "use the newer SessionKeeper that wrote it"
                 : "damaged: its format version byte is \(version), which no SessionKeeper writes; restore the file from a backup"
         case let .unknownKeyID(id):
             message = "encrypted under key generation \(id), which the keyring does not hold"
+        case let .rolledBack(found, seen):
+            message = "an older version (write \(found)) than one this keeper has read (write \(seen)): the row was put back by "
+                + "whoever can write the database; restore the item (set it again) and find out who changed the row"
         case let .keyringDamaged(text):
             message = "the keyring file was modified or damaged (\(text)); restore it from a backup"
         case .invalidName:

@@ -129,19 +129,27 @@ public struct VaultKeys: Sendable, CustomStringConvertible {
     }
 
     /// `value` sealed as `item` under the current generation, to be stored under ``itemID(of:)``.
-    public func seal(_ value: [UInt8], for item: ItemReference) throws(VaultError) -> [UInt8] {
+    /// - Parameter counter: a write counter bound into the sealed bytes (the fleet's rows: ``writeCounter(of:)``
+    ///   says how the next is chosen); nil for a vault file, which has none.
+    public func seal(_ value: [UInt8], for item: ItemReference, counter: UInt64? = nil) throws(VaultError) -> [UInt8] {
         guard ItemFile.isValidName(item.name) else { throw VaultError(.invalidName, item: item) }
         guard value.count <= Vault.maximumValueSize else { throw VaultError(.valueTooLarge(size: value.count), item: item) }
         do {
-            return try ItemFile.seal(kind: item.kind, name: item.name, value: value, keys: current, fileID: itemID(of: item))
+            return try ItemFile.seal(kind: item.kind, name: item.name, value: value, keys: current, fileID: itemID(of: item), counter: counter)
         } catch {
             throw VaultError(.io(SystemError(call: "AES-GCM seal", path: nil, errno: EINVAL)), item: item)
         }
     }
 
-    /// Opens an item's bytes stored under `id`: its kind, name and value, or why it cannot be read
-    /// (tampered, truncated, a generation this keyring does not hold, …).
-    public func open(_ bytes: [UInt8], id: [UInt8]) -> Result<(item: ItemReference, value: [UInt8]), VaultError.Reason> {
-        ItemFile.open(bytes, id: id, generations: generations).map { (ItemReference($0.kind, $0.name), $0.value) }
+    /// Opens an item's bytes stored under `id`: its kind, name, value and write counter (0 for bytes sealed
+    /// without one), or why it cannot be read (tampered, truncated, a generation this keyring does not hold, …).
+    public func open(_ bytes: [UInt8], id: [UInt8]) -> Result<(item: ItemReference, value: [UInt8], counter: UInt64), VaultError.Reason> {
+        ItemFile.open(bytes, id: id, generations: generations).map { (ItemReference($0.kind, $0.name), $0.value, $0.counter) }
+    }
+
+    /// The write counter sealed bytes claim, read without a key (to choose a higher one for the next write;
+    /// ``open(_:id:)`` is what authenticates it); nil for bytes sealed without one, or not an item.
+    public static func writeCounter(of bytes: [UInt8]) -> UInt64? {
+        ItemFile.counter(of: bytes)
     }
 }

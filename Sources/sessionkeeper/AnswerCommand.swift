@@ -29,7 +29,7 @@ struct AnswerCommand: ParsableCommand {
 
     func run() throws {
         try reportingFailuresOnThisThread {
-            let path = try socket.socketPath()
+            let daemon = try socket.daemonSocket()
             let label = name.map { "\(site) (\($0))" } ?? site
             let bytes: [UInt8]
             do {
@@ -38,7 +38,7 @@ struct AnswerCommand: ParsableCommand {
                 throw CLIFailure.failed("cannot read the answer from standard input: \(error)")
             }
             guard !bytes.isEmpty else { throw CLIFailure.usage("no answer on standard input") }
-            let client = DaemonClient(socket: path)
+            let client = DaemonClient(daemon)
             let answer: JSONValue
             do throws(DaemonClientError) {
                 answer = try client.json("POST", DaemonClient.sitePath(site, "/answer"), query: [("name", name)], body: bytes)

@@ -33,7 +33,12 @@ struct ConfigOptions: ParsableArguments {
     /// Only the socket settings of the config file (its `state_dir` and `socket`), for a client command
     /// that only needs to reach the daemon.
     func loadSocketSettings(_ loader: ConfigurationLoader) throws -> SocketSettings {
-        try reading(loader) { file throws(ConfigError) in try loader.loadSocketSettings(at: file) }
+        try loadSocketLookup(loader).socket
+    }
+
+    /// The socket settings and the state folder of the config file.
+    func loadSocketLookup(_ loader: ConfigurationLoader) throws -> (socket: SocketSettings, stateDirectory: String) {
+        try reading(loader) { file throws(ConfigError) in try loader.loadSocketLookup(at: file) }
     }
 
     /// What `read` makes of the located config file; its errors are usage errors, in its words.

@@ -45,8 +45,9 @@ struct CookieCommand: ParsableCommand {
             let requestURL = try url.map(JarOptions.parseURL)
             let minimum = try minValid.map { try Self.duration($0, option: "--min-valid") }
             let waitFor = try wait.map { try Self.duration($0, option: "--wait") }
-            let path = try socket.socketPath()
-            let client = DaemonClient(socket: path).waiting(waitFor)
+            let daemon = try socket.daemonSocket()
+            let path = daemon.path
+            let client = DaemonClient(daemon).waiting(waitFor)
             do throws(DaemonClientError) {
                 let answer = try client.request(
                     "GET", DaemonClient.sitePath(site, "/cookies"),

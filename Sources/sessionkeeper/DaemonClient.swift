@@ -13,28 +13,47 @@ struct SocketOptions: ParsableArguments {
     @OptionGroup var config: ConfigOptions
 
     /// `--socket`, else config.yaml's `socket.path` (reading config.yaml only then, and of it only `state_dir`
-    /// and `socket`: a client given the socket needs no config file at all).
-    func socketPath() throws -> String {
-        if let socket { return socket }
-        return try config.loadSocketSettings(ConfigurationLoader()).path
+    /// and `socket`: a client given the socket needs no config file at all), and whose server on it is believed
+    /// (``ServerTrust``): root, the caller, or the daemon's user, the owner of config.yaml's `state_dir` (read
+    /// when a config file is given or sits where one is looked for).
+    func daemonSocket() throws -> DaemonSocket {
+        let loader = ConfigurationLoader()
+        if let socket {
+            let state = config.isGiven(loader) ? try? config.loadSocketLookup(loader).stateDirectory : nil
+            return DaemonSocket(path: socket, trust: ServerTrust(daemonUID: state.flatMap(Self.owner)))
+        }
+        let lookup = try config.loadSocketLookup(loader)
+        return DaemonSocket(path: lookup.socket.path, trust: ServerTrust(daemonUID: Self.owner(of: lookup.stateDirectory)))
     }
+
+    private static func owner(of path: String) -> UInt32? {
+        (try? Syscall.stat(path))?.ownerUID
+    }
+}
+
+/// Where the daemon is and whose server there the CLI believes.
+struct DaemonSocket {
+    var path: String
+    var trust: ServerTrust
 }
 
 /// The daemon's socket API (SPEC section 8) as the CLI uses it: one blocking request a call, over
 /// ``UnixSocketHTTPClient``, with the daemon's JSON errors turned into ``DaemonClientError``.
 struct DaemonClient {
     let socket: String
+    let trust: ServerTrust
     private let http: UnixSocketHTTPClient
 
     /// `timeout` bounds a whole exchange; a request that asks the daemon to wait gets that wait on top.
-    init(socket: String, timeout: Duration = .seconds(30)) {
-        self.socket = socket
-        http = UnixSocketHTTPClient(socketPath: socket, timeout: timeout)
+    init(_ daemon: DaemonSocket, timeout: Duration = .seconds(30)) {
+        socket = daemon.path
+        trust = daemon.trust
+        http = UnixSocketHTTPClient(socketPath: daemon.path, timeout: timeout, trust: daemon.trust)
     }
 
     /// A client whose timeout covers `wait` plus the usual margin.
     func waiting(_ wait: Duration?) -> DaemonClient {
-        DaemonClient(socket: socket, timeout: .seconds(30) + (wait ?? .zero))
+        DaemonClient(DaemonSocket(path: socket, trust: trust), timeout: .seconds(30) + (wait ?? .zero))
     }
 
     /// Sends one request; a 2xx answer is returned, anything else thrown.
@@ -120,14 +139,19 @@ enum DaemonClientError: Error {
 extension CLIFailure {
     /// A daemon error in the user's words, with SPEC section 9's exit codes: no daemon 3; a request the
     /// daemon calls malformed (400) or a site it does not know (404) 2, like any usage error; everything
-    /// else (403, 408, 409, 503, 504, a broken exchange) 1.
+    /// else (403, 408, 409, 503, 504, a broken exchange) 1; a server at the socket whose user the CLI does not
+    /// believe (``ServerTrust``) 2.
     init(_ error: DaemonClientError, site: String? = nil) {
         let what = site.map { "site '\($0)'" } ?? "the request"
         switch error {
         case .unreachable(let cause):
             self.init(message: Self.unreachableMessage(cause), code: Exit.daemonUnreachable)
         case .exchange(let cause):
-            self = .failed("the daemon did not answer properly: \(cause)")
+            // A server the client does not believe is a setting to fix (the socket path, or who runs there),
+            // not a failed exchange: exit 2, and never a fall-back to the vault.
+            if case .untrustedServer = cause { self = .usage(cause.description) } else {
+                self = .failed("the daemon did not answer properly: \(cause)")
+            }
         case let .answered(status, code, message):
             let detail = message ?? code ?? "no details"
             switch status {

@@ -53,8 +53,9 @@ struct ExecCommand: AsyncParsableCommand {
             }
             let requestURL = try url.map(JarOptions.parseURL)
             let reloadSignal = try signal.map(Self.parseSignal)
-            let path = try socket.socketPath()
-            let client = DaemonClient(socket: path)
+            let daemon = try socket.daemonSocket()
+            let path = daemon.path
+            let client = DaemonClient(daemon)
 
             // Subscribed before the cookies are read, so no change falls between the two.
             var events: ServerSentEventStream?
@@ -85,7 +86,7 @@ struct ExecCommand: AsyncParsableCommand {
             do {
                 try file.write(session.cookies)
                 status = try await runCommand(
-                    program, session: session, file: file, events: events, signal: reloadSignal, url: requestURL, socket: path)
+                    program, session: session, file: file, events: events, signal: reloadSignal, url: requestURL, client: client)
             } catch {
                 events?.close()
                 file.stop()
@@ -104,16 +105,16 @@ struct ExecCommand: AsyncParsableCommand {
     /// Starts the command, follows the events while it runs, and gives its exit status as a shell would.
     private func runCommand(
         _ program: String, session: ExecSession, file: CookieFile, events: ServerSentEventStream?, signal reloadSignal: Int32?,
-        url requestURL: URL?, socket path: String
+        url requestURL: URL?, client: DaemonClient
     ) async throws -> Int32 {
         var environment = ProcessInfo.processInfo.environment
         environment["SESSIONKEEPER_COOKIE"] = CookieCodec.encode(session.cookies, as: .header)
         environment["SESSIONKEEPER_COOKIE_FILE"] = file.path
-        environment["SESSIONKEEPER_SOCKET"] = path
+        environment["SESSIONKEEPER_SOCKET"] = client.socket
         environment["SESSIONKEEPER_USER_AGENT"] = session.userAgent
         let child = Locked<AttachedChild?>(nil)
         let follower = events.map { stream in
-            EventFollower(stream: stream, site: site, client: DaemonClient(socket: path), url: requestURL, file: file) {
+            EventFollower(stream: stream, site: site, client: client, url: requestURL, file: file) {
                 if let reloadSignal { _ = child.withLock { $0 }?.send(reloadSignal) }
             }
         }

@@ -28,7 +28,7 @@ struct RefreshCommand: ParsableCommand {
     func run() throws {
         try reportingFailuresOnThisThread {
             let waitFor = try wait.map { try CookieCommand.duration($0, option: "--wait") }
-            let client = DaemonClient(socket: try socket.socketPath()).waiting(waitFor)
+            let client = DaemonClient(try socket.daemonSocket()).waiting(waitFor)
             let answer: JSONValue
             do throws(DaemonClientError) {
                 answer = try client.json("POST", DaemonClient.sitePath(site, "/refresh"), query: [("wait", wait)])

@@ -69,7 +69,8 @@ struct RequestCommand: ParsableCommand {
             guard !verb.isEmpty, verb.allSatisfy({ $0.isLetter || $0 == "-" }) else { throw CLIFailure.usage("-X: '\(verb)' is not a method") }
             let sink = try output.map(OutputFile.create) ?? OutputFile.standardOutput
             defer { sink.close() }
-            let client = UnixSocketHTTPClient(socketPath: try socket.socketPath(), timeout: silence)
+            let daemon = try socket.daemonSocket()
+            let client = UnixSocketHTTPClient(socketPath: daemon.path, timeout: silence, trust: daemon.trust)
             let head: HTTPResponseHead
             do {
                 head = try client.stream(verb, target, headers: fields, body: body, onHead: { head in
@@ -77,6 +78,7 @@ struct RequestCommand: ParsableCommand {
                 }, onBody: { part in try sink.write(part) })
             } catch let error as UnixSocketHTTPError {
                 if case .notReachable = error { throw CLIFailure(message: CLIFailure.unreachableMessage(error), code: Exit.daemonUnreachable) }
+                if case .untrustedServer = error { throw CLIFailure.usage(error.description) }
                 throw CLIFailure.failed("the exchange with the daemon failed: \(error)")
             }
             if head.status >= 400 {

@@ -25,7 +25,7 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         try reportingFailuresOnThisThread {
-            let client = DaemonClient(socket: try socket.socketPath())
+            let client = DaemonClient(try socket.daemonSocket())
             let answer: JSONValue
             do throws(DaemonClientError) {
                 if json {

@@ -114,6 +114,15 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: copy.path + "-wal"))
         copy.remove()
         #expect(!FileManager.default.fileExists(atPath: copyFolder))
+        // Opened, the copy is gone from the disk at once (a signal that skips `defer` leaves nothing behind),
+        // and reads on through SQLite's descriptors.
+        let opened = try CookieDatabaseCopy.make(of: database)
+        let connection = try opened.openAndUnlink()
+        #expect(!FileManager.default.fileExists(atPath: (opened.path as NSString).deletingLastPathComponent))
+        #expect(try connection.columnNames(of: "moz_cookies").contains("value"))
+        var values: [String] = []
+        try connection.rows("SELECT value FROM moz_cookies WHERE name = 'sid'") { row in values.append(row.text(0) ?? "") }
+        #expect(values == ["committed"], "what was only in the log is read too")
         await browser.kill()
     }
 }

@@ -32,9 +32,11 @@ extension FleetCLITests {
             site = server2
             world = try await FleetWorld.make(
                 database: server, folder: folder, site: server2, siteAddress: namespace.hostAddress,
+                // The test's database has no TLS; at the namespace's address (not a loopback one) sslmode would
+                // default to verify-full, so the URL says what this test's link is.
                 namespaced: (
                     index: 3, namespace: namespace.name,
-                    databaseURL: "postgres://\(server.user)@\(namespace.hostAddress):\(server.port)/DATABASE?connect_timeout=2"
+                    databaseURL: "postgres://\(server.user)@\(namespace.hostAddress):\(server.port)/DATABASE?connect_timeout=2&sslmode=disable"
                 ))
             try await exercisePartition(try #require(world), namespace)
         } catch {

@@ -105,6 +105,39 @@ struct PostgresStoreTests {
         #expect(try await fleet.sql("SELECT bool_and(substring(item FROM 1 FOR 4) = 'SKVI'::bytea) FROM sessionkeeper_sessions") == "t")
     }
 
+    /// Whoever can write the database can put an item's older row back (its seal is valid): a keeper that has read
+    /// or written a newer version refuses it (the write counter sealed in every row), on a read, in a listing and in
+    /// the change feed, and the next write takes a counter above both.
+    @Test func anOlderRowPutBackIsRefusedAsRolledBack() async throws {
+        let fleet = try await Fleet.make()
+        defer { fleet.cleanUp() }
+        let item = ItemReference(.credential, "wiki/password")
+        try await fleet.withStores(2) { stores in
+            let (writer, reader) = (stores[0].items, stores[1].items)
+            try await writer.set(Array("old-password".utf8), for: item)
+            #expect(try await reader.value(of: item) == Array("old-password".utf8))
+            let old = try await fleet.sql("SELECT encode(item, 'hex') FROM sessionkeeper_secrets")
+            try await writer.set(Array("new-password".utf8), for: item)
+            #expect(try await reader.value(of: item) == Array("new-password".utf8))
+            // Each write's counter is above the last: 1, then 2 (in the header after magic, format and key id).
+            #expect(try await fleet.sql("SELECT get_byte(item, 4) || ':' || get_byte(item, 16) FROM sessionkeeper_secrets") == "2:2")
+
+            _ = try await fleet.sql("UPDATE sessionkeeper_secrets SET item = decode('\(old)', 'hex')")
+            for store in [writer, reader] {
+                let error = await #expect(throws: VaultError.self) { try await store.value(of: item) }
+                #expect(error?.reason == .rolledBack(found: 1, seen: 2), "\(String(describing: error))")
+                #expect(error?.description.contains("older version") == true)
+                #expect(error?.description.contains("password") == true && error?.description.contains("old-password") == false)
+                let listing = try await store.contents(of: .credential)
+                #expect(listing.values.isEmpty && listing.problems.map(\.reason) == [.rolledBack(found: 1, seen: 2)])
+            }
+            // Set again, the item goes on above the counters seen.
+            try await reader.set(Array("newest".utf8), for: item)
+            #expect(try await fleet.sql("SELECT get_byte(item, 16) FROM sessionkeeper_secrets") == "3")
+            #expect(try await writer.value(of: item) == Array("newest".utf8))
+        }
+    }
+
     @Test func removalLeavesATombstoneAndListingsSkipIt() async throws {
         let fleet = try await Fleet.make()
         defer { fleet.cleanUp() }

@@ -84,4 +84,52 @@ import Testing
         #expect(disabled.handle(.readerRefreshRequested, now: clock.now).isEmpty)
         #expect(disabled.phase == .disabled)
     }
+
+    /// Readers share one budget of logins (SPEC section 8): one per `refresh.min_interval` however many ask,
+    /// even when every login succeeds; a manager's refresh is not counted against it.
+    @Test func readersStartAtMostOneLoginPerMinInterval() {
+        var clock = TestClock()
+        var schedule = Tests.loggedIn(clock, policy: Tests.policy(check: nil))
+        #expect(schedule.policy.readerLoginInterval == .seconds(60), "the default")
+        #expect(schedule.handle(.readerRefreshRequested, now: clock.now) == [.logIn])
+        clock.advance(.seconds(2))
+        _ = schedule.handle(.loginFinished(.ok, session: Tests.session(clock, expiresIn: .seconds(3600))), now: clock.now)
+        #expect(!schedule.loginRunning)
+        for _ in 0..<57 {
+            clock.advance(.seconds(1))
+            #expect(schedule.handle(.readerRefreshRequested, now: clock.now).isEmpty)
+        }
+        let refusal = schedule.readerBudgetRefusal(clock.now)
+        #expect(refusal == "readers may start one login per 1m (refresh.min_interval), and one started 59s ago", "\(refusal ?? "-")")
+        var byManager = schedule
+        #expect(byManager.handle(.refreshRequested, now: clock.now) == [.logIn], "a manager's refresh is not a reader's")
+        clock.advance(.seconds(1))
+        #expect(schedule.readerBudgetRefusal(clock.now) == nil)
+        #expect(schedule.handle(.readerRefreshRequested, now: clock.now) == [.logIn])
+    }
+
+    /// The logins readers start count against the daily cap, `max_failures_per_day`, successful or not: past it,
+    /// readers start none until the oldest is 24 hours old; the site's own schedule and managers go on.
+    @Test func readersLoginsCountAgainstTheDailyCap() {
+        var clock = TestClock()
+        var policy = Tests.policy(check: nil, maxFailuresPerDay: 3)
+        policy.readerLoginInterval = .seconds(10)
+        var schedule = Tests.loggedIn(clock, policy: policy)
+        var logins = 0
+        // A reader asks every second for an hour; each login it starts succeeds after a second.
+        for _ in 0..<3600 {
+            if schedule.loginRunning {
+                _ = schedule.handle(.loginFinished(.ok, session: Tests.session(clock, expiresIn: .seconds(86400 * 2))), now: clock.now)
+            }
+            clock.advance(.seconds(1))
+            logins += schedule.handle(.readerRefreshRequested, now: clock.now).count
+        }
+        #expect(logins == 3)
+        #expect(schedule.phase == .valid, "a reader's budget is not the site's health")
+        #expect(schedule.readerBudgetRefusal(clock.now) == "readers started 3 logins in 24 hours, the daily cap (max_failures_per_day)")
+        var byManager = schedule
+        #expect(byManager.handle(.refreshRequested, now: clock.now) == [.logIn])
+        clock.advance(.seconds(86400))
+        #expect(schedule.handle(.readerRefreshRequested, now: clock.now) == [.logIn])
+    }
 }

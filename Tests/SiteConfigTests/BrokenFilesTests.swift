@@ -24,7 +24,10 @@ import Testing
         ("config-jitter.yaml", ["2:11: scheduler.jitter: 2 is outside 0...1 (a fraction of the delay)"]),
         ("config-log-level.yaml", ["1:14: log.level: unknown value 'verbose' (expected one of: trace, debug, info, notice, warning, error, critical)"]),
         ("config-max-concurrent.yaml", ["1:36: scheduler.max_concurrent_logins: 0 is outside 1...1024"]),
-        ("config-socket-caps.yaml", ["1:29: socket.max_event_readers: 0 is outside 1...1000000", "1:46: socket.idle_timeout must be longer than zero"]),
+        ("config-socket-caps.yaml", [
+            "1:29: socket.max_event_readers: 0 is outside 1...1000000", "1:46: socket.idle_timeout must be longer than zero",
+            "1:69: socket.replay_memory_mib: -1 is outside 0...65536",
+        ]),
         ("config-socket-per-uid-cap.yaml", ["3:28: socket.max_connections_per_uid (128) is above socket.max_connections (64)"]),
         ("config-socket-group-mode.yaml", ["2:9: socket.mode gives the group access but no socket.group is set"]),
         ("config-socket-path-too-long.yaml", ["2:9: socket.path: /xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/sk.sock is longer than the 107 bytes a Unix socket path may have"]),

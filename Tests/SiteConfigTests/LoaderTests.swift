@@ -62,12 +62,14 @@ import Testing
 
     /// A deployment with many clients under one uid raises the socket's caps; what it leaves out keeps its default.
     @Test func socketCapsAreReadAndTheRestKeepTheirDefaults() throws {
-        let text = "socket:\n  max_connections: 8192\n  max_connections_per_uid: 4096\n  request_timeout: 2s\n"
+        let text = "socket:\n  max_connections: 8192\n  max_connections_per_uid: 4096\n  request_timeout: 2s\n  replay_memory_mib: 8\n"
         let limits = try loader.loadConfig(text: text, file: "/etc/sk/config.yaml").socket.limits
         var expected = SocketLimits()
         expected.maxConnections = 8192
         expected.maxConnectionsPerUID = 4096
         expected.requestTimeout = .seconds(2)
+        expected.replayMemoryBytes = 8 << 20
+        #expect(SocketLimits().replayMemoryBytes == 32 << 20, "the default: 32 MiB")
         #expect(limits == expected)
         #expect(limits.maxEventReaders == 256 && limits.idleTimeout == .seconds(60))
         #expect(try loader.loadConfig(text: "# nothing\n", file: "/etc/sk/config.yaml").socket.limits == SocketLimits())

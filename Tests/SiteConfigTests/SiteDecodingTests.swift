@@ -157,7 +157,7 @@ import Testing
             text: """
                 defaults:
                   http: {timeout: 45s, user_agent: Default/1, headers: {Accept: text/html, X-A: one}, max_redirects: 3}
-                  refresh: {before_expiry: 20m, max_age: 6h}
+                  refresh: {before_expiry: 20m, max_age: 6h, min_interval: 5m}
                 """, file: Paths.fixture("config.yaml"))
         let site = try loader.loadSite(
             text: """
@@ -172,6 +172,10 @@ import Testing
         #expect(site.http.headers == [.init(name: "Accept", value: "text/html"), .init(name: "x-a", value: "two")])
         #expect(site.refresh.beforeExpiry == .seconds(1200))
         #expect(site.refresh.maxAge == .seconds(3600))
+        #expect(site.refresh.minInterval == .seconds(300), "the readers' interval from the defaults")
+        #expect(try SiteConfigTests.site("base_url: https://a.example\nlogin: manual\n").refresh.minInterval == .seconds(60), "1m unsaid")
+        #expect(try SiteConfigTests.site("base_url: https://a.example\nlogin: manual\nrefresh: {min_interval: 90s}\n").refresh.minInterval == .seconds(90))
+        #expect(throws: ConfigError.self) { try SiteConfigTests.site("base_url: https://a.example\nlogin: manual\nrefresh: {min_interval: 0s}\n") }
     }
 
     @Test func keepOnLoginTakesAWordOrAList() throws {

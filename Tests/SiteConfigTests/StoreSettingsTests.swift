@@ -40,10 +40,24 @@ import Testing
         #expect(throws: DatabaseURLError.self) { try DatabaseURL(parsing: "postgres://sk@/sk?sslmode=verify-full") }
     }
 
+    /// Unsaid, `sslmode` is verify-full for a database across the network (its certificate must prove the host)
+    /// and prefer on this machine; a URL that says it keeps it.
+    @Test func tlsIsVerifiedByDefaultForAHostOtherThanThisMachine() throws {
+        for remote in ["db.example", "10.0.0.5", "[2001:db8::1]", "127.example.com", "localhost.example"] {
+            #expect(try DatabaseURL(parsing: "postgres://sk@\(remote)/sk").tls == .verifyFull, "\(remote)")
+        }
+        for local in ["localhost", "LOCALHOST", "db.localhost", "127.0.0.1", "127.1.2.3", "[::1]"] {
+            #expect(try DatabaseURL(parsing: "postgres://sk@\(local)/sk").tls == .prefer, "\(local)")
+        }
+        #expect(try DatabaseURL(parsing: "postgres://sk@db.example/sk?sslmode=prefer").tls == .prefer)
+        #expect(try DatabaseURL(parsing: "postgres://sk@db.example/sk?sslmode=disable").tls == .disable)
+        #expect(try DatabaseURL(parsing: "postgres://sk@/sk?host=/run/postgresql").tls == .disable, "a Unix socket carries no TLS")
+    }
+
     @Test func noMessageOrDescriptionShowsThePassword() throws {
         let password = "Pa55-w0rd-zz"
         let url = try DatabaseURL(parsing: "postgres://sk:\(password)@db.example/sk")
-        #expect(url.description == "postgres://sk:***@db.example:5432/sk?sslmode=prefer")
+        #expect(url.description == "postgres://sk:***@db.example:5432/sk?sslmode=verify-full")
         #expect(!"\(url)".contains(password) && !String(reflecting: url).contains(password))
         #expect(!"\(StoreSettings.postgres(PostgresStoreSettings(url: .literal(url))))".contains(password))
         do {

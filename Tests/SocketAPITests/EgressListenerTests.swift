@@ -17,11 +17,14 @@ import TestSupport
     }
 
     /// `curl` to the listener, as root or as nobody: the status and the body.
-    static func curl(_ url: String, asNobody: Bool = false) async throws -> (status: Int, body: String) {
+    static func curl(
+        _ url: String, asNobody: Bool = false, groups: [UInt32]? = nil, headers: [String] = []
+    ) async throws -> (status: Int, body: String) {
         var executable = "/usr/bin/curl"
-        var arguments = ["-sS", "-o", "-", "-w", "\n%{http_code}", "--max-time", "30", url]
+        var arguments = ["-sS", "-o", "-", "-w", "\n%{http_code}", "--max-time", "30"] + headers.flatMap { ["-H", $0] } + [url]
         if asNobody {
-            arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", executable] + arguments
+            let groupOption = groups.map { "--groups=" + $0.map(String.init).joined(separator: ",") } ?? "--clear-groups"
+            arguments = ["--reuid=65534", "--regid=65534", groupOption, executable] + arguments
             executable = "/usr/bin/setpriv"
         }
         let text = try await runProgram(executable, arguments).outputText
@@ -119,6 +122,75 @@ import TestSupport
                 "http://127.0.0.1:\(port)/upload",
             ])
             #expect(try JSONValue.parse(paced.outputText)["length"]?.plainText == String(2 << 20), "\(paced.outputText.prefix(300))")
+        }
+    }
+
+    /// A page on evil.example whose name rebinds to 127.0.0.1, or that posts a form across sites, is refused
+    /// before anything is sent to the site: 403 with the reason, one throttled log line with the peer's uid.
+    @Test func theListenerRefusesWebPagesRequests() async throws {
+        let port = try await Self.freePort()
+        try await EgressRouteTests.withUpstreamSite(extra: "egress: {listen: 127.0.0.1:\(port)}") { world, upstream in
+            let url = "http://127.0.0.1:\(port)/echo"
+            #expect(try await Self.answers(url, 200), "the listener did not come up")
+            #expect(try await Self.curl(url, headers: ["Host: localhost:\(port)"]).status == 200)
+            #expect(try await Self.curl(url, headers: ["Origin: http://127.0.0.1:\(port)", "Sec-Fetch-Site: same-origin"]).status == 200)
+            let sentBefore = try await upstream.stats().requests["GET /echo"] ?? 0
+
+            let refusals: [(headers: [String], reason: String)] = [
+                (["Host: evil.example"], "Host \"evil.example\" is not this listener's address"),
+                (["Host: evil.example:\(port)"], "Host \"evil.example:\(port)\" is not this listener's address"),
+                (["Origin: http://evil.example"], "Origin \"http://evil.example\""),
+                (["Sec-Fetch-Site: cross-site"], "Sec-Fetch-Site \"cross-site\""),
+                (["Origin: http://evil.example", "Sec-Fetch-Site: cross-site"], "Origin \"http://evil.example\""),
+            ]
+            for (headers, reason) in refusals {
+                let answer = try await Self.curl(url, headers: headers)
+                #expect(answer.status == 403, "\(headers)")
+                let error = try JSONValue.parse(answer.body)["error"]
+                #expect(error?["code"]?.plainText == "forbidden")
+                let message = error?["message"]?.plainText ?? ""
+                #expect(message.contains(reason) && !message.contains("\n"), "\(headers): \(message)")
+            }
+            // A cross-site form post: refused, and its body never reaches the site.
+            let post = try await runProgram("/usr/bin/curl", [
+                "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-H", "Origin: http://evil.example",
+                "-H", "Content-Type: application/x-www-form-urlencoded", "--data", "to=mallory&amount=100", "http://127.0.0.1:\(port)/upload",
+            ])
+            #expect(post.outputText == "403")
+            let stats = try await upstream.stats().requests
+            #expect((stats["GET /echo"] ?? 0) == sentBefore, "a refused request went to the site: \(stats)")
+            #expect(stats["POST /upload"] == nil, "\(stats)")
+
+            // Six refusals, one log line (the throttle's interval is 10 s), with the peer's uid and the reason.
+            let lines = world.logs.all.filter { $0.contains("egress listener: a request refused (403)") }
+            #expect(lines.count == 1, "\(lines)")
+            #expect(lines.first?.contains("uid=0") == true && lines.first?.contains("site=up") == true, "\(lines)")
+            #expect(lines.first?.contains("evil.example") == true, "\(lines)")
+        }
+    }
+
+    /// The uid the kernel names at accept is judged first: a uid in `access.uids` is served without a look for
+    /// its process (the audit line's pid is `-`); only `access.groups` makes the daemon look for the process
+    /// that holds the connection, for its groups.
+    @Test func theUidIsJudgedBeforeAnyProcessLookup() async throws {
+        let port = try await Self.freePort()
+        try await EgressRouteTests.withUpstreamSite(extra: "egress: {listen: 127.0.0.1:\(port)}\naccess: {uids: [65534]}") { world, upstream in
+            let url = "http://127.0.0.1:\(port)/echo"
+            #expect(try await waitUntil(.seconds(15)) { (try? await Self.curl(url, asNobody: true).status) == 200 })
+            #expect(try await waitUntil(.seconds(5)) {
+                world.logs.all.contains { $0.contains("egress") && $0.contains("uid=65534") && $0.contains("pid=- ") }
+            }, "\(world.logs.all.filter { $0.contains("egress") })")
+
+            // Groups need the process: nobody with the supplementary group nogroup (65534) is let in, and its
+            // process was found; nobody without it is not.
+            await world.keeper.apply([try world.site("up", yaml: upstream.yaml(extra: "egress: {listen: 127.0.0.1:\(port)}\naccess: {groups: [nogroup]}"))])
+            #expect(try await waitUntil(.seconds(10)) { (try? await Self.curl(url, asNobody: true, groups: [65534]).status) == 200 })
+            #expect(try await waitUntil(.seconds(5)) {
+                world.logs.all.contains { line in
+                    line.contains("egress") && line.contains("uid=65534") && !line.contains("pid=- ") && line.contains("pid=")
+                }
+            })
+            #expect(try await Self.curl(url, asNobody: true).status == 404)
         }
     }
 

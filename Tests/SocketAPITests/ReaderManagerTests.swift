@@ -1,3 +1,4 @@
+import CookieJar
 import Daemon
 import Foundation
 import JSON
@@ -95,6 +96,75 @@ import TestSupport
                 #expect(reload.json?["error"]?["message"]?.plainText.contains("needs a manager") == true, "\(reload.body)")
                 #expect(try await world.curl("/metrics", asNobody: true).status == 403)
                 #expect(world.reloads.count == 0)
+            }
+        }
+    }
+
+    /// Readers share the refresh budget (SPEC section 8): a `min_valid` no fresh session could satisfy answers 409
+    /// with the site's session lifetime and starts nothing; twenty readers' requests that only a new login could
+    /// satisfy start at most one (`refresh.min_interval`, 1m by default), the rest answered 409 with the reason.
+    /// The owner (a manager) is not held to it.
+    @Test func readersShareTheRefreshBudget() async throws {
+        try await SocketWorld.withWorld(sessionMaxAge: 120) { world in
+            await world.keeper.apply([try world.site("shared", extra: "refresh: {before_expiry: 10s}\naccess: {uids: [65534]}")])
+            #expect(try await waitUntil(.seconds(8)) { await world.keeper.snapshot(of: "shared")?.status.phase == .valid })
+            try await world.serving(world.socketServer()) {
+                let logins = world.requests.count("POST /login")
+                let tooLong = try await world.curl("/v1/sites/shared/cookies?min_valid=3650d&wait=10s", asNobody: true)
+                #expect(tooLong.status == 409, "\(tooLong.body)")
+                #expect(tooLong.errorCode == "cannot_log_in")
+                let message = tooLong.json?["error"]?["message"]?.plainText ?? ""
+                #expect(message.contains("min_valid 3650d is not less than the site's session lifetime (1m5") ||
+                        message.contains("min_valid 3650d is not less than the site's session lifetime (2m)"), "\(message)")
+                #expect(world.requests.count("POST /login") == logins)
+
+                // 115s of a 120s session: only a session younger than 5s satisfies it.
+                let fresh = { @Sendable () async -> Bool in world.keeper.servedNow("shared", minValid: .seconds(115)) != nil }
+                #expect(try await waitUntil(.seconds(10)) { !(await fresh()) })
+                let first = try await world.curl("/v1/sites/shared/cookies?min_valid=115s&wait=10s", asNobody: true)
+                #expect(first.status == 200, "\(first.body)")
+                #expect(world.requests.count("POST /login") == logins + 1)
+                #expect(try await waitUntil(.seconds(10)) { !(await fresh()) })
+                var answers: [Int: Int] = [:]
+                var reasons: Set<String> = []
+                for _ in 0..<20 {
+                    let answer = try await world.curl("/v1/sites/shared/cookies?min_valid=115s&wait=10s", asNobody: true)
+                    answers[answer.status, default: 0] += 1
+                    reasons.insert(answer.json?["error"]?["message"]?.plainText ?? answer.body)
+                }
+                #expect(answers == [409: 20], "answers: \(answers) \(reasons)")
+                #expect(reasons.allSatisfy { $0.contains("readers may start one login per 1m (refresh.min_interval)") }, "\(reasons)")
+                #expect(world.requests.count("POST /login") == logins + 1)
+
+                // The owner manages the site: its min_valid logs in as before.
+                let before = world.requests.count("POST /login")
+                let owner = try await world.curl("/v1/sites/shared/cookies?min_valid=115s&wait=10s")
+                #expect(owner.status == 200, "\(owner.body)")
+                #expect(world.requests.count("POST /login") == before + 1)
+            }
+        }
+    }
+
+    /// A reader's `min_valid` never moves a `login: manual` site: no login can start, and the site is not put to
+    /// wait for a person (a manager's is, as before: only a person can give it a longer session).
+    @Test func aReadersMinValidNeverMovesAManualSite() async throws {
+        try await SocketWorld.withWorld { world in
+            let host = world.server.baseURL.host ?? "127.0.0.1"
+            let yaml = "base_url: \(world.server.baseURL.absoluteString)\nlogin: manual\ncookies: {essential: [demo_session]}\naccess: {uids: [65534]}\n"
+            let now = Date()
+            let record = SessionRecord(
+                cookies: [Cookie(name: "demo_session", value: "imported-by-a-person-0001", domain: host, expires: now.addingTimeInterval(3600))],
+                lastLogin: now.addingTimeInterval(-3600), expiresAt: now.addingTimeInterval(3600), userAgent: nil)
+            try await VaultSessionStore(vault: world.vault).save(record, site: "hand")
+            await world.keeper.apply([try world.site("hand", yaml: yaml)])
+            #expect(try await waitUntil(.seconds(8)) { await world.keeper.snapshot(of: "hand")?.status.phase == .valid })
+            try await world.serving(world.socketServer()) {
+                let reader = try await world.curl("/v1/sites/hand/cookies?min_valid=90m&wait=2s", asNobody: true)
+                #expect(reader.status == 503 || reader.status == 409, "\(reader.body)")
+                #expect(await world.keeper.snapshot(of: "hand")?.status.phase == .valid, "a reader moved the site")
+                let owner = try await world.curl("/v1/sites/hand/cookies?min_valid=90m")
+                #expect(owner.status == 503, "\(owner.body)")
+                #expect(await world.keeper.snapshot(of: "hand")?.status.phase == .needsAttention, "a manager's asks a person")
             }
         }
     }

@@ -159,6 +159,26 @@ import Vault
         #expect(empty?.description.contains("printed nothing") == true)
     }
 
+    /// A command that times out is killed before its value is known, so its standard error cannot be masked: a
+    /// command that printed its secret there and then hung would put it in the log. It is dropped, and counted.
+    @Test func aTimedOutCommandsStandardErrorIsDropped() async throws {
+        let lines = LineCollector()
+        // Long enough for the line to be written on a loaded machine; the command sleeps far longer.
+        let impatient = CredentialResolver(secrets: nil, commandTimeout: .seconds(2), standardError: { lines.add("\($0)/\($1): \($2)") })
+        let outcome: CredentialError?
+        do throws(CredentialError) {
+            _ = try await impatient.resolve(
+                .command(["sh", "-c", "echo 'the secret is hunter2-0001' >&2; sleep 20 & sleep 20"]), credential: "password", site: "wiki")
+            outcome = nil
+        } catch {
+            outcome = error
+        }
+        #expect(outcome?.description.contains("did not finish") == true)
+        #expect(outcome?.description.contains("its standard error (1 line(s)) was dropped") == true, "\(outcome?.description ?? "-")")
+        #expect(outcome?.description.contains("hunter2") == false)
+        #expect(lines.all.isEmpty, "\(lines.all)")
+    }
+
     @Test func totpFromAVaultSecret() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanUp() }

@@ -105,10 +105,10 @@ import Testing
         try vault.set(bytes("v"), for: item)
         let path = itemFiles(vault)[0]
         var content = readFile(path)
-        content[4] = 2
+        content[4] = 3
         writeFile(path, content)
         let error = #expect(throws: VaultError.self) { try vault.value(of: item) }
-        #expect(error?.reason == .unknownFormatVersion(2))
+        #expect(error?.reason == .unknownFormatVersion(3))
         #expect(error?.description.contains("credential 'future'") == true)
         #expect(error?.description.contains("newer") == true)
     }
@@ -128,5 +128,32 @@ import Testing
         let error = #expect(throws: VaultError.self) { try first.value(of: item) }
         #expect(error?.reason == .tampered)
         #expect(itemFiles(first)[0].suffix(64) != itemFiles(second)[0].suffix(64))
+    }
+
+    /// Format 2 (the fleet's rows) seals a write counter into the header, authenticated with the rest: a row
+    /// whose counter was changed does not open, and the counter a row claims can be read without the key.
+    @Test func aWriteCounterIsSealedAndAuthenticated() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanUp() }
+        let vault = try openWithKeyFile(folder)
+        let keys = try vault.keys()
+        let item = ItemReference(.credential, "counted")
+        let id = keys.itemID(of: item)
+        var sealed = try keys.seal(bytes("value"), for: item, counter: 41)
+        #expect(sealed[4] == 2)
+        #expect(VaultKeys.writeCounter(of: sealed) == 41)
+        guard case let .success(opened) = keys.open(sealed, id: id) else {
+            Issue.record("a counted item did not open")
+            return
+        }
+        #expect(opened.value == bytes("value") && opened.counter == 41 && opened.item == item)
+        // Without a counter: format 1, counter 0.
+        let plain = try keys.seal(bytes("value"), for: item)
+        #expect(plain[4] == 1 && VaultKeys.writeCounter(of: plain) == nil)
+        if case let .success(old) = keys.open(plain, id: id) { #expect(old.counter == 0) } else { Issue.record("format 1 did not open") }
+        // A counter raised by hand (to pass an older row for a newer one) breaks the seal.
+        sealed[16] = 42
+        #expect(VaultKeys.writeCounter(of: sealed) == 42)
+        if case .failure(let reason) = keys.open(sealed, id: id) { #expect(reason == .tampered) } else { Issue.record("a changed counter opened") }
     }
 }

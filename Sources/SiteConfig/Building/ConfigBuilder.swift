@@ -128,6 +128,13 @@ struct ConfigBuilder {
         }
         if let duration = checker.positiveDuration(file.requestTimeout, key: "socket.request_timeout") { limits.requestTimeout = duration }
         if let duration = checker.positiveDuration(file.idleTimeout, key: "socket.idle_timeout") { limits.idleTimeout = duration }
+        if let mebibytes = file.replayMemoryMiB {
+            if (0...SocketLimits.replayMemoryCeilingMiB).contains(mebibytes.value) {
+                limits.replayMemoryBytes = mebibytes.value << 20
+            } else {
+                checker.error(mebibytes.mark, "socket.replay_memory_mib: \(mebibytes.value) is outside 0...\(SocketLimits.replayMemoryCeilingMiB)")
+            }
+        }
         return limits
     }
 

@@ -92,6 +92,7 @@ enum RefreshBuilder {
             policy.beforeExpiry = beforeExpiry
         }
         if let maxAge = checker.positiveDuration(file.maxAge, key: "refresh.max_age") { policy.maxAge = maxAge }
+        if let minInterval = checker.positiveDuration(file.minInterval, key: "refresh.min_interval") { policy.minInterval = minInterval }
         if let retry = file.retry {
             if let initial = checker.positiveDuration(retry.initial, key: "refresh.retry.initial") { policy.retry.initial = initial }
             if let max = checker.positiveDuration(retry.max, key: "refresh.retry.max") { policy.retry.max = max }

@@ -38,12 +38,14 @@ struct ConfigFile: Decodable {
         var maxEventReadersPerUID: Marked<Int>?
         var requestTimeout: Marked<String>?
         var idleTimeout: Marked<String>?
+        var replayMemoryMiB: Marked<Int>?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case path, mode, group, allowUIDs = "allow_uids"
             case maxConnections = "max_connections", maxConnectionsPerUID = "max_connections_per_uid"
             case maxEventReaders = "max_event_readers", maxEventReadersPerUID = "max_event_readers_per_uid"
             case requestTimeout = "request_timeout", idleTimeout = "idle_timeout"
+            case replayMemoryMiB = "replay_memory_mib"
         }
     }
 

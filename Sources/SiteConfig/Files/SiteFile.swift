@@ -134,10 +134,11 @@ struct SiteFile: Decodable {
     struct RefreshFile: Decodable {
         var beforeExpiry: Marked<String>?
         var maxAge: Marked<String>?
+        var minInterval: Marked<String>?
         var retry: RetryFile?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case beforeExpiry = "before_expiry", maxAge = "max_age", retry
+            case beforeExpiry = "before_expiry", maxAge = "max_age", minInterval = "min_interval", retry
         }
     }
 

@@ -38,10 +38,17 @@ public struct ConfigurationLoader: Sendable {
     /// whole file was a third of such a command's start (issue 15). Errors in these two keys are reported as
     /// ``loadConfig(at:)`` reports them.
     public func loadSocketSettings(at path: String) throws(ConfigError) -> SocketSettings {
+        try loadSocketLookup(at: path).socket
+    }
+
+    /// ``loadSocketSettings(at:)`` with the state folder it names, whose owner is the daemon's user (a client
+    /// believes a server of that user: `SocketClient.ServerTrust`).
+    public func loadSocketLookup(at path: String) throws(ConfigError) -> (socket: SocketSettings, stateDirectory: String) {
         let file = Self.absolute(path)
         let keys = Set(ConfigFile.SocketLookup.CodingKeys.allCases.map(\.rawValue))
         return try buildConfig(text: try Self.read(file), file: file, empty: ConfigFile.SocketLookup(), only: keys) { builder, lookup in
-            builder.buildSocket(lookup.socket, stateDirectory: builder.buildStateDirectory(lookup.stateDir))
+            let state = builder.buildStateDirectory(lookup.stateDir)
+            return (builder.buildSocket(lookup.socket, stateDirectory: state), state)
         }
     }
 
@@ -214,6 +221,14 @@ public struct ConfigurationLoader: Sendable {
 
     // MARK: locating config.yaml
 
+    /// Whether the file at `path` exists and belongs to a user other than this process's (the link itself or
+    /// the file it leads to).
+    static func ownedByAnother(_ path: String) -> Bool {
+        guard let link = try? Syscall.lstat(path) else { return false }
+        let target = try? Syscall.stat(path)
+        return link.ownerUID != Syscall.userID || (target.map { $0.ownerUID != Syscall.userID } ?? false)
+    }
+
     /// Where `config.yaml` is (SPEC section 9): `explicit` (`--config`), then `$SESSIONKEEPER_CONFIG`,
     /// then `./config.yaml`, then `$XDG_CONFIG_HOME/sessionkeeper/config.yaml` (XDG_CONFIG_HOME
     /// defaulting to `~/.config`). An explicitly named file must exist; the fallbacks are taken
@@ -241,14 +256,18 @@ public struct ConfigurationLoader: Sendable {
             }
             return path
         }
-        var tried = [resolved("config.yaml")]
+        let local = resolved("config.yaml")
+        var tried = [local]
         let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
             ?? environment["HOME"].map { ($0 as NSString).appendingPathComponent(".config") }
         if let configHome {
             tried.append((configHome as NSString).appendingPathComponent("sessionkeeper/config.yaml"))
         }
-        if let found = tried.first(where: { fileManager.fileExists(atPath: $0) }) { return found }
-        throw ConfigLocationError(source: nil, path: nil, tried: tried)
+        // The current folder may be anyone's (/tmp, a shared checkout): a config.yaml there that another user
+        // owns (the file, or a link to it) would choose the socket a client talks to, so it is passed over.
+        let ignored = Self.ownedByAnother(local) ? [local] : []
+        if let found = tried.first(where: { fileManager.fileExists(atPath: $0) && !ignored.contains($0) }) { return found }
+        throw ConfigLocationError(source: nil, path: nil, tried: tried, ignored: ignored)
     }
 
     // MARK: parsing
@@ -404,10 +423,13 @@ public struct ConfigLocationError: Error, Sendable, CustomStringConvertible {
     public var path: String?
     /// The fallbacks looked at, in order.
     public var tried: [String]
+    /// Those passed over: a `./config.yaml` another user owns.
+    public var ignored: [String] = []
 
     /// One line for the CLI.
     public var description: String {
         if let source, let path { return "\(source): no such file \(path)" }
-        return "no config file found (looked at \(tried.joined(separator: ", "))); pass --config or set SESSIONKEEPER_CONFIG"
+        let passedOver = ignored.map { "\($0) belongs to another user and was ignored; " }.joined()
+        return "no config file found (looked at \(tried.joined(separator: ", ")); \(passedOver)pass --config or set SESSIONKEEPER_CONFIG"
     }
 }

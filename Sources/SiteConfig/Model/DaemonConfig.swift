@@ -89,6 +89,12 @@ public struct SocketLimits: Sendable, Hashable {
     public var requestTimeout: Duration = .seconds(10)
     /// A connection with no request in progress for this long is closed.
     public var idleTimeout: Duration = .seconds(60)
+    /// The memory the egress route may hold in request bodies kept to send again after a login, all connections
+    /// together (SPEC section 10, `socket.replay_memory_mib`, in MiB); past it a body streams without being kept.
+    public var replayMemoryBytes = 32 << 20
+
+    /// The most `replay_memory_mib` a deployment may give: 64 GiB.
+    public static let replayMemoryCeilingMiB = 65536
 
     /// The most connections a deployment may allow: far beyond a daemon's descriptors, a sign of a typo.
     public static let connectionCeiling = 1_000_000

@@ -230,11 +230,17 @@ public struct RefreshPolicy: Sendable, Hashable {
     public var maxAge: Duration?
     /// Backoff after a failed login.
     public var retry: Retry
+    /// The shortest time between two logins that readers start (a reader's `refresh` or `cookies?min_valid=`,
+    /// SPEC section 8; default 1m): readers share one budget, however many ask.
+    public var minInterval: Duration
 
-    public init(beforeExpiry: Duration = .seconds(10 * 60), maxAge: Duration? = nil, retry: Retry = Retry()) {
+    public init(
+        beforeExpiry: Duration = .seconds(10 * 60), maxAge: Duration? = nil, retry: Retry = Retry(), minInterval: Duration = .seconds(60)
+    ) {
         self.beforeExpiry = beforeExpiry
         self.maxAge = maxAge
         self.retry = retry
+        self.minInterval = minInterval
     }
 }
 

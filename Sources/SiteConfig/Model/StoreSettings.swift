@@ -73,7 +73,8 @@ public struct DatabaseURLError: Error, Sendable, Hashable, CustomStringConvertib
 /// A PostgreSQL connection URL in libpq's form, `postgres://USER:PASSWORD@HOST:PORT/DATABASE?PARAMS`
 /// (`postgresql://` too). A Unix socket is named by its folder: `postgres://USER@/DATABASE?host=/run/postgresql`
 /// (the socket is `FOLDER/.s.PGSQL.PORT`, as libpq finds it). Parameters: `sslmode` (disable, prefer,
-/// require, verify-full; default prefer), `sslrootcert` (a PEM file of trusted roots), `host`, `port`,
+/// require, verify-full; default verify-full for a host other than this machine's loopback names, prefer for
+/// localhost, 127.0.0.0/8 and ::1, none over a Unix socket), `sslrootcert` (a PEM file of trusted roots), `host`, `port`,
 /// `application_name`, `connect_timeout` (seconds).
 ///
 /// Its description shows the password as `***`; nothing else here ever shows it.
@@ -158,7 +159,7 @@ public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible, CustomDe
             host = try Self.decoded(hostPart, what: "host")
         }
         if host?.isEmpty == true { host = nil }
-        var tls = TLSMode.prefer
+        var tls: TLSMode?
         var rootCertificate: String?
         var applicationName = "sessionkeeper"
         var connectTimeout: Duration = .seconds(10)
@@ -203,7 +204,7 @@ public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible, CustomDe
         if host == nil, socketDirectory == nil { socketDirectory = Self.defaultSocketDirectory }
         if socketDirectory != nil, host != nil { socketDirectory = nil }
         let database = try Self.decoded(path, what: "database name")
-        if socketDirectory != nil, tls == .verifyFull || tls == .require {
+        if socketDirectory != nil, let tls, tls == .verifyFull || tls == .require {
             throw fail("sslmode \(tls.rawValue) needs a host: a Unix socket carries no TLS")
         }
         self.user = user
@@ -212,10 +213,21 @@ public struct DatabaseURL: Sendable, Hashable, CustomStringConvertible, CustomDe
         self.port = port ?? Self.defaultPort
         self.socketDirectory = socketDirectory
         self.database = database.isEmpty ? user : database
-        self.tls = socketDirectory == nil ? tls : .disable
+        // Unsaid, a database across the network is reached as libpq's verify-full would: a certificate that
+        // proves the host, so no one on the path reads the items or the leases, nor gives old rows back. On
+        // this machine (the loopback), TLS when offered, as libpq's default.
+        self.tls = socketDirectory == nil ? tls ?? (host.map(Self.isLoopback) == true ? .prefer : .verifyFull) : .disable
         self.rootCertificateFile = rootCertificate
         self.applicationName = applicationName
         self.connectTimeout = connectTimeout
+    }
+
+    /// `localhost` (and names below it, RFC 6761), 127.0.0.0/8 and `::1`: a host on this machine.
+    static func isLoopback(_ host: String) -> Bool {
+        let name = host.lowercased()
+        if name == "localhost" || name.hasSuffix(".localhost") || name == "::1" { return true }
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
     /// The URL with the password as `***`: safe in a log line or an error.

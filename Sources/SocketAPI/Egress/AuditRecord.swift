@@ -53,7 +53,7 @@ final class AuditRecord: Sendable {
 
     private func metadata(status: Int?, counts: Counts, elapsed: Duration, failure: String?) -> Logger.Metadata {
         var metadata: Logger.Metadata = [
-            "uid": "\(peer.uid)", "pid": "\(peer.pid)", "site": "\(site)", "method": "\(method)", "path": "\(path)",
+            "uid": "\(peer.uid)", "pid": peer.pid > 0 ? "\(peer.pid)" : "-", "site": "\(site)", "method": "\(method)", "path": "\(path)",
             "status": "\(status.map(String.init) ?? "-")", "bytes_up": "\(counts.up)", "bytes_down": "\(counts.down)",
             "ms": "\(String(format: "%.3f", Double(elapsed / .microseconds(1)) / 1000))", "login": "\(counts.loggedIn ? "yes" : "no")",
         ]

@@ -28,8 +28,8 @@ import SiteConfig
 ///
 /// Bodies stream both ways: the client's body is read only as fast as the site takes it, the site's only as fast
 /// as the client takes it. What is held is bounded: a request body of at most
-/// ``LoggedOutHandling/replayBodyLimit`` bytes (kept to send again), and up to
-/// ``LoggedOutRule/bodyPrefixLimit`` bytes of an answer whose rule must look into the body before it decides.
+/// ``LoggedOutHandling/replayBodyLimit`` bytes (kept to send again) while ``replayMemory`` has room for it, and up
+/// to ``LoggedOutRule/bodyPrefixLimit`` bytes of an answer whose rule must look into the body before it decides.
 struct EgressForwarder: Sendable {
     /// The longest a request waits for a login: for a session when the site has none fit to serve, and after a
     /// logged-out answer.
@@ -40,6 +40,8 @@ struct EgressForwarder: Sendable {
     let metrics: DaemonMetrics
     let logger: Logger
     let now: @Sendable () -> Date
+    /// The bodies kept for a replay, all connections together.
+    let replayMemory: ReplayMemory
     let derivations = SiteDerivations()
 
     /// What the client asked for, as the route read it.
@@ -53,6 +55,10 @@ struct EgressForwarder: Sendable {
         var headers: HTTPFields
         var body: Hummingbird.RequestBody
         var peer: PeerCredentials
+        /// The peer manages the site (``AccessControl/manages(_:)``): its answers' cookies are the session's
+        /// as they come. A reader's change of whose session it is waits for the site's check
+        /// (``Keeper/setCookies(_:url:values:byManager:)``).
+        var byManager: Bool
     }
 
     /// The site's answer to `request`, or the daemon's JSON error when the request cannot be sent (a bad path
@@ -78,13 +84,15 @@ struct EgressForwarder: Sendable {
         // Waiting for a login is not time the daemon adds.
         var upstreamTime: Duration = .zero
         do {
-            body = try await Self.body(of: request, headers: clientHeaders, audit: audit)
+            body = try await Self.body(of: request, headers: clientHeaders, audit: audit, memory: replayMemory)
             let waitStarted = ContinuousClock.now
-            session = try await servedSession(site.name)
+            session = try await servedSession(site.name, byManager: request.byManager)
             upstreamTime += ContinuousClock.now - waitStarted
         } catch {
             throw refused(error, audit: audit)
         }
+        // The kept body is given back to the budget once the exchange is over (the answer streams without it).
+        defer { if body.reserved > 0 { replayMemory.release(body.reserved) } }
         var isReplay = false
         while true {
             if let cookie = Self.cookieHeader(session, url: url, now: now) {
@@ -113,9 +121,9 @@ struct EgressForwarder: Sendable {
                 }
             }
             guard let reason = judge?.judge(status: answer.status, url: answer.url, headers: answer.headers, bodyPrefix: prefix) else {
-                await absorbCookies(of: answer, site: site.name)
+                await absorbCookies(of: answer, site: site.name, byManager: request.byManager)
                 return respond(answer, prefix: prefix, request: request, address: address, audit: audit, renewed: false,
-                               added: ContinuousClock.now - started - upstreamTime)
+                               bodyNotKept: body.refusedForMemory, added: ContinuousClock.now - started - upstreamTime)
             }
 
             metrics.egress.loggedOut(site: site.name)
@@ -123,7 +131,7 @@ struct EgressForwarder: Sendable {
             // serve no one waiting for it (the next request that meets the dead session starts one).
             if isReplay {
                 return respond(answer, prefix: prefix, request: request, address: address, audit: audit, renewed: false,
-                               added: ContinuousClock.now - started - upstreamTime)
+                               bodyNotKept: false, added: ContinuousClock.now - started - upstreamTime)
             }
             // The session the request carried is not served any more: the Keeper's one login replaces it.
             let waitStarted = ContinuousClock.now
@@ -134,7 +142,7 @@ struct EgressForwarder: Sendable {
                 renewed: renewed != nil, retry: site.egress.retry, method: request.method, bodyKept: body.isKept, isReplay: isReplay)
             guard handling == .replay, let renewed else {
                 return respond(answer, prefix: prefix, request: request, address: address, audit: audit, renewed: handling == .answerRenewed,
-                               added: ContinuousClock.now - started - upstreamTime)
+                               bodyNotKept: body.refusedForMemory, added: ContinuousClock.now - started - upstreamTime)
             }
             answer.body.cancel()
             session = renewed
@@ -151,11 +159,12 @@ struct EgressForwarder: Sendable {
 
     // MARK: The session
 
-    /// The session fit to serve now, from the Keeper's board; without one, as `cookies?wait=` gets one.
-    private func servedSession(_ name: String) async throws(APIError) -> ServedSession {
+    /// The session fit to serve now, from the Keeper's board; without one, as `cookies?wait=` gets one (a
+    /// reader's request within the readers' budget of logins).
+    private func servedSession(_ name: String, byManager: Bool) async throws(APIError) -> ServedSession {
         if let served = keeper.servedNow(name, minValid: nil) { return served }
         do {
-            return try await keeper.session(for: name, minValid: nil, wait: Self.sessionWait)
+            return try await keeper.session(for: name, minValid: nil, wait: Self.sessionWait, byManager: byManager)
         } catch {
             throw APIError(error)
         }
@@ -169,12 +178,13 @@ struct EgressForwarder: Sendable {
     }
 
     /// Gives the answer's `Set-Cookie` values to the session. An answer judged logged out keeps its own: the
-    /// session they speak of is the one a login replaces.
-    private func absorbCookies(of answer: StreamingResponse, site: String) async {
+    /// session they speak of is the one a login replaces. On a reader's request, a change of whose session it is
+    /// is adopted only once the site's check passes on it.
+    private func absorbCookies(of answer: StreamingResponse, site: String, byManager: Bool) async {
         let values = answer.headers.values(for: "Set-Cookie")
         guard !values.isEmpty else { return }
         do {
-            _ = try await keeper.setCookies(site, url: answer.url, values: values)
+            _ = try await keeper.setCookies(site, url: answer.url, values: values, byManager: byManager)
         } catch {
             logger.warning("cookies of a proxied answer not kept", metadata: ["site": "\(site)", "reason": "\(error)"])
         }
@@ -182,9 +192,11 @@ struct EgressForwarder: Sendable {
 
     // MARK: The answer
 
+    /// - Parameter bodyNotKept: the request's body was not kept for lack of ``replayMemory``: the answer's
+    ///   `SessionKeeper-Session` says so.
     private func respond(
         _ answer: StreamingResponse, prefix: Data, request: ClientRequest, address: ProxyAddress, audit: AuditRecord, renewed: Bool,
-        added: Duration
+        bodyNotKept: Bool, added: Duration
     ) -> Response {
         var fields = HTTPFields()
         for field in ProxyHeaders.response(answer.headers) {
@@ -193,7 +205,8 @@ struct EgressForwarder: Sendable {
             if name == .location, let rewritten = address.clientLocation(value, requestURL: answer.url) { value = rewritten }
             fields.append(HTTPField(name: name, value: value))
         }
-        if renewed, let name = HTTPField.Name(LoggedOutHandling.sessionField) { fields[name] = LoggedOutHandling.renewedValue }
+        let session = (renewed ? [LoggedOutHandling.renewedValue] : []) + (bodyNotKept ? [LoggedOutHandling.bodyNotKeptValue] : [])
+        if !session.isEmpty, let name = HTTPField.Name(LoggedOutHandling.sessionField) { fields[name] = session.joined(separator: ", ") }
         metrics.egress.answered(site: request.site.name, status: answer.status)
         metrics.egress.added(site: request.site.name, duration: max(.zero, added))
         let logger = logger
@@ -246,30 +259,42 @@ struct EgressForwarder: Sendable {
     struct OutgoingBody: Sendable {
         var requestBody: HTTPTransport.RequestBody
         var isKept: Bool
+        /// The bytes of ``ReplayMemory`` it holds, to give back when the exchange is over.
+        var reserved = 0
+        /// It would have been kept but for a full ``ReplayMemory``.
+        var refusedForMemory = false
     }
 
     /// A body of at most ``LoggedOutHandling/replayBodyLimit`` bytes (by its `Content-Length`) is read whole and
-    /// kept; a larger one, or one of unknown length (chunked), streams to the site as the client sends it.
-    static func body(of request: ClientRequest, headers: HTTPHeaders, audit: AuditRecord) async throws(APIError) -> OutgoingBody {
+    /// kept while `memory` has room for it; a larger one, one of unknown length (chunked), or one `memory` has
+    /// no room for streams to the site as the client sends it.
+    static func body(
+        of request: ClientRequest, headers: HTTPHeaders, audit: AuditRecord, memory: ReplayMemory
+    ) async throws(APIError) -> OutgoingBody {
         let length = headers["Content-Length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
         let chunked = headers.values(for: "Transfer-Encoding").contains { $0.lowercased().contains("chunked") }
         guard length != nil || chunked else { return OutgoingBody(requestBody: .empty, isKept: true) }
-        if let length, length <= LoggedOutHandling.replayBodyLimit {
-            let body = request.body
-            let buffer: ByteBuffer
-            do {
-                buffer = try await body.collect(upTo: LoggedOutHandling.replayBodyLimit)
-            } catch {
-                throw APIError(.badRequest, .badRequest, "the request body could not be read: \(error)")
+        var refusedForMemory = false
+        if let length, (0...Int64(LoggedOutHandling.replayBodyLimit)).contains(length) {
+            if memory.reserve(Int(length)) {
+                let body = request.body
+                let buffer: ByteBuffer
+                do {
+                    buffer = try await body.collect(upTo: Int(length))
+                } catch {
+                    memory.release(Int(length))
+                    throw APIError(.badRequest, .badRequest, "the request body could not be read: \(error)")
+                }
+                audit.addUp(buffer.readableBytes)
+                return OutgoingBody(requestBody: .data(Data(buffer.readableBytesView)), isKept: true, reserved: Int(length))
             }
-            audit.addUp(buffer.readableBytes)
-            return OutgoingBody(requestBody: .data(Data(buffer.readableBytesView)), isKept: true)
+            refusedForMemory = true
         }
         let counted = request.body.map { buffer in
             audit.addUp(buffer.readableBytes)
             return Data(buffer.readableBytesView)
         }
-        return OutgoingBody(requestBody: .stream(length: length, chunks: counted), isKept: false)
+        return OutgoingBody(requestBody: .stream(length: length, chunks: counted), isKept: false, refusedForMemory: refusedForMemory)
     }
 
     /// Hummingbird's fields as the transport's, in order.

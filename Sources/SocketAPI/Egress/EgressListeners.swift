@@ -1,5 +1,7 @@
 import Daemon
+import Egress
 import Hummingbird
+import HTTPTypes
 import HummingbirdCore
 import Locking
 import Logging
@@ -13,11 +15,17 @@ import SiteConfig
 /// as a plain-HTTP reverse proxy on that loopback address, where `http://127.0.0.1:8481/PATH` goes to
 /// `base_url/PATH`.
 ///
+/// It serves programs, not web pages: a request whose `Host` is not the listen address (or `localhost:PORT`), or
+/// that carries a foreign `Origin` or a cross-site `Sec-Fetch-Site`, is refused with 403 before anything else
+/// (``ListenerRequestRule``), so a page that rebinds its name to 127.0.0.1, or posts a form across sites, gets
+/// nothing the daemon's session opens.
+///
 /// A TCP connection carries no credentials: the peer's user is asked of the kernel when the connection comes
-/// (``ConnectionAdmission``, which counts it against the same caps as the socket's connections), its process
-/// and groups at its first request, off the event loop (``LoopbackPeer/lookup(local:remote:findingProcess:)``
-/// scans `/proc`), and the site's access rules judge it as on the socket; a peer that may not read the site, or
-/// that cannot be found, gets the 404 of a site that does not exist. Its connections have the socket's request
+/// (``ConnectionAdmission``, which counts it against the same caps as the socket's connections), and the site's
+/// access rules judge that uid as on the socket; only when the site's `access.groups` could let in a uid its
+/// other rules do not is the peer's process looked for (off the event loop: ``LoopbackPeer/lookup(local:remote:findingProcess:)``
+/// scans `/proc`) for its groups. A peer that may not read the site, or that cannot be found, gets the 404 of a
+/// site that does not exist. Its connections have the socket's request
 /// deadline (for a request's head: every path's body streams on to the site) and idle timeout. The listeners
 /// follow the Keeper's sites: one starts for a site added with `listen`, moves when the address changes, and
 /// stops when the site goes or drops it. An address that cannot be bound is an error in the log for that site;
@@ -40,6 +48,8 @@ final class EgressListeners: Sendable {
     private let peers = Locked<[ObjectIdentifier: PeerCredentials]>([:])
     /// Why a site's listener could not be opened, by site.
     private let problems = Locked<[String: String]>([:])
+    /// Requests refused as a web page's.
+    private let refusals = LogThrottle()
 
     init(
         keeper: Keeper, access: AccessControl, forwarder: EgressForwarder, admission: ConnectionAdmission, eventLoop: any EventLoopGroup,
@@ -96,7 +106,7 @@ final class EgressListeners: Sendable {
 
     private func start(_ name: String, address: LoopbackListenAddress) {
         let application = Application(
-            router: router(for: name),
+            router: router(for: name, address: address),
             server: .socketHTTP1(admission: admission, everyBodyStreams: true),
             configuration: ApplicationConfiguration(address: .hostname(address.host, port: Int(address.port)), serverName: nil),
             onServerRunning: { [logger, problems] _ in
@@ -120,34 +130,78 @@ final class EgressListeners: Sendable {
     }
 
     /// Every path and method of the listener goes to the site named `name`.
-    private func router(for name: String) -> Router<ListenerContext> {
+    private func router(for name: String, address: LoopbackListenAddress) -> Router<ListenerContext> {
         let router = Router(context: ListenerContext.self)
+        let rule = ListenerRequestRule(listen: address)
         for method in APIRoute.proxy.methods {
             for pattern in ["/", "/**"] {
                 router.on(RouterPath(pattern), method: method) { request, context in
-                    try await self.forward(request, context: context, site: name)
+                    try await self.forward(request, context: context, site: name, rule: rule)
                 }
             }
         }
         return router
     }
 
-    private func forward(_ request: Request, context: ListenerContext, site name: String) async throws -> Response {
+    private func forward(_ request: Request, context: ListenerContext, site name: String, rule: ListenerRequestRule) async throws -> Response {
+        // Judged before anything else, the peer's process included: a web page's request costs a lookup of fields.
+        if let refusal = Self.refusal(of: request, rule: rule) {
+            logRefusal(refusal, site: name, channel: context.channel)
+            throw APIError(.forbidden, .forbidden, refusal)
+        }
         let hidden = APIError.unknownSite(name)
-        guard let entry = keeper.board.entry(of: name), let peer = await peer(of: context.channel) else { throw hidden }
-        // Group names the site's `access` lists are turned into gids off the event loop, once.
-        if !access.hasResolvedGroups(of: entry.site) { await access.resolveMissingGroups(of: [entry.site]) }
-        guard access.allows(peer, site: entry.site) else { throw hidden }
+        guard let entry = keeper.board.entry(of: name), let admitted = admission.peer(of: context.channel), admitted.uid != .max else {
+            throw hidden
+        }
+        // The uid the kernel named at accept is judged first: a manager or a uid in `access.uids` is let in, and
+        // a uid no rule can let in is refused, without a scan of /proc. Only `access.groups` needs the process
+        // (its supplementary groups), so only then is it looked for.
+        let peer: PeerCredentials
+        if access.allows(admitted, site: entry.site) {
+            peer = admitted
+        } else {
+            guard !entry.site.access.groups.isEmpty, let found = await peerWithGroups(of: context.channel, uid: admitted.uid) else { throw hidden }
+            // Group names the site's `access` lists are turned into gids off the event loop, once.
+            if !access.hasResolvedGroups(of: entry.site) { await access.resolveMissingGroups(of: [entry.site]) }
+            guard access.allows(found, site: entry.site) else { throw hidden }
+            peer = found
+        }
         let target = EgressTarget.rest(of: request.uri, after: "")
         return try await forwarder.forward(EgressForwarder.ClientRequest(
             site: entry.site, method: request.method.rawValue, target: target, prefix: "", headers: request.headers,
-            body: request.body, peer: peer))
+            body: request.body, peer: peer, byManager: access.manages(peer)))
     }
 
-    /// The peer of `channel`, asked of the kernel once per connection; nil when it cannot be found. Its process
-    /// is looked for on NIO's blocking pool: a scan of `/proc` takes as long as the machine has processes and
-    /// descriptors, and the connection's task runs on the event loop that serves every connection.
-    private func peer(of channel: any Channel) async -> PeerCredentials? {
+    /// Why `rule` refuses `request`; nil when it may be served. HTTPTypes holds the first `Host` field as the
+    /// request's authority and leaves any further one among the fields.
+    static func refusal(of request: Request, rule: ListenerRequestRule) -> String? {
+        let fields = request.headers
+        let hosts = (request.head.authority.map { [$0] } ?? []) + fields[values: Self.hostField]
+        return rule.refusal(hostFields: hosts, originFields: fields[values: Self.originField], fetchSiteFields: fields[values: Self.fetchSiteField])
+    }
+
+    private static let hostField = HTTPField.Name("Host")!
+    private static let originField = HTTPField.Name("Origin")!
+    private static let fetchSiteField = HTTPField.Name("Sec-Fetch-Site")!
+
+    /// A refused request is a warning with its peer (the uid admission read), at most one line per
+    /// ``LogThrottle/interval``: a page can send them as fast as a browser allows.
+    private func logRefusal(_ reason: String, site: String, channel: any Channel) {
+        guard let count = refusals.count() else { return }
+        let peer = admission.peer(of: channel)
+        logger.warning("egress listener: a request refused (403)", metadata: [
+            "site": "\(site)", "uid": "\(peer.map { "\($0.uid)" } ?? "-")",
+            "remote": "\(channel.remoteAddress.flatMap(TCPEndpoint.init).map { "\($0)" } ?? "-")", "reason": "\(reason)",
+            "refused": "\(count)",
+        ])
+    }
+
+    /// The peer of `channel` with its process and that process's supplementary groups, for a site's
+    /// `access.groups`: found once per connection, nil when it cannot be. The process is looked for on NIO's
+    /// blocking pool: a scan of `/proc` takes as long as the machine has processes and descriptors, and the
+    /// connection's task runs on the event loop that serves every connection. A socket held by a process of
+    /// another uid than the one the kernel named at accept is not taken.
+    private func peerWithGroups(of channel: any Channel, uid: UInt32) async -> PeerCredentials? {
         let key = ObjectIdentifier(channel)
         if let known = peers.withLock({ $0[key] }) { return known }
         guard let local = channel.localAddress.flatMap(TCPEndpoint.init), let remote = channel.remoteAddress.flatMap(TCPEndpoint.init) else {
@@ -162,9 +216,10 @@ final class EgressListeners: Sendable {
         do {
             (found, groups) = try await NIOThreadPool.singleton.runIfActive(lookUp)
         } catch {
-            logger.warning("egress listener: the peer's user is unknown", metadata: ["remote": "\(remote)", "error": "\(error)"])
+            logger.warning("egress listener: the peer's process is unknown", metadata: ["remote": "\(remote)", "error": "\(error)"])
             return nil
         }
+        guard found.uid == uid else { return nil }
         // The primary group is not in socket diagnostics: a site's `access.groups` counts the process's groups.
         let peer = PeerCredentials(pid: found.pid ?? 0, uid: found.uid, gid: .max, supplementaryGroups: groups)
         peers.withLock { $0[key] = peer }

@@ -107,7 +107,8 @@ struct APIRoutes: Sendable {
         let parameters = try query.get()
         let served: ServedSession
         do {
-            served = try await keeper.session(for: name, minValid: parameters.minValid, wait: parameters.wait)
+            served = try await keeper.session(
+                for: name, minValid: parameters.minValid, wait: parameters.wait, byManager: access.manages(context.peer))
         } catch {
             throw APIError(error)
         }
@@ -209,7 +210,7 @@ struct APIRoutes: Sendable {
         let target = EgressTarget.rest(of: request.uri, after: prefix)
         return try await egress.forward(EgressForwarder.ClientRequest(
             site: site, method: request.method.rawValue, target: target, prefix: prefix, headers: request.headers,
-            body: request.body, peer: context.peer))
+            body: request.body, peer: context.peer, byManager: access.manages(context.peer)))
     }
 
     // MARK: Helpers

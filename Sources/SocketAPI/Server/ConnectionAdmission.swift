@@ -107,6 +107,11 @@ final class ConnectionAdmission: Sendable {
         ])
     }
 
+    /// The peer of `channel` as it was admitted; nil for a connection not admitted here.
+    func peer(of channel: any Channel) -> PeerCredentials? {
+        peers.known(of: channel)
+    }
+
     private func release(_ peer: PeerCredentials) {
         counts.withLock { counts in
             counts.total -= 1

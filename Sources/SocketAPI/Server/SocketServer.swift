@@ -49,6 +49,9 @@ public final class SocketServer: Service, Sendable {
         public var idleTimeout: Duration
         /// Events held for one `GET /v1/events` reader; one that falls further behind is dropped.
         public var eventBuffer = 256
+        /// Request bodies the egress route keeps to send again after a login, all connections together
+        /// (``ReplayMemory``); past it a body streams without being kept.
+        public var replayMemoryBytes: Int
 
         /// The caps config.yaml's `socket:` sets (its defaults when it sets none), and fixed bounds on requests.
         public init(_ configured: SocketLimits = SocketLimits()) {
@@ -58,6 +61,7 @@ public final class SocketServer: Service, Sendable {
             maxEventReaders = configured.maxEventReaders
             maxEventReadersPerUID = configured.maxEventReadersPerUID
             idleTimeout = configured.idleTimeout
+            replayMemoryBytes = configured.replayMemoryBytes
         }
     }
 
@@ -123,7 +127,10 @@ public final class SocketServer: Service, Sendable {
         self.hub = EventHub(keeper: keeper, access: control, metrics: metrics, limits: limits, logger: logger)
         self.onListening = onListening
         let metrics = self.metrics
-        let egress = egressClient.map { EgressForwarder(keeper: keeper, client: $0, metrics: metrics, logger: logger, now: now) }
+        let egress = egressClient.map {
+            EgressForwarder(
+                keeper: keeper, client: $0, metrics: metrics, logger: logger, now: now, replayMemory: ReplayMemory(limit: limits.replayMemoryBytes))
+        }
         self.egress = egress
         let access = self.access
         let admission = ConnectionAdmission(limits: limits, peers: peers, logger: logger)

@@ -23,7 +23,8 @@ public struct APIError: Error, HTTPResponseError, Sendable, Hashable {
         case requestTimeout = "request_timeout"
         /// 409: the site is disabled.
         case disabled
-        /// 409: a login was asked for but cannot start.
+        /// 409: a login was asked for but cannot start (a reader's `min_valid` past the site's session lifetime
+        /// among the reasons, which the message names).
         case cannotLogIn = "cannot_log_in"
         /// 409: a report for a site without `check:`.
         case noCheck = "no_check"
@@ -98,7 +99,7 @@ public struct APIError: Error, HTTPResponseError, Sendable, Hashable {
         case .disabled: self.init(.conflict, .disabled, error.description)
         case .noSession: self.init(.serviceUnavailable, .noSession, error.description)
         case .timedOut: self.init(.gatewayTimeout, .timeout, error.description)
-        case .cannotLogIn: self.init(.conflict, .cannotLogIn, error.description)
+        case .cannotLogIn, .minValidTooLong: self.init(.conflict, .cannotLogIn, error.description)
         case .noCheck: self.init(.conflict, .noCheck, error.description)
         case .noPrompt: self.init(.conflict, .noPrompt, error.description)
         }

@@ -1,19 +1,26 @@
 """A site for the egress route's tests, on 127.0.0.1, printing its port first.
 
-POST /login sets a new session cookie `sid` (a random value); every other path needs a live `sid`, or answers
-401. POST /_revoke ends every session. The paths:
+POST /login sets a new session cookie `sid` (a random value) of the account `tester`; every other path needs a
+live `sid`, or answers 401. POST /_revoke ends every session; POST /_rotate_every_answer makes every answer to a
+live session replace its `sid` by a new one of the same account (the old one ends). The paths:
   /echo           any method: JSON of the method, the raw target, the header fields and the body's length and sha256
   /big?size=N     N bytes (a repeating pattern) with Content-Length, its sha256 in X-Body-Sha256
   /upload         reads the body (Content-Length or chunked) as it comes; JSON of its length and sha256
   /set-cookie     200 with Set-Cookie `extra=...` and hop-by-hop fields the proxy must drop
   /redirect       302 to /echo?from=redirect on this site; /redirect-away 302 to another origin
   /always-401     401 whatever the session (no session needed)
+  /me             JSON {"account": NAME} of the session's account
+  /switch?to=NAME a new `sid` of the account NAME (the old session stays live): an account switch
+  /rotate         a new `sid` of the same account, the old one ended: a rotation
+  /hold           reads the body, then answers (JSON of its length) only once POST /_release came
   /_stats         JSON of the logins and the requests by `METHOD path` counted (no session needed)
 """
 import hashlib, http.server, json, secrets, sys, threading
 
 lock = threading.Lock()
-sessions = set()
+sessions = {}  # sid -> account
+rotate_every_answer = False
+released = threading.Event()
 logins = 0
 requests = {}
 PATTERN = bytes(range(256)) * 256  # 64 KiB
@@ -34,13 +41,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def session(self):
+    def sid(self):
         for part in (self.headers.get("Cookie") or "").split(";"):
             name, _, value = part.strip().partition("=")
             if name == "sid":
-                with lock:
-                    return value in sessions
-        return False
+                return value
+        return None
+
+    def session(self):
+        """The account of the request's live session, or None."""
+        with lock:
+            return sessions.get(self.sid())
+
+    def new_sid(self, account, ending=None):
+        value = secrets.token_hex(16)
+        with lock:
+            sessions[value] = account
+            if ending is not None:
+                sessions.pop(ending, None)
+        self.extra_fields.append(("Set-Cookie", "sid=%s; Path=/; HttpOnly" % value))
 
     def read_body(self, digest=None):
         count = 0
@@ -73,7 +92,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def reply(self, status, body=b"", fields=()):
         self.send_response(status)
-        for name, value in fields:
+        for name, value in list(fields) + self.extra_fields:
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -84,7 +103,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.reply(status, json.dumps(value).encode(), [("Content-Type", "application/json")] + list(fields))
 
     def handle_any(self):
-        global logins
+        global logins, rotate_every_answer
+        self.extra_fields = []
         path = self.path.split("?")[0]
         with lock:
             key = self.command + " " + path
@@ -93,7 +113,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.read_body()
             value = secrets.token_hex(16)
             with lock:
-                sessions.add(value)
+                sessions[value] = "tester"
                 logins += 1
             return self.reply(200, b"welcome", [("Set-Cookie", "sid=%s; Path=/; HttpOnly" % value)])
         if path == "/_revoke":
@@ -101,21 +121,47 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with lock:
                 sessions.clear()
             return self.json(200, {"revoked": True})
+        if path == "/_rotate_every_answer":
+            self.read_body()
+            with lock:
+                rotate_every_answer = True
+            return self.json(200, {"rotating": True})
+        if path == "/_release":
+            self.read_body()
+            released.set()
+            return self.json(200, {"released": True})
         if path == "/always-401":
             self.read_body()
             return self.json(401, {"error": "this page answers 401 to every session"})
         if path == "/_stats":
             with lock:
                 return self.json(200, {"logins": logins, "requests": requests})
-        if not self.session():
+        account = self.session()
+        if account is None:
             self.read_body()
             return self.json(401, {"error": "log in first"})
+        if path == "/switch":
+            self.read_body()
+            self.new_sid(self.path.split("to=")[1])
+            return self.json(200, {"switched": True})
+        if path == "/rotate" or rotate_every_answer:
+            self.new_sid(account, ending=self.sid())
+        if path == "/rotate":
+            self.read_body()
+            return self.json(200, {"rotated": True})
+        if path == "/me":
+            self.read_body()
+            return self.json(200, {"account": account})
         if path == "/echo":
             digest = hashlib.sha256()
             length = self.read_body(digest)
             fields = [[name, value] for name, value in self.headers.items()]
             return self.json(200, {"method": self.command, "target": self.path, "headers": fields,
                                    "length": length, "sha256": digest.hexdigest()})
+        if path == "/hold":
+            length = self.read_body()
+            released.wait(60)
+            return self.json(200, {"length": length})
         if path == "/upload":
             digest = hashlib.sha256()
             length = self.read_body(digest)

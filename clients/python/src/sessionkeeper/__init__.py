@@ -19,7 +19,7 @@ from ._client import (Client, CookiesEvent, Duration, Event, EventStream, Logged
                       StateEvent)
 from ._requests import Session
 from .errors import (AccessDeniedError, ConfigError, DaemonError, DaemonNotRunningError, NoSessionError,
-                     RequestRefusedError, SessionKeeperError, SiteNotFoundError, WaitTimeoutError)
+                     RequestRefusedError, SessionKeeperError, SiteNotFoundError, UntrustedServerError, WaitTimeoutError)
 
 if TYPE_CHECKING:
     from ._httpx import HTTPXAuth
@@ -29,7 +29,8 @@ __version__ = "0.1.0"
 __all__ = [
     "AccessDeniedError", "Client", "ConfigError", "CookiesEvent", "DaemonError", "DaemonNotRunningError", "Duration",
     "Event", "EventStream", "HTTPXAuth", "LoggedOutRule", "NoSessionError", "RequestRefusedError", "Session",
-    "SessionKeeperError", "SiteDetail", "SiteNotFoundError", "SiteStatus", "StateEvent", "WaitTimeoutError",
+    "SessionKeeperError", "SiteDetail", "SiteNotFoundError", "SiteStatus", "StateEvent", "UntrustedServerError",
+    "WaitTimeoutError",
     "cookies", "events", "site", "status", "storage_state",
 ]
 

@@ -267,9 +267,9 @@ class Client:
     one request; connections are kept and reused. `timeout` bounds an exchange, any `wait` comes on top."""
 
     def __init__(self, socket: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self.socket_path = _config.locate_socket(socket)
+        self.socket_path, daemon_uid = _config.locate_daemon(socket)
         self.timeout = timeout
-        self._transport = _transport.transport_for(self.socket_path)
+        self._transport = _transport.transport_for(self.socket_path, daemon_uid)
 
     # MARK: the routes
 

@@ -31,14 +31,52 @@ MAXIMUM_CONFIG_BYTES = 1 << 20
 def locate_socket(socket: Optional[str] = None, environ: Optional[Mapping[str, str]] = None,
                   cwd: Optional[str] = None) -> str:
     """The daemon's socket path: `socket`, else `$SESSIONKEEPER_SOCKET`, else from config.yaml."""
+    return locate_daemon(socket, environ, cwd)[0]
+
+
+def locate_daemon(socket: Optional[str] = None, environ: Optional[Mapping[str, str]] = None,
+                  cwd: Optional[str] = None) -> Tuple[str, Optional[int]]:
+    """The daemon's socket path (as `locate_socket`) and the daemon's user: the owner of config.yaml's
+    `state_dir`, when a config file is found (None otherwise). A server at the socket is believed when it runs as
+    root, as this user, or as that user while it owns the socket file (`_transport.check_server`)."""
     env = os.environ if environ is None else environ
-    if socket:
-        return os.fspath(socket)
-    variable = env.get("SESSIONKEEPER_SOCKET")
-    if variable:
-        return variable
-    config = locate_config(env, os.getcwd() if cwd is None else cwd)
-    return socket_path_from_config(config, env)
+    folder = os.getcwd() if cwd is None else cwd
+    named = os.fspath(socket) if socket else env.get("SESSIONKEEPER_SOCKET")
+    if named:
+        try:
+            config: Optional[str] = locate_config(env, folder)
+        except ConfigError:
+            config = None
+        return named, daemon_uid_from_config(config, env) if config else None
+    config = locate_config(env, folder)
+    return socket_path_from_config(config, env), daemon_uid_from_config(config, env)
+
+
+def daemon_uid_from_config(path: str, environ: Mapping[str, str]) -> Optional[int]:
+    """The owner of the `state_dir` that config.yaml at `path` names; None when it cannot be read."""
+    try:
+        keys = read_socket_keys(read_config_text(path), path)
+    except ConfigError:
+        return None
+    state_dir = keys.get("state_dir")
+    state = resolve_config_path(state_dir[0] if state_dir else DEFAULT_STATE_DIR, os.path.dirname(path), environ.get("HOME"))
+    try:
+        return os.stat(state).st_uid
+    except OSError:
+        return None
+
+
+def owned_by_another(path: str) -> bool:
+    """Whether the file at `path` (the link, or the file it leads to) belongs to a user other than this process's."""
+    try:
+        link = os.lstat(path)
+    except OSError:
+        return False
+    try:
+        target_uid = os.stat(path).st_uid
+    except OSError:
+        target_uid = link.st_uid
+    return link.st_uid != os.geteuid() or target_uid != os.geteuid()
 
 
 def locate_config(environ: Mapping[str, str], cwd: str) -> str:
@@ -56,18 +94,23 @@ def locate_config(environ: Mapping[str, str], cwd: str) -> str:
         if not os.path.lexists(path):
             raise ConfigError(f"$SESSIONKEEPER_CONFIG names {path}, which does not exist")
         return path
-    tried = [resolved("config.yaml")]
+    local = resolved("config.yaml")
+    tried = [local]
     config_home = environ.get("XDG_CONFIG_HOME")
     if not (config_home and config_home.startswith("/")):
         config_home = os.path.join(home, ".config") if home else None
     if config_home:
         tried.append(os.path.join(config_home, "sessionkeeper", "config.yaml"))
+    # The current folder may be anyone's (/tmp, a shared checkout): a config.yaml there that another user owns
+    # would choose the socket this client talks to, so it is passed over, as the CLI passes it over.
+    ignored = [local] if owned_by_another(local) else []
     for path in tried:
-        if os.path.exists(path):
+        if os.path.exists(path) and path not in ignored:
             return path
+    passed_over = "".join(f"{path} belongs to another user and was ignored; " for path in ignored)
     raise ConfigError(
         "cannot find the daemon's socket: no socket= given, $SESSIONKEEPER_SOCKET is unset, and there is no "
-        f"config.yaml (tried {', '.join(tried)}); pass socket=, set SESSIONKEEPER_SOCKET or SESSIONKEEPER_CONFIG")
+        f"config.yaml (tried {', '.join(tried)}); {passed_over}pass socket=, set SESSIONKEEPER_SOCKET or SESSIONKEEPER_CONFIG")
 
 
 def socket_path_from_config(path: str, environ: Mapping[str, str]) -> str:

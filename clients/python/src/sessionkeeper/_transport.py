@@ -12,10 +12,11 @@ import errno
 import http.client
 import os
 import socket as _socket
+import struct
 import threading
 from typing import Dict, List, Optional, Tuple
 
-from .errors import DaemonError, DaemonNotRunningError, SessionKeeperError
+from .errors import DaemonError, DaemonNotRunningError, SessionKeeperError, UntrustedServerError
 
 # Idle connections kept per socket path; more than this are closed after their answer.
 POOL_SIZE = 4
@@ -27,12 +28,37 @@ class ConnectFailed(OSError):
     """connect(2) on the socket failed: nothing listens there."""
 
 
-class UnixHTTPConnection(http.client.HTTPConnection):
-    """An HTTPConnection to `localhost` whose connect opens the Unix socket at `path`."""
+def check_server(sock: _socket.socket, path: str, daemon_uid: Optional[int]) -> None:
+    """Raises UntrustedServerError unless the process listening at `path` (SO_PEERCRED of the connected socket)
+    runs as root, as this user, or as `daemon_uid` (the daemon's user as config.yaml says) while that user owns the
+    socket file: any user's program may hold a socket path the daemon left free, and would read every request."""
+    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, struct.calcsize("3i")))
+    me = os.geteuid()
+    if uid in (0, me):
+        return
+    try:
+        owner: Optional[int] = os.stat(path).st_uid
+    except OSError:
+        owner = None
+    if daemon_uid is not None and uid == daemon_uid and owner == daemon_uid:
+        return
+    believed = ["root", f"you (uid {me})"]
+    if daemon_uid is not None:
+        believed.append(f"the daemon's user (uid {daemon_uid}, the owner of state_dir"
+                        + ("" if owner == daemon_uid else ", who does not own the socket file") + ")")
+    raise UntrustedServerError(
+        f"the server on {path} runs as uid {uid}, which is neither {', '.join(believed[:-1])} nor {believed[-1]}; "
+        "refusing to talk to it (another user's program may hold the socket path)", uid=uid)
 
-    def __init__(self, path: str, timeout: Optional[float]) -> None:
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """An HTTPConnection to `localhost` whose connect opens the Unix socket at `path` and checks whose server
+    listens there (`check_server`) before anything is sent."""
+
+    def __init__(self, path: str, timeout: Optional[float], daemon_uid: Optional[int] = None) -> None:
         super().__init__("localhost", timeout=timeout)
         self.socket_path = path
+        self.daemon_uid = daemon_uid
 
     def connect(self) -> None:
         # sockaddr_un.sun_path holds 108 bytes on Linux, the terminating NUL included.
@@ -45,6 +71,11 @@ class UnixHTTPConnection(http.client.HTTPConnection):
         except OSError as problem:
             sock.close()
             raise ConnectFailed(problem.errno, problem.strerror) from None
+        try:
+            check_server(sock, self.socket_path, self.daemon_uid)
+        except BaseException:
+            sock.close()
+            raise
         self.sock = sock
 
 
@@ -62,8 +93,9 @@ class Answer:
 class Transport:
     """Requests to one socket path, over pooled keep-alive connections."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, daemon_uid: Optional[int] = None) -> None:
         self.path = path
+        self.daemon_uid = daemon_uid
         self._idle: List[UnixHTTPConnection] = []
         self._lock = threading.Lock()
 
@@ -105,7 +137,7 @@ class Transport:
 
     def open_stream(self, method: str, target: str, timeout: Optional[float]) -> Tuple[UnixHTTPConnection, http.client.HTTPResponse]:
         """A request on a connection of its own, whose answer is read by the caller as it comes (events)."""
-        connection = UnixHTTPConnection(self.path, timeout)
+        connection = UnixHTTPConnection(self.path, timeout, self.daemon_uid)
         try:
             connection.request(method, target)
             return connection, connection.getresponse()
@@ -142,7 +174,7 @@ class Transport:
         with self._lock:
             connection = self._idle.pop() if self._idle else None
         if connection is None:
-            return UnixHTTPConnection(self.path, timeout), False
+            return UnixHTTPConnection(self.path, timeout, self.daemon_uid), False
         connection.timeout = timeout
         if connection.sock is not None:
             connection.sock.settimeout(timeout)
@@ -171,16 +203,16 @@ def _reason(problem: BaseException) -> str:
     return type(problem).__name__ if not str(problem) else f"{type(problem).__name__}: {problem}"
 
 
-_transports: Dict[str, Transport] = {}
+_transports: Dict[Tuple[str, Optional[int]], Transport] = {}
 _transports_lock = threading.Lock()
 
 
-def transport_for(path: str) -> Transport:
-    """The process's one Transport for the socket at `path`."""
+def transport_for(path: str, daemon_uid: Optional[int] = None) -> Transport:
+    """The process's one Transport for the socket at `path` (and the daemon's user it believes there)."""
     with _transports_lock:
-        transport = _transports.get(path)
+        transport = _transports.get((path, daemon_uid))
         if transport is None:
-            transport = _transports[path] = Transport(path)
+            transport = _transports[(path, daemon_uid)] = Transport(path, daemon_uid)
         return transport
 
 

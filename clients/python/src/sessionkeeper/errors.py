@@ -31,6 +31,16 @@ class DaemonNotRunningError(SessionKeeperError):
     """Nothing listens on the socket (no socket file, or a stale one): start the daemon with `sessionkeeper run`."""
 
 
+class UntrustedServerError(SessionKeeperError):
+    """What listens at the socket runs as a user the client does not believe: neither root, this user, nor the
+    daemon's user (the owner of config.yaml's `state_dir`, when that user owns the socket file). `uid` is the
+    server's. Nothing was sent to it; check the socket path, and who runs there."""
+
+    def __init__(self, text: str, *, uid: int) -> None:
+        super().__init__(text)
+        self.uid = uid
+
+
 class DaemonError(SessionKeeperError):
     """The daemon was reached but the exchange failed: no answer within the timeout, a broken answer, the
     socket refused to this user, or a status the client does not expect."""
