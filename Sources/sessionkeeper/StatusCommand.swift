@@ -134,7 +134,7 @@ struct SiteStatus {
     }
 
     /// Whether the site waits for a person: it needs attention or a prompt waits for an answer.
-    var needsAPerson: Bool { state == "needs-attention" || state == "waiting-for-person" }
+    var needsAPerson: Bool { state == "needs-attention" || state == "waiting-for-person" || attentionReason != nil }
 
     /// `status SITE`: every field the daemon gave, one a line, the last error whole.
     func fullLines(now: Date) -> [String] {
