@@ -112,7 +112,9 @@ struct EgressForwarder: Sendable {
                     throw refused(error, audit: audit)
                 }
             }
-            guard let reason = judge?.judge(status: answer.status, url: answer.url, headers: answer.headers, bodyPrefix: prefix) else {
+            guard let reason = judge?.judge(
+                status: answer.status, url: answer.url, headers: answer.headers, bodyPrefix: prefix, method: request.method)
+            else {
                 await absorbCookies(of: answer, site: site.name)
                 return respond(answer, prefix: prefix, request: request, address: address, audit: audit, renewed: false,
                                added: ContinuousClock.now - started - upstreamTime)
