@@ -100,7 +100,8 @@ import Testing
             let waiting = try #require(NotifyCLITests.event(first))
             #expect(waiting["event"] == .string("waiting-for-person") && waiting["site"] == .string("coded"), "\(waiting.serialized)")
             #expect(waiting["message"] == .string("Code sent to the phone ending 42"), "\(waiting.serialized)")
-            #expect(waiting["answer"]?["command"] == .string("sessionkeeper answer coded sms_code"), "\(waiting.serialized)")
+            // The daemon runs with --config: the command names it, so it works from any folder (issue 40).
+            #expect(waiting["answer"]?["command"] == .string("sessionkeeper answer --config '\(world.configPath)' coded sms_code"), "\(waiting.serialized)")
             if case .string(let changed)? = waiting["time"], case .number(let received)? = first["time"],
                let changedAt = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(changed), let receivedAt = Double(received) {
                 #expect(receivedAt - changedAt.timeIntervalSince1970 < 2, "told \(receivedAt - changedAt.timeIntervalSince1970) s after the prompt")

@@ -214,6 +214,14 @@ public struct ConfigurationLoader: Sendable {
 
     // MARK: locating config.yaml
 
+    /// `$XDG_CONFIG_HOME/sessionkeeper/config.yaml` (XDG_CONFIG_HOME defaulting to `~/.config`): the one place the
+    /// default lookup finds from any folder without a variable set.
+    public var userConfigPath: String? {
+        let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? environment["HOME"].map { ($0 as NSString).appendingPathComponent(".config") }
+        return configHome.map { ($0 as NSString).appendingPathComponent("sessionkeeper/config.yaml") }
+    }
+
     /// Where `config.yaml` is (SPEC section 9): `explicit` (`--config`), then `$SESSIONKEEPER_CONFIG`,
     /// then `./config.yaml`, then `$XDG_CONFIG_HOME/sessionkeeper/config.yaml` (XDG_CONFIG_HOME
     /// defaulting to `~/.config`). An explicitly named file must exist; the fallbacks are taken
@@ -242,11 +250,7 @@ public struct ConfigurationLoader: Sendable {
             return path
         }
         var tried = [resolved("config.yaml")]
-        let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? environment["HOME"].map { ($0 as NSString).appendingPathComponent(".config") }
-        if let configHome {
-            tried.append((configHome as NSString).appendingPathComponent("sessionkeeper/config.yaml"))
-        }
+        if let userDefault = userConfigPath { tried.append(userDefault) }
         if let found = tried.first(where: { fileManager.fileExists(atPath: $0) }) { return found }
         throw ConfigLocationError(source: nil, path: nil, tried: tried)
     }
