@@ -41,6 +41,12 @@ import Testing
             #expect(one.stdout.contains("last error:  site 'demo-bad', step 'submit'"), "\(one.stdout)")
             #expect(one.stdout.contains(Self.message))
 
+            // While it needs attention its cookies are refused in one sentence that names the site once.
+            let cookie = try await world.run(["cookie", "demo-bad", "--config", world.configPath])
+            #expect(cookie.status == 1)
+            #expect(cookie.stderr.hasPrefix("sessionkeeper: site 'demo-bad' has no session to serve: "), "\(cookie.stderr)")
+            #expect(cookie.stderr.components(separatedBy: "site 'demo-bad'").count == 3, "named once, and once in the error it quotes: \(cookie.stderr)")
+
             let healthy = try await world.run(["status", "demo", "--config", world.configPath])
             #expect(healthy.status == 0, "\(healthy.stdout) \(healthy.stderr)")
 
