@@ -31,6 +31,16 @@ import Testing
             #expect(badRow?.contains(Self.message) == true, "\(table.stdout)")
             #expect(badRow?.contains("site 'demo-bad'") == false, "the row names the site once")
 
+            // On a terminal of 80 columns the table fits: the last error is cut to the room left, ending in "…".
+            let binary = try #require(CLIRunner.executable).path
+            let narrow = try await runProgram(
+                "/usr/bin/script", ["-qec", "stty cols 80 && '\(binary)' status --config '\(world.configPath)'", "/dev/null"],
+                environment: ["PATH": "/usr/bin:/bin", "HOME": world.folder.path], directory: world.folder.path)
+            let rows = narrow.outputText.replacingOccurrences(of: "\r", with: "").split(separator: "\n").filter { !$0.isEmpty }
+            let narrowBad = rows.first { $0.hasPrefix("demo-bad ") }
+            #expect(narrowBad?.count == 80 && narrowBad?.hasSuffix("…") == true, "\(rows)")
+            #expect(rows.filter { $0.hasPrefix("SITE") || $0.hasPrefix("demo ") }.allSatisfy { $0.count <= 80 }, "\(rows)")
+
             let json = try await world.run(["status", "--json", "--config", world.configPath])
             #expect(json.status == 1)
             #expect(json.stdout.contains(Self.message), "\(json.stdout)")
