@@ -329,7 +329,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SessionsTests",
-            dependencies: ["Locking", "Sessions", "LoginFlow", "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "Vault", "TestSupport"],
+            dependencies: [
+                "Locking", "Sessions", "LoginFlow", "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "Vault", "Credentials",
+                "DemoSite", "TestSupport",
+            ],
             resources: [.copy("Fixtures")],
             swiftSettings: strict
         ),

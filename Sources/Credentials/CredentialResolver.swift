@@ -87,16 +87,29 @@ public struct CredentialResolver: Sendable {
         case let .command(argv):
             return try await runCommand(argv, site: site, credential: credential, fail: fail)
         case let .totp(parameters):
-            let stored = try text(of: try await secret(parameters.secretName, fail: fail), what: "secret '\(parameters.secretName)'", fail: fail)
-            guard let key = Base32.decode(stored), !key.isEmpty else {
-                throw fail("secret '\(parameters.secretName)' is not a base32 TOTP secret (letters A-Z and digits 2-7)")
-            }
-            guard TOTP.digitRange.contains(parameters.digits) else {
-                throw fail("totp digits must be within \(TOTP.digitRange.lowerBound)...\(TOTP.digitRange.upperBound), not \(parameters.digits)")
-            }
-            guard parameters.period >= .seconds(1) else { throw fail("totp period must be at least 1s") }
-            return TOTP.code(secret: key, time: clock(), digits: parameters.digits, period: parameters.period, algorithm: parameters.algorithm)
+            return try await totpGenerator(parameters, fail: fail).code(at: clock())
         }
+    }
+
+    /// The TOTP generator of credential `name` of `site` when it is a `{totp: ...}` credential (its secret read
+    /// and checked now), nil for any other kind: a login computes its codes when the request carrying one is built.
+    public func totpGenerator(of name: String, in site: SiteDefinition) async throws(CredentialError) -> TOTPGenerator? {
+        guard case let .totp(parameters) = site.credential(named: name) else { return nil }
+        return try await totpGenerator(parameters) { CredentialError(site: site.name, credential: name, reason: $0) }
+    }
+
+    private func totpGenerator(
+        _ parameters: TOTPParameters, fail: (String) -> CredentialError
+    ) async throws(CredentialError) -> TOTPGenerator {
+        let stored = try text(of: try await secret(parameters.secretName, fail: fail), what: "secret '\(parameters.secretName)'", fail: fail)
+        guard let key = Base32.decode(stored), !key.isEmpty else {
+            throw fail("secret '\(parameters.secretName)' is not a base32 TOTP secret (letters A-Z and digits 2-7)")
+        }
+        guard TOTP.digitRange.contains(parameters.digits) else {
+            throw fail("totp digits must be within \(TOTP.digitRange.lowerBound)...\(TOTP.digitRange.upperBound), not \(parameters.digits)")
+        }
+        guard parameters.period >= .seconds(1) else { throw fail("totp period must be at least 1s") }
+        return TOTPGenerator(key: key, digits: parameters.digits, period: parameters.period, algorithm: parameters.algorithm)
     }
 
     private func secret(_ name: String, fail: (String) -> CredentialError) async throws(CredentialError) -> [UInt8] {

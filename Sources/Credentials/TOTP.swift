@@ -40,6 +40,32 @@ public enum TOTP {
     }
 }
 
+/// One TOTP credential's codes: the key read from the vault and the site file's parameters. The key never leaves it.
+public struct TOTPGenerator: Sendable {
+    private let key: [UInt8]
+    public let digits: Int
+    /// RFC 6238's X, whole seconds.
+    public let period: Duration
+    public let algorithm: TOTPParameters.Algorithm
+
+    init(key: [UInt8], digits: Int, period: Duration, algorithm: TOTPParameters.Algorithm) {
+        self.key = key
+        self.digits = digits
+        self.period = period
+        self.algorithm = algorithm
+    }
+
+    /// The code of period number `counter` (T of RFC 6238 section 4.2).
+    public func code(forCounter counter: Int64) -> String {
+        TOTP.hotp(secret: key, counter: UInt64(max(counter, 0)), digits: digits, algorithm: algorithm)
+    }
+
+    /// The code of the period that holds `time`.
+    public func code(at time: Date) -> String {
+        TOTP.code(secret: key, time: time, digits: digits, period: period, algorithm: algorithm)
+    }
+}
+
 /// RFC 4648 base32, as authenticator apps show TOTP secrets: case-insensitive, spaces and hyphens
 /// ignored, padding optional.
 public enum Base32 {

@@ -200,6 +200,8 @@ extension Keeper {
                 logger.info("plugin: \(line)", metadata: ["site": "\(site)", "step": "\(step)"])
             case .warning(let site, let message):
                 logger.warning("\(message)", metadata: ["site": "\(site)"])
+            case .notice(let site, let step, let message):
+                logger.info("\(message)", metadata: ["site": "\(site)", "step": "\(step)"])
             default:
                 break
             }

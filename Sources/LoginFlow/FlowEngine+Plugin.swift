@@ -24,6 +24,9 @@ extension FlowEngine {
             for entry in site.credentials {
                 try await state.resolveCredential(entry.name, provider: credentials, step: name, mark: mark)
             }
+            _ = try await stampOneTimeCodes(names: site.credentials.map(\.name), step: name, mark: mark, state: &state, observer: observer)
+        } else {
+            _ = try await stampOneTimeCodes({ plugin.forEachVariable($0) }, step: name, mark: mark, state: &state, observer: observer)
         }
         let with = try state.render(plugin.with, step: name, mark: mark)
         // The input's `http` carries the proxy URL, whose password must not show in a trace.

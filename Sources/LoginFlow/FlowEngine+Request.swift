@@ -8,7 +8,34 @@ import XMLQuery
 extension FlowEngine {
     /// Runs one HTTP step: builds the request, sends it and its redirects hop by hop with the jar's
     /// cookies, then checks `expect:` and fills `extract:` from the last response.
+    ///
+    /// A one-time code (TOTP) the step carries is computed here, as the request is built; when the step's
+    /// expectation fails and the code was sent at its period's end, the step runs once more with the next
+    /// period's code before the login counts as refused.
     func perform(
+        _ step: RequestStep, name: String, mark: SourceMark, state: inout RunState, storage: CookieStorage,
+        observer: FlowObserver?
+    ) async throws(FlowError) -> StepTiming {
+        try await state.prepare({ step.forEachVariable($0) }, provider: credentials, step: name, mark: mark)
+        let codes = try await stampOneTimeCodes({ step.forEachVariable($0) }, step: name, mark: mark, state: &state, observer: observer)
+        do throws(FlowError) {
+            return try await send(step, name: name, mark: mark, state: &state, storage: storage, observer: observer)
+        } catch {
+            guard case .expectationFailed = error.kind, let late = codes.first(where: { $0.nearBoundary(answeredAt: now()) }) else {
+                throw error
+            }
+            observer?(.notice(
+                site: state.site.name, step: name,
+                message: "the site refused the '\(late.credential)' code sent at the end of its period; "
+                    + "trying once more with the next period's code"))
+            _ = try await stampOneTimeCodes({ step.forEachVariable($0) }, step: name, mark: mark, state: &state, observer: observer)
+            return try await send(step, name: name, mark: mark, state: &state, storage: storage, observer: observer)
+        }
+    }
+
+    /// One attempt of ``perform(_:name:mark:state:storage:observer:)``: the request built from the variables and
+    /// codes as they are now.
+    private func send(
         _ step: RequestStep, name: String, mark: SourceMark, state: inout RunState, storage: CookieStorage,
         observer: FlowObserver?
     ) async throws(FlowError) -> StepTiming {
@@ -17,7 +44,6 @@ extension FlowEngine {
         let baseURL = state.site.baseURL
         let http = state.site.http
         let started = ContinuousClock.now
-        try await state.prepare({ step.forEachVariable($0) }, provider: credentials, step: name, mark: mark)
         var request = try buildRequest(step, name: name, mark: mark, state: state)
         var credentialParts = Self.credentialParts(of: step, pluginHeaders: state.pluginHeaders)
         var options = TransportOptions(site: http)

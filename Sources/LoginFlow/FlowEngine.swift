@@ -49,6 +49,11 @@ public struct FlowEngine: Sendable {
     public var tracesExchanges = false
     /// Who answers `prompt` steps; without one, a prompt step fails saying that nobody can answer here.
     public var prompts: (any PromptProvider)?
+    /// The one-time codes already sent, per site and credential: a code is never sent twice (SPEC section 3).
+    /// Share one across the runs of a login path.
+    public var oneTimeCodes = OneTimeCodeLedger()
+    /// How the run waits for the next TOTP period; tests that move ``now`` by hand pass a function that moves it.
+    public var sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     /// Characters of a body a trace shows.
     public static let traceBodyLength = 512
 
@@ -137,7 +142,8 @@ public struct FlowEngine: Sendable {
 
     /// SPEC section 3: every credential and environment variable the flow's templates name is resolved
     /// before the first request, so a missing one fails at once rather than after half a login (which may
-    /// count as a failed attempt on the site). Errors name the step that uses the value.
+    /// count as a failed attempt on the site). Errors name the step that uses the value. A TOTP credential's
+    /// secret is read here; its code is computed when the request carrying it is built (``stampOneTimeCodes``).
     private func resolveInputs(_ site: SiteDefinition, state: inout RunState) async throws(FlowError) {
         func preparePlugin(_ plugin: PluginStep, step: String, mark: SourceMark?) async throws(FlowError) {
             try await state.prepare({ plugin.forEachVariable($0) }, provider: credentials, step: step, mark: mark)

@@ -41,12 +41,35 @@ public struct FlowError: Error, Sendable, CustomStringConvertible {
         /// The response's `Retry-After` field as sent (RFC 9110 section 10.2.3: seconds or an HTTP-date),
         /// for the daemon's rate-limit and site-down handling.
         public var retryAfter: String?
+        /// The app's own message on the page (an element marked as an error, a JSON body's `error`), or only the
+        /// page's title when nothing is marked: at most ``FlowError/excerptLength`` characters, masked. The
+        /// message a person reads, where ``bodyExcerpt`` is the start of the page (its head, on most sites).
+        public var appMessage: String?
+        /// True when ``appMessage`` is only the page's `<title>`.
+        public var appMessageIsTitle: Bool
 
-        public init(status: Int, url: String, bodyExcerpt: String = "", retryAfter: String? = nil) {
+        public init(
+            status: Int, url: String, bodyExcerpt: String = "", retryAfter: String? = nil, appMessage: String? = nil,
+            appMessageIsTitle: Bool = false
+        ) {
             self.status = status
             self.url = url
             self.bodyExcerpt = bodyExcerpt
             self.retryAfter = retryAfter
+            self.appMessage = appMessage
+            self.appMessageIsTitle = appMessageIsTitle
+        }
+
+        /// `200 https://site/login, the site says: "…"`: the status, the URL and what the page says (its message,
+        /// else its title, else the start of its body).
+        public var text: String {
+            var text = "\(status) \(url)"
+            if let appMessage {
+                text += appMessageIsTitle ? ", page title: \"\(appMessage)\"" : ", the site says: \"\(appMessage)\""
+            } else if !bodyExcerpt.isEmpty {
+                text += ", body: \"\(bodyExcerpt)\""
+            }
+            return text
         }
     }
 
@@ -89,19 +112,26 @@ public struct FlowError: Error, Sendable, CustomStringConvertible {
         return false
     }
 
+    /// The whole failure for the person who runs the site: where, the app's own message in place of the generic
+    /// headline when the page has one (`the site says "Wrong password."`), what was expected and found, and the last
+    /// response (status, URL, and the page's title or the start of its body when it has no message).
     public var description: String {
-        var text = summary
-        if let response {
-            text += " [last response: \(response.status) \(response.url)"
-            if !response.bodyExcerpt.isEmpty { text += ", body: \"\(response.bodyExcerpt)\"" }
-            text += "]"
+        var text: String
+        if let response, let message = response.appMessage, !response.appMessageIsTitle {
+            text = sentence(headline: "the site says \"\(message)\"")
+            text += " [last response: \(response.status) \(response.url)]"
+        } else {
+            text = summary
+            if let response { text += " [last response: \(response.text)]" }
         }
         return text
     }
 
-    /// The failure without the last response's status, URL and page excerpt: what a notification may carry to
+    /// The failure without the last response's status, URL, page excerpt or message: what a notification may carry to
     /// a third party's service (the page the site answered stays in the daemon's log).
-    public var summary: String {
+    public var summary: String { sentence(headline: headline) }
+
+    private func sentence(headline: String) -> String {
         var text = "site '\(site)'"
         if let step { text += ", step '\(step)'" }
         if let mark { text += " (\(mark))" }
@@ -141,7 +171,17 @@ extension FlowError.ResponseSummary {
         // across lines), and always before cutting, so a secret straddling the cut cannot leak its first half.
         let collapsed = masker.redact(response.bodyText).split(whereSeparator: \.isWhitespace).joined(separator: " ")
         let masked = masker.redact(collapsed)
-        bodyExcerpt = masked.count > FlowError.excerptLength
-            ? String(masked.prefix(FlowError.excerptLength)) + "…" : masked
+        bodyExcerpt = Self.cut(masked)
+        if let found = AppMessage.find(in: response) {
+            appMessage = Self.cut(masker.redact(AppMessage.collapse(masker.redact(found.text))))
+            appMessageIsTitle = found.source == .title
+        } else {
+            appMessage = nil
+            appMessageIsTitle = false
+        }
+    }
+
+    private static func cut(_ text: String) -> String {
+        text.count > FlowError.excerptLength ? String(text.prefix(FlowError.excerptLength)) + "…" : text
     }
 }

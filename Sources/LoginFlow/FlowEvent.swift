@@ -6,6 +6,9 @@ import Platform
 public enum FlowEvent: Sendable {
     /// Something the user must know, such as TLS verification being off (`http.insecure`).
     case warning(site: String, message: String)
+    /// What a step does that is worth a line in `login -v` and the log: waiting for the next TOTP period, a code
+    /// tried again with the next period's.
+    case notice(site: String, step: String, message: String)
     /// A step begins (`index` counts from 1).
     case stepStarted(site: String, step: String, index: Int, count: Int)
     /// One request/response exchange; a step that follows redirects reports one per hop.

@@ -11,6 +11,9 @@ struct RunState: Sendable {
     let environment: [String: String]
     var variables: [String: String] = [:]
     var credentials: [String: String] = [:]
+    /// Credentials whose value is a one-time code, computed when a request carries it (``FlowEngine/stampOneTimeCodes``),
+    /// which then puts the code in `credentials` for rendering.
+    var oneTimeCodes: [String: any OneTimeCodeGenerator] = [:]
     var lastResponse: HTTPResponse?
     /// Headers a plugin returned: sent with every later request of the run.
     var pluginHeaders = HTTPHeaders()
@@ -81,7 +84,7 @@ struct RunState: Sendable {
     mutating func resolveCredential(
         _ name: String, provider: any CredentialProvider, step: String?, mark: SourceMark?
     ) async throws(FlowError) {
-        guard credentials[name] == nil else { return }
+        guard credentials[name] == nil, oneTimeCodes[name] == nil else { return }
         guard site.credential(named: name) != nil else {
             let declared = site.credentials.map(\.name).joined(separator: ", ")
             throw FlowError(
@@ -89,9 +92,13 @@ struct RunState: Sendable {
                 detail: "'{{ credentials.\(name) }}' names no credential of the site (declared: \(declared.isEmpty ? "none" : declared))")
         }
         do {
-            let value = try await provider.value(of: name, site: site.name)
-            credentials[name] = value
-            masker.addSecret(value)
+            switch try await provider.credential(named: name, site: site.name) {
+            case .fixed(let value):
+                credentials[name] = value
+                masker.addSecret(value)
+            case .oneTimeCode(let generator):
+                oneTimeCodes[name] = generator
+            }
         } catch {
             let reason = (error as? CredentialUnavailable)?.reason ?? String(describing: error)
             throw FlowError(

@@ -26,6 +26,8 @@ public struct NotifyService: Service {
     private let logger: Logger
     private let resendInterval: Duration
     private let shutdownGrace: Duration
+    /// What notifications' answer commands name as `--config` (``SiteNotification/answerConfig``).
+    private let answerConfig: String?
     private let sleep: @Sendable (Duration) async throws -> Void
 
     /// One notifier and the events it is told.
@@ -50,8 +52,10 @@ public struct NotifyService: Service {
         resendInterval: Duration = NotifyService.defaultResendInterval,
         shutdownGrace: Duration = NotifyService.defaultShutdownGrace,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-        observe: @escaping @Sendable (NotificationOutcome) -> Void = { _ in }
+        observe: @escaping @Sendable (NotificationOutcome) -> Void = { _ in },
+        answerConfig: String? = nil
     ) {
+        self.answerConfig = answerConfig
         routes = notifiers.map { notifier in
             Route(
                 queue: DeliveryQueue(
@@ -98,7 +102,7 @@ public struct NotifyService: Service {
     }
 
     public func run() async throws {
-        let router = NotificationRouter(routes: routes)
+        let router = NotificationRouter(routes: routes, answerConfig: answerConfig)
         await withTaskGroup(of: Ended.self) { group in
             for route in routes {
                 group.addTask {
@@ -144,13 +148,16 @@ public struct NotifyService: Service {
 actor NotificationRouter {
     private var tracker = IncidentTracker()
     private let routes: [NotifyService.Route]
+    private let answerConfig: String?
 
-    init(routes: [NotifyService.Route]) {
+    init(routes: [NotifyService.Route], answerConfig: String?) {
         self.routes = routes
+        self.answerConfig = answerConfig
     }
 
     func handle(_ change: SiteStateChange) async {
-        for notification in tracker.handle(change) {
+        for var notification in tracker.handle(change) {
+            notification.answerConfig = answerConfig
             for route in routes {
                 guard let item = Self.item(notification, for: route) else { continue }
                 await route.queue.enqueue(item)
@@ -159,7 +166,11 @@ actor NotificationRouter {
     }
 
     func resendFiring() async {
-        let firing = tracker.firing
+        let firing = tracker.firing.map { alert in
+            var named = alert
+            named.answerConfig = answerConfig
+            return named
+        }
         guard !firing.isEmpty else { return }
         for route in routes where route.resendsFiringAlerts {
             let alerts = firing.filter { route.events.contains($0.event) }

@@ -37,6 +37,9 @@ public struct SiteNotification: Sendable, Hashable {
     /// Events told earlier in this incident that no longer hold (a prompt that timed out, everything on
     /// recovery): an Alertmanager resolves their alerts.
     public var ends: [NotificationEvent]
+    /// The config.yaml the answer command names (`--config PATH`): set when the daemon's is not the one the default
+    /// lookup finds from anywhere, so the command works when run in another folder or shell.
+    public var answerConfig: String?
 
     public init(
         event: NotificationEvent, site: String, time: Date, incident: IncidentID, incidentStarted: Date,
@@ -56,7 +59,8 @@ public struct SiteNotification: Sendable, Hashable {
     /// The command that answers the prompt, for waiting-for-person.
     public var answerCommand: String? {
         guard event == .waitingForPerson, let prompt else { return nil }
-        return "sessionkeeper answer \(Self.shellWord(site)) \(Self.shellWord(prompt.name))"
+        let config = answerConfig.map { " --config \(Self.shellWord($0))" } ?? ""
+        return "sessionkeeper answer\(config) \(Self.shellWord(site)) \(Self.shellWord(prompt.name))"
     }
 
     /// One line naming the site and what happened.

@@ -9,6 +9,13 @@ public enum Terminal {
     /// True when `fd` is a terminal.
     public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 
+    /// The width of the terminal `fd` is, in columns (TIOCGWINSZ); nil when it is not a terminal or says 0.
+    public static func columns(_ fd: Int32) -> Int? {
+        var size = winsize()
+        guard isatty(fd) == 1, ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+        return Int(size.ws_col)
+    }
+
     /// Reads a secret from `fd`. On a terminal: writes `prompt` to standard error, turns echo off
     /// (termios), reads one line and restores the terminal's settings. Otherwise: reads everything
     /// (at most `limit` bytes) and drops one trailing newline, so `printf 'x' |` and `echo x |` agree.

@@ -21,4 +21,24 @@ public struct ResolverCredentialProvider: CredentialProvider {
             throw CredentialUnavailable(reason: error.reason)
         }
     }
+
+    /// A `{totp: ...}` credential as a generator (its secret read and checked now), so the engine computes each code
+    /// when the request carrying it is built; every other kind as its value.
+    public func credential(named name: String, site siteName: String) async throws -> ResolvedCredential {
+        do {
+            if let generator = try await resolver.totpGenerator(of: name, in: site) { return .oneTimeCode(TOTPCodes(generator: generator)) }
+            return .fixed(try await resolver.value(of: name, in: site))
+        } catch {
+            throw CredentialUnavailable(reason: error.reason)
+        }
+    }
+}
+
+/// A TOTP credential's codes behind LoginFlow's seam.
+struct TOTPCodes: OneTimeCodeGenerator {
+    let generator: TOTPGenerator
+
+    var period: Duration { generator.period }
+
+    func code(forCounter counter: Int64) -> String { generator.code(forCounter: counter) }
 }

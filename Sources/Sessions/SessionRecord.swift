@@ -12,7 +12,9 @@ import Foundation
 /// `user_agent`) is read too; a newer version is refused with a clear error. `origins` (the localStorage
 /// of a browser login, as Playwright's storageState holds it) is written only when there are some and
 /// read as none when absent, so records without it, older and newer, read the same: an older binary
-/// that does not know the key still serves the cookies.
+/// that does not know the key still serves the cookies. `one_time_codes` (credential name to the last TOTP
+/// period whose code a login sent) is written and read the same way, so the next login, in this process or
+/// another, never sends a code twice.
 public struct SessionRecord: Sendable, Hashable {
     /// The `format` marker: tells a session record from any other bytes stored under the site's name.
     public static let formatName = "sessionkeeper-site-session"
@@ -30,10 +32,14 @@ public struct SessionRecord: Sendable, Hashable {
     /// The localStorage a browser login returned, per origin; served with the cookies in the `playwright`
     /// format. Its values are as secret as cookie values.
     public var origins: [StorageOrigin]
+    /// The last TOTP period (RFC 6238's T) whose code a login sent, per credential name.
+    public var oneTimeCodes: [String: Int64]
 
     /// Times are kept to the microsecond, the precision of the stored form, so a record read back from a
     /// store equals the one that was saved.
-    public init(cookies: [Cookie], lastLogin: Date, expiresAt: Date?, userAgent: String?, origins: [StorageOrigin] = []) {
+    public init(cookies: [Cookie], lastLogin: Date, expiresAt: Date?, userAgent: String?, origins: [StorageOrigin] = [],
+        oneTimeCodes: [String: Int64] = [:]
+    ) {
         self.cookies = cookies.map { cookie in
             var copy = cookie
             copy.created = Self.stored(cookie.created)
@@ -45,6 +51,7 @@ public struct SessionRecord: Sendable, Hashable {
         self.expiresAt = expiresAt.map(Self.stored)
         self.userAgent = userAgent
         self.origins = origins
+        self.oneTimeCodes = oneTimeCodes
     }
 
     /// `date` at the precision a record stores (RFC 3339 with microseconds).
@@ -146,9 +153,11 @@ extension SessionRecord {
         /// Through `Cookie`'s Codable form: the jar's `json` format object, defined once in CookieJar.
         var cookies: [Cookie]
         var origins: [StorageOrigin]?
+        var oneTimeCodes: [String: Int64]?
 
         enum CodingKeys: String, CodingKey {
             case format, version, cookies, origins
+            case oneTimeCodes = "one_time_codes"
             case lastLogin = "last_login"
             case expiresAt = "expires_at"
             case userAgent = "user_agent"
@@ -162,6 +171,7 @@ extension SessionRecord {
             userAgent = record.userAgent
             cookies = record.cookies
             origins = record.origins.isEmpty ? nil : record.origins
+            oneTimeCodes = record.oneTimeCodes.isEmpty ? nil : record.oneTimeCodes
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -174,12 +184,13 @@ extension SessionRecord {
             try container.encode(userAgent, forKey: .userAgent)
             try container.encode(cookies, forKey: .cookies)
             try container.encodeIfPresent(origins, forKey: .origins)
+            try container.encodeIfPresent(oneTimeCodes, forKey: .oneTimeCodes)
         }
 
         var record: SessionRecord {
             SessionRecord(
                 cookies: cookies, lastLogin: lastLogin.date, expiresAt: expiresAt?.date,
-                userAgent: userAgent, origins: origins ?? [])
+                userAgent: userAgent, origins: origins ?? [], oneTimeCodes: oneTimeCodes ?? [:])
         }
     }
 }

@@ -10,6 +10,8 @@ extension SiteLogin {
     public func engine(for site: SiteDefinition) -> FlowEngine {
         var engine = FlowEngine(client: client, credentials: credentials(site), plugins: plugins, environment: environment, now: now)
         engine.tracesExchanges = tracesExchanges
+        engine.oneTimeCodes = oneTimeCodes
+        engine.sleep = sleep
         return engine
     }
 

@@ -29,14 +29,19 @@ public struct SiteLogin: Sendable {
     public let now: @Sendable () -> Date
     /// Report each request's and response's headers and every cookie decision (``FlowEngine/tracesExchanges``).
     public var tracesExchanges = false
+    /// The TOTP periods whose codes this login path sent, per site: shared by all its runs so no code goes twice.
+    public let oneTimeCodes: OneTimeCodeLedger
+    /// How a run waits for the next TOTP period (``FlowEngine/sleep``); tests that move ``now`` by hand move it here.
+    public var sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
 
     public init(
         client: any HTTPClient, store: any SessionStore,
         credentials: @escaping @Sendable (SiteDefinition) -> any CredentialProvider,
         plugins: any PluginRunner = ProcessPluginRunner(),
         environment: [String: String] = ProcessInfo.processInfo.environment,
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date = { Date() }, oneTimeCodes: OneTimeCodeLedger = OneTimeCodeLedger()
     ) {
+        self.oneTimeCodes = oneTimeCodes
         self.client = client
         self.store = store
         self.credentials = credentials
@@ -49,8 +54,10 @@ public struct SiteLogin: Sendable {
     /// store fenced by that lease, so its writes are refused once another keeper took the site over.
     public func storing(in store: any SessionStore) -> SiteLogin {
         var copy = SiteLogin(
-            client: client, store: store, credentials: credentials, plugins: plugins, environment: environment, now: now)
+            client: client, store: store, credentials: credentials, plugins: plugins, environment: environment, now: now,
+            oneTimeCodes: oneTimeCodes)
         copy.tracesExchanges = tracesExchanges
+        copy.sleep = sleep
         return copy
     }
 
@@ -65,6 +72,8 @@ public struct SiteLogin: Sendable {
         switch start {
         case .fresh:
             report(.startingEmpty(site: site.name, reason: .fresh))
+            // The cookies are left behind, not what the stored session says of the TOTP codes already sent.
+            if let record = try? await store.load(site: site.name) { oneTimeCodes.seed(site: site.name, counters: record.oneTimeCodes) }
         case .storedSession:
             await restore(site, into: storage, report: report)
         }
@@ -83,7 +92,7 @@ public struct SiteLogin: Sendable {
         // A plugin's User-Agent (a headless browser's) is the one the session was made with.
         let record = SessionRecord(
             cookies: kept, lastLogin: flow.finishedAt, expiresAt: flow.sessionExpiry, userAgent: flow.userAgent ?? site.http.userAgent,
-            origins: flow.storageOrigins)
+            origins: flow.storageOrigins, oneTimeCodes: oneTimeCodes.sentCounters(site: site.name))
         do {
             try await store.save(record, site: site.name)
         } catch {
@@ -148,6 +157,7 @@ public struct SiteLogin: Sendable {
             report(.startingEmpty(site: site.name, reason: .nothingStored))
             return
         }
+        oneTimeCodes.seed(site: site.name, counters: record.oneTimeCodes)
         if case .none = site.cookies.keepOnLogin {
             report(.startingEmpty(site: site.name, reason: .keepNone))
             return

@@ -43,6 +43,9 @@ struct DemoSiteOptions: ParsableArguments {
     @Flag(help: "Accept each TOTP code only once (RFC 6238 5.2); off so a client may log in twice within 30 s.")
     var totpRejectReplay = false
 
+    @Option(help: ArgumentHelp("TOTP steps either side of the current one still accepted; 0 allows no clock drift.", valueName: "steps"))
+    var totpDrift = 1
+
     @Option(help: "Host name of the main site (told apart by the Host header).")
     var mainHost = "demo.test"
 
@@ -63,6 +66,7 @@ struct DemoSiteOptions: ParsableArguments {
             sliding: sliding,
             totpSecret: totpSecret,
             totpRejectReplay: totpRejectReplay,
+            totpDrift: totpDrift,
             mainHost: mainHost,
             ssoHost: ssoHost,
             loginPagePadding: loginPagePadding,

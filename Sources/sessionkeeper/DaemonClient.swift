@@ -154,17 +154,19 @@ extension CLIFailure {
             }
         case let .answered(status, code, message):
             let detail = message ?? code ?? "no details"
+            // The daemon's messages about a site begin with its name: said once, they read as they are.
+            let namesSite = site.map { detail.hasPrefix("site '\($0)'") } ?? false
             switch status {
             case 400: self = .usage("the daemon refused the request: \(detail)")
             // The daemon's own words for an unknown site would only repeat the name.
             case 404 where site != nil && code == "unknown_site": self = .usage("the daemon has no \(what)")
             case 404: self = .usage("the daemon has no \(what): \(detail)")
             case 403: self = .failed("the daemon refuses \(what) to this user (uid \(Syscall.userID)): \(detail)")
-            case 409: self = .failed("\(what): \(detail)")
+            case 409: self = .failed(namesSite ? detail : "\(what): \(detail)")
             case 503 where code == "too_many": self = .failed("the daemon is busy: \(detail)")
-            case 503: self = .failed("no valid session for \(what) yet: \(detail)")
+            case 503: self = .failed(namesSite ? detail : "no valid session for \(what) yet: \(detail)")
             case 408: self = .failed("the daemon cut the request off: \(detail)")
-            case 504: self = .failed("\(what): the wait ran out before a login finished: \(detail)")
+            case 504: self = .failed(namesSite ? detail : "\(what): the wait ran out before a login finished: \(detail)")
             default: self = .failed("the daemon answered \(status) for \(what): \(detail)")
             }
         }

@@ -35,6 +35,8 @@ final class LoginProgress: Sendable {
         switch event {
         case .warning(_, let message):
             line("sessionkeeper: warning: \(message)")
+        case .notice(_, let step, let message):
+            if verbose { line("  [\(step)] \(message)") }
         case .stepStarted(_, let step, let index, let count):
             let text = "[\(index)/\(count)] \(step)"
             if terminal {

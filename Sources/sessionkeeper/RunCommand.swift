@@ -107,8 +107,10 @@ struct RunCommand: AsyncParsableCommand {
             let notifications: @Sendable (NotificationOutcome) -> Void = { [socket] outcome in
                 socket.notificationEnded(notifier: outcome.notifier, event: outcome.event, outcome: outcome.result.rawValue)
             }
+            // A notification's answer command names the config unless `sessionkeeper answer` finds it from anywhere.
+            let answerConfig = path == loader.userConfigPath ? nil : path
             if let notify = await Self.notifyService(
-                daemonConfig, keeper: keeper, wiring: wiring, logger: logger, observe: notifications) {
+                daemonConfig, keeper: keeper, wiring: wiring, logger: logger, observe: notifications, answerConfig: answerConfig) {
                 services.append(.init(service: notify))
             }
             if let fleet { services.append(.init(service: fleet)) }
@@ -127,7 +129,8 @@ struct RunCommand: AsyncParsableCommand {
     /// (with their reasons and prompts); nil when there are none. A notifier that cannot be set up is left
     /// out with an error in the log; the daemon serves everything else.
     static func notifyService(
-        _ config: DaemonConfig, keeper: Keeper, wiring: LoginWiring, logger: Logger, observe: @escaping @Sendable (NotificationOutcome) -> Void
+        _ config: DaemonConfig, keeper: Keeper, wiring: LoginWiring, logger: Logger,
+        observe: @escaping @Sendable (NotificationOutcome) -> Void, answerConfig: String?
     ) async -> NotifyService? {
         guard !config.notify.isEmpty else { return nil }
         let (notifiers, problems) = NotifyService.channels(
@@ -139,7 +142,7 @@ struct RunCommand: AsyncParsableCommand {
         let changes = await keeper.events(buffer: notifyEventBuffer).compactMap { @Sendable event -> SiteStateChange? in
             if case .state(let change) = event { change } else { nil }
         }
-        return NotifyService(notifiers: notifiers, changes: changes, logger: logger, observe: observe)
+        return NotifyService(notifiers: notifiers, changes: changes, logger: logger, observe: observe, answerConfig: answerConfig)
     }
 
     /// The notifiers' subscription to the keeper's events reads each at once (it only queues notifications),

@@ -2,21 +2,28 @@ import ArgumentParser
 import CookieJar
 import Foundation
 import JSON
+import Platform
 import SiteConfig
 
-/// `sessionkeeper status [--json]` (SPEC section 9): the daemon's sites table.
+/// `sessionkeeper status [SITE] [--json]` (SPEC section 9): the daemon's sites table, or one site in full.
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show every site the running daemon keeps: state, expiry, next run, last error.",
         discussion: """
-            A table with times relative to now: the next run is the login (refresh), check or keepalive that \
-            comes first, with the failure count while a site backs off. Below it, what to do for each site \
-            that needs attention, and the site files that failed to load with their errors (shown to the \
-            daemon's managers only). --json prints the daemon's answer to GET /v1/sites as it is, for scripts \
-            (times in RFC 3339 UTC). Exit status: 0 shown, 1 the daemon failed to answer, 3 no daemon runs.
+            A table with times relative to now, fitted to the terminal's width: the next run is the login \
+            (refresh), check or keepalive that comes first, with the failure count while a site backs off; the \
+            last error is cut to the width left (`status SITE` shows it whole). Below it, what to do for each site \
+            that needs attention, and the site files that failed to load with their errors (shown to the daemon's \
+            managers only). `status SITE` shows one site in full, a field a line. --json prints the daemon's \
+            answer to GET /v1/sites (or GET /v1/sites/SITE) as it is, for scripts (times in RFC 3339 UTC). Exit \
+            status: 0 every enabled site is served, 1 a site needs attention or waits for a person (or the daemon \
+            failed to answer), 3 no daemon runs.
             """
     )
+
+    @Argument(help: "Show only this site, in full.")
+    var site: String?
 
     @Flag(name: .long, help: "Print the daemon's JSON instead of a table.")
     var json = false
@@ -26,39 +33,51 @@ struct StatusCommand: ParsableCommand {
     func run() throws {
         try reportingFailuresOnThisThread {
             let client = DaemonClient(try socket.daemonSocket())
-            let answer: JSONValue
+            let path = site.map { DaemonClient.sitePath($0) } ?? "/v1/sites"
+            let body: [UInt8]
             do throws(DaemonClientError) {
-                if json {
-                    let body = try client.request("GET", "/v1/sites").body
-                    Console.outRaw(String(decoding: body, as: UTF8.self) + (body.last == 0x0A ? "" : "\n"))
-                    return
-                }
-                answer = try client.json("GET", "/v1/sites")
+                body = Array(try client.request("GET", path).body)
             } catch {
                 throw CLIFailure(error)
             }
-            guard case .array(let sites)? = answer["sites"] else {
-                throw CLIFailure.failed("the daemon's answer to GET /v1/sites has no 'sites' list")
+            if json { Console.outRaw(String(decoding: body, as: UTF8.self) + (body.last == 0x0A ? "" : "\n")) }
+            guard let answer = try? JSONValue.parse(body) else {
+                throw CLIFailure.failed("the daemon's answer to GET \(path) is not JSON")
             }
-            let statuses = sites.map(SiteStatus.init)
-            for line in SitesTable.lines(statuses, now: Date()) { Console.out(line) }
-            for site in statuses {
-                guard let reason = site.attentionReason else { continue }
-                Console.out("\(site.name) needs attention (\(reason)): \(site.whatToDo ?? "see its last error")")
-            }
-            for site in statuses {
-                guard let problem = site.listenError else { continue }
-                Console.out("\(site.name): its egress listener is down (\(problem)); the socket's proxy route still serves it")
-            }
-            if let store = answer["store"] {
-                Console.out(StoreLine.text(store))
-            }
-            if case .array(let failed)? = answer["failed_files"], !failed.isEmpty {
-                Console.out("site files that failed to load (a site that loaded before runs on its last good definition):")
-                for file in failed {
-                    guard case .array(let errors)? = file["errors"] else { continue }
-                    for case .string(let error) in errors { Console.out("  \(error)") }
+            let statuses: [SiteStatus]
+            if site != nil {
+                statuses = [SiteStatus(answer)]
+                if !json { for line in SiteStatus(answer).fullLines(now: Date()) { Console.out(line) } }
+            } else {
+                guard case .array(let sites)? = answer["sites"] else {
+                    throw CLIFailure.failed("the daemon's answer to GET /v1/sites has no 'sites' list")
                 }
+                statuses = sites.map(SiteStatus.init)
+                if !json { Self.printTable(statuses, answer: answer) }
+            }
+            // SPEC section 9: 1 when a site needs a person, so a script or a monitor can tell without parsing.
+            if statuses.contains(where: \.needsAPerson) { throw ExitCode(Exit.failed) }
+        }
+    }
+
+    private static func printTable(_ statuses: [SiteStatus], answer: JSONValue) {
+        for line in SitesTable.lines(statuses, now: Date(), width: Terminal.columns(1)) { Console.out(line) }
+        for site in statuses {
+            guard let reason = site.attentionReason else { continue }
+            Console.out("\(site.name) needs attention (\(reason)): \(site.whatToDo ?? "see its last error")")
+        }
+        for site in statuses {
+            guard let problem = site.listenError else { continue }
+            Console.out("\(site.name): its egress listener is down (\(problem)); the socket's proxy route still serves it")
+        }
+        if let store = answer["store"] {
+            Console.out(StoreLine.text(store))
+        }
+        if case .array(let failed)? = answer["failed_files"], !failed.isEmpty {
+            Console.out("site files that failed to load (a site that loaded before runs on its last good definition):")
+            for file in failed {
+                guard case .array(let errors)? = file["errors"] else { continue }
+                for case .string(let error) in errors { Console.out("  \(error)") }
             }
         }
     }
@@ -114,18 +133,51 @@ struct SiteStatus {
         }
     }
 
+    /// Whether the site waits for a person: it needs attention or a prompt waits for an answer.
+    var needsAPerson: Bool { state == "needs-attention" || state == "waiting-for-person" || attentionReason != nil }
+
+    /// `status SITE`: every field the daemon gave, one a line, the last error whole.
+    func fullLines(now: Date) -> [String] {
+        var lines = ["site:        \(name)", "state:       \(state)"]
+        func time(_ label: String, _ date: Date?) {
+            guard let date else { return }
+            lines.append(label.padding(toLength: 13, withPad: " ", startingAt: 0)
+                + "\(CookieTime.rfc3339(date, fractional: false)) (\(SitesTable.relative(date, now: now)))")
+        }
+        time("expires:", expiresAt)
+        time("last login:", lastLogin)
+        time("refresh:", nextRefresh)
+        if nextRun != nil { lines.append("next run:    \(SitesTable.nextRun(self, now: now))") }
+        time("retry at:", retryAt)
+        if let userAgent { lines.append("user agent:  \(userAgent)") }
+        if let prompt {
+            lines.append("waits for:   '\(prompt.name)'" + (prompt.message.map { ": \($0)" } ?? ""))
+            lines.append("answer with: sessionkeeper answer \(name) \(prompt.name)")
+        }
+        if let attentionReason { lines.append("attention:   \(attentionReason): \(whatToDo ?? "see its last error")") }
+        if let listenError { lines.append("listener:    down (\(listenError))") }
+        lines.append("last error:  \(lastError.map { $0.replacingOccurrences(of: "\n", with: " ") } ?? "-")")
+        return lines
+    }
+
     /// What the last column shows: the waiting prompt and how to answer it, else the last error.
     var note: String {
         if let prompt {
             return (prompt.message.map { "asks: \($0); " } ?? "") + "answer with: sessionkeeper answer \(name) \(prompt.name)"
         }
-        return lastError.map { $0.replacingOccurrences(of: "\n", with: " ") } ?? "-"
+        // The table's first column names the site already.
+        guard let lastError else { return "-" }
+        let oneLine = lastError.replacingOccurrences(of: "\n", with: " ")
+        let prefix = "site '\(name)', "
+        return oneLine.hasPrefix(prefix) ? String(oneLine.dropFirst(prefix.count)) : oneLine
     }
 }
 
 /// The `status` table: aligned columns, times relative to `now`, "-" for none.
 enum SitesTable {
-    static func lines(_ sites: [SiteStatus], now: Date) -> [String] {
+    /// - Parameter width: the terminal's columns: the last column is cut to what is left (at least 20 characters,
+    ///   ending in `…`); nil (not a terminal) leaves it whole.
+    static func lines(_ sites: [SiteStatus], now: Date, width: Int? = nil) -> [String] {
         let header = ["SITE", "STATE", "EXPIRES", "NEXT RUN", "LAST ERROR"]
         let rows = sites.map { site in
             [site.name, site.state, relative(site.expiresAt, now: now), nextRun(site, now: now), site.note]
@@ -136,7 +188,14 @@ enum SitesTable {
         return ([header] + rows).map { row in
             var line = ""
             for (column, cell) in row.enumerated() {
-                line += column < widths.count ? cell.padding(toLength: widths[column] + 2, withPad: " ", startingAt: 0) : cell
+                if column < widths.count {
+                    line += cell.padding(toLength: widths[column] + 2, withPad: " ", startingAt: 0)
+                } else if let width, line.count + cell.count > width {
+                    let room = max(width - line.count, 20)
+                    line += cell.count > room ? String(cell.prefix(room - 1)) + "…" : cell
+                } else {
+                    line += cell
+                }
             }
             return line
         }

@@ -80,7 +80,7 @@ import Testing
         defer { world.cleanUp() }
         try await world.withFake {
             let table = try await world.run(["status"])
-            #expect(table.status == 0, "\(table.stderr)")
+            #expect(table.status == 1, "nosession needs attention: \(table.stderr)")
             let lines = table.stdout.split(separator: "\n").map(String.init)
             #expect(lines.first?.hasPrefix("SITE") == true && lines.first?.contains("NEXT RUN") == true)
             #expect(lines.contains { $0.hasPrefix("demo ") && $0.contains("valid") && $0.contains("check in ") }, "\(lines)")

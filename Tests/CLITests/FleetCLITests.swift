@@ -398,7 +398,8 @@ final class FleetKeeper: Sendable {
 
     private func statusJSON() async throws -> [String: Any]? {
         let status = try await run(["status", "--json"])
-        guard status.status == 0 else { return nil }
+        // 1: shown, and a site needs attention or waits for a person.
+        guard status.status == 0 || status.status == 1 else { return nil }
         return try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
     }
 

@@ -100,7 +100,8 @@ import Testing
             let waiting = try #require(NotifyCLITests.event(first))
             #expect(waiting["event"] == .string("waiting-for-person") && waiting["site"] == .string("coded"), "\(waiting.serialized)")
             #expect(waiting["message"] == .string("Code sent to the phone ending 42"), "\(waiting.serialized)")
-            #expect(waiting["answer"]?["command"] == .string("sessionkeeper answer coded sms_code"), "\(waiting.serialized)")
+            // The daemon runs with --config: the command names it, so it works from any folder (issue 40).
+            #expect(waiting["answer"]?["command"] == .string("sessionkeeper answer --config '\(world.configPath)' coded sms_code"), "\(waiting.serialized)")
             if case .string(let changed)? = waiting["time"], case .number(let received)? = first["time"],
                let changedAt = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(changed), let receivedAt = Double(received) {
                 #expect(receivedAt - changedAt.timeIntervalSince1970 < 2, "told \(receivedAt - changedAt.timeIntervalSince1970) s after the prompt")
@@ -122,6 +123,7 @@ import Testing
             let code = try await Self.waitForCode(world)
             let wrong = try await world.run(["answer", "coded", "email_code", "--config", world.configPath], stdin: Data(code.utf8))
             #expect(wrong.status == 1 && wrong.stderr.contains("waits for an answer to 'sms_code'"), "\(wrong.stderr)")
+            #expect(wrong.stderr.contains("sessionkeeper: site 'coded' waits for an answer"), "the site named once: \(wrong.stderr)")
             let answered = try await world.run(["answer", "coded", "sms_code", "--config", world.configPath], stdin: Data((code + "\n").utf8))
             #expect(answered.status == 0, "\(answered.stderr)")
             #expect(answered.stdout == "answered 'sms_code' of coded\n", "\(answered.stdout)")

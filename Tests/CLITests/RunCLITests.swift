@@ -21,7 +21,8 @@ import Testing
             #expect(cookie.stdout.contains("demo_session="))
             #expect(!cookie.stderr.contains("nothing keeps"), "served by the daemon, not read from the vault")
             let listed = try await world.run(["status", "--json", "--config", world.configPath])
-            #expect(listed.status == 0, "\(listed.stderr)")
+            // demo-bad (its password from an unset variable) needs attention: status says so with exit 1.
+            #expect(listed.status == 1, "\(listed.stderr)")
             #expect(listed.stdout.contains("\"name\":\"demo\"") && listed.stdout.contains("\"state\":\"valid\""), "\(listed.stdout)")
             let refreshed = try await world.run(["refresh", "demo", "--wait", "30s", "--config", world.configPath])
             #expect(refreshed.status == 0, "\(refreshed.stderr)")

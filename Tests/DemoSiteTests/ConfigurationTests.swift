@@ -16,6 +16,7 @@ struct ConfigurationTests {
             (DemoSite.Configuration(mainHost: "bad host"), "--main-host"),
             (DemoSite.Configuration(mainHost: "same.test", ssoHost: "SAME.test"), "--sso-host"),
             (DemoSite.Configuration(loginPagePadding: -1), "--login-page-padding"),
+            (DemoSite.Configuration(totpDrift: 3), "--totp-drift"),
         ]
     )
     func invalid(configuration: DemoSite.Configuration, flag: String) throws {

@@ -89,6 +89,22 @@ struct TOTPTests {
         }
     }
 
+    @Test("With --totp-drift 0 only the current step's code is accepted", arguments: [(0.0, true), (-30, false), (30, false)])
+    func noDrift(offset: TimeInterval, accepted: Bool) async throws {
+        let clock = TestClock(Date(timeIntervalSince1970: 2_000_000_000))
+        let app = try DemoSite.buildApplication(configuration: .init(totpSecret: Self.rfcSecretBase32, totpDrift: 0), now: clock.function)
+        try await app.withLiveServer { client in
+            let code = ReferenceTOTP.code(secret: Self.rfcSecret, unixTime: Int64(clock.now.timeIntervalSince1970 + offset))
+            let response = try await client.execute(
+                uri: "/api/login",
+                method: .post,
+                headers: Headers.json,
+                body: ByteBuffer(string: #"{"username":"alice","password":"wonderland","code":"\#(code)"}"#)
+            )
+            #expect(response.status == (accepted ? .ok : .unauthorized))
+        }
+    }
+
     @Test("Five wrong codes drop the pending login; /login/totp without one goes back to /login")
     func tooManyWrongCodes() async throws {
         let clock = TestClock()

@@ -19,6 +19,26 @@ import Testing
         #expect(!judge.needsBody(status: 200, url: page, headers: [:], method: "GET"), "no body_contains, no body needed")
     }
 
+    /// The default without `egress.logged_out` (SPEC section 10): a redirect to the login page on the same origin, or
+    /// the check's own request with a status the check does not accept.
+    @Test func theDerivedRuleKnowsTheLoginPageAndTheCheck() throws {
+        let judge = try judge(LoggedOutRule(
+            loginPaths: ["/accounts/login/"],
+            check: .init(method: "GET", pathAndQuery: "/api/me", statuses: [200], followsRedirects: false)))
+        #expect(judge.judge(status: 302, url: page, headers: ["Location": "/accounts/login/?next=/api/pages"], bodyPrefix: nil) == .loginRedirect)
+        #expect(judge.judge(status: 302, url: page, headers: ["Location": "https://wiki.example.com/accounts/login/"], bodyPrefix: nil) == .loginRedirect)
+        #expect(judge.judge(status: 302, url: page, headers: ["Location": "https://other.example.com/accounts/login/"], bodyPrefix: nil) == nil)
+        #expect(judge.judge(status: 302, url: page, headers: ["Location": "/accounts/profile/"], bodyPrefix: nil) == nil)
+        #expect(judge.judge(status: 200, url: URL(string: "https://wiki.example.com/accounts/login/")!, headers: [:], bodyPrefix: nil) == nil,
+                "the login page itself is not a logged-out answer")
+        let me = URL(string: "https://wiki.example.com/api/me")!
+        #expect(judge.judge(status: 403, url: me, headers: [:], bodyPrefix: nil, method: "GET") == .check(403))
+        #expect(judge.judge(status: 200, url: me, headers: [:], bodyPrefix: nil, method: "GET") == nil)
+        #expect(judge.judge(status: 403, url: me, headers: [:], bodyPrefix: nil, method: "POST") == nil, "another request")
+        #expect(judge.judge(status: 403, url: page, headers: [:], bodyPrefix: nil, method: "GET") == nil, "another URL")
+        #expect(judge.judge(status: 401, url: page, headers: [:], bodyPrefix: nil) == .status(401))
+    }
+
     @Test func anyOneTestIsEnough() throws {
         let judge = try judge(LoggedOutRule(statuses: [401, 403], urlPattern: "/login", bodyText: "Please sign in"))
         #expect(judge.judge(status: 403, url: page, headers: [:], bodyPrefix: nil) == .status(403))

@@ -83,5 +83,9 @@ import Testing
         #expect(SiteNotification(event: .waitingForPerson, site: "it's", time: Self.start, incident: IncidentID(site: "it's", number: 1),
                                  incidentStarted: Self.start, prompt: PromptRequest(name: "code")).answerCommand
                 == #"sessionkeeper answer 'it'\''s' code"#)
+        // A daemon whose config the default lookup would not find names it, so the command works from anywhere.
+        var named = waiting
+        named.answerConfig = "/srv/keeper/my config.yaml"
+        #expect(named.answerCommand == "sessionkeeper answer --config '/srv/keeper/my config.yaml' other sms_code")
     }
 }

@@ -71,6 +71,18 @@ import Testing
         #expect(try SessionRecord.decode(try Self.sample().encoded()).origins.isEmpty)
     }
 
+    /// The TOTP periods a login sent round-trip as `one_time_codes` (numbers, never a code); a record without the key
+    /// reads as none, and one without any writes no key, so older binaries read records as before.
+    @Test func keepsTheTOTPPeriodsSentAndReadsRecordsWithout() throws {
+        var record = Self.sample()
+        record.oneTimeCodes = ["otp": 59_333_333]
+        let text = String(decoding: try record.encoded(), as: UTF8.self)
+        #expect(text.contains(#""one_time_codes":{"otp":59333333}"#))
+        #expect(try SessionRecord.decode(try record.encoded()) == record)
+        #expect(!String(decoding: try Self.sample().encoded(), as: UTF8.self).contains("one_time_codes"))
+        #expect(try SessionRecord.decode(try Self.sample().encoded()).oneTimeCodes.isEmpty)
+    }
+
     @Test(arguments: [
         ("{\"format\":\"sessionkeeper-site-session\",\"version\":3}", "format version 3, newer than this SessionKeeper understands (2)"),
         ("{\"format\":\"sessionkeeper-site-session\",\"version\":0}", "invalid format version (0)"),

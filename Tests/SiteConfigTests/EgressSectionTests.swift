@@ -9,12 +9,44 @@ import Testing
 
     @Test func withoutTheSectionEveryDefaultApplies() throws {
         let egress = try site(head).egress
-        #expect(egress == EgressPolicy())
+        #expect(egress == EgressPolicy(), "login: manual and no check: nothing to derive")
         #expect(egress.loggedOut.statuses == [401])
         #expect(egress.loggedOut.urlPattern == nil)
         #expect(egress.loggedOut.bodyText == nil)
         #expect(egress.retry == .idempotent)
         #expect(egress.listen == nil)
+    }
+
+    /// SPEC section 10's default: without `egress.logged_out`, the login flow's first page and the check say what a
+    /// dead session answers; a written rule replaces both.
+    @Test func withoutALoggedOutRuleTheLoginPageAndTheCheckAreUsed() throws {
+        let flow = """
+            base_url: https://app.example.com
+            login:
+              steps:
+                - {name: ask, prompt: {name: code, message: "Code?"}}
+                - {name: page, get: "/accounts/login/?next=/", extract: {csrf: {regex: 'csrf=(\\w+)'}}}
+                - {name: submit, post: /accounts/login/, form: {csrf: "{{ csrf }}", code: "{{ code }}"}}
+            check: {get: "/api/me?full=1", expect: {status: [200, 204]}, follow_redirects: false}
+
+            """
+        let rule = try site(flow).egress.loggedOut
+        #expect(rule.statuses == [401])
+        #expect(rule.loginPaths == ["/accounts/login/"])
+        #expect(rule.check == LoggedOutRule.CheckShape(method: "GET", pathAndQuery: "/api/me?full=1", statuses: [200, 204], followsRedirects: false))
+
+        // A written rule wins, wholly.
+        let written = try site(flow + "egress: {logged_out: {status: 403}}").egress.loggedOut
+        #expect(written == LoggedOutRule(statuses: [403]))
+        // A first page at "/" says nothing (a redirect home is no logout), nor one on another origin or with a placeholder.
+        for url in ["/", "https://idp.example.com/login", "/login/{{ site.name }}"] {
+            let other = try site("base_url: https://app.example.com\nlogin:\n  steps:\n    - {name: p, get: \"\(url)\", extract: {csrf: {regex: \"(x)\"}}}\n")
+            #expect(other.egress.loggedOut.loginPaths.isEmpty, "\(url)")
+        }
+        // A check with expectations but no status accepts anything below 400.
+        let noStatus = try site("base_url: https://app.example.com\nlogin: manual\ncheck: {get: /me, expect: {body_contains: alice}}\n")
+        #expect(noStatus.egress.loggedOut.check?.accepts(302) == true)
+        #expect(noStatus.egress.loggedOut.check?.accepts(403) == false)
     }
 
     @Test func theSpecExampleLoads() throws {

@@ -595,6 +595,9 @@ import TestSupport
                         ("status", .array([.number("401"), .number("403")])),
                         ("url_matches", .string("/login\\?next=")),
                         ("body_contains", .string("Please sign in")),
+                        // A written rule replaces the default's login page and check.
+                        ("login_paths", .array([])),
+                        ("check", .null),
                     ])),
                     ("retry", .string("never")),
                     ("listen", .null),

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 
 /// The site's side of time-based one-time passwords, RFC 6238 over RFC 4226's HOTP: HMAC-SHA-1, 6 digits,
-/// 30-second steps, a code accepted one step either side. Written apart from the client's `Credentials.TOTP` on
+/// 30-second steps, a code accepted one step either side unless configured otherwise. Written apart from the client's `Credentials.TOTP` on
 /// purpose: the demo site is the other party a client's codes are checked against, and one shared
 /// implementation would agree with itself whatever its mistake.
 struct TOTPVerifier: Sendable {
@@ -10,16 +10,19 @@ struct TOTPVerifier: Sendable {
     static let timeStep: Int64 = 30
     /// RFC 4226 5.3: Digit = 6, the common length.
     static let digits = 6
-    /// RFC 6238 5.2 recommends accepting at most one step of clock drift either way.
-    static let allowedDriftSteps: Int64 = 1
+    /// RFC 6238 5.2 recommends accepting at most one step of clock drift either way: the default.
+    static let defaultDriftSteps = 1
     /// RFC 4226 4 R6 asks for at least 128 bits; 80 bits is accepted because the widely used example
     /// secrets (and many providers) have exactly 10 bytes.
     static let minimumSecretBytes = 10
 
     private let key: SymmetricKey
+    /// Steps either side of the current one whose code is accepted (`--totp-drift`); 0 accepts only the current one.
+    let driftSteps: Int64
 
-    init(secret: [UInt8]) {
+    init(secret: [UInt8], driftSteps: Int = TOTPVerifier.defaultDriftSteps) {
         self.key = SymmetricKey(data: secret)
+        self.driftSteps = Int64(driftSteps)
     }
 
     /// The code for the step that contains `date`, zero-padded to `digits`.
@@ -27,7 +30,7 @@ struct TOTPVerifier: Sendable {
         code(forCounter: Self.counter(at: date))
     }
 
-    /// The time step whose code `candidate` is, looking at the step of `date` and one step either side
+    /// The time step whose code `candidate` is, looking at the step of `date` and ``driftSteps`` either side
     /// (RFC 6238 5.2); nil when it matches none of them.
     func matchingStep(_ candidate: String, at date: Date) -> Int64? {
         let trimmed = candidate.trimmingCharacters(in: .whitespaces)
@@ -35,7 +38,7 @@ struct TOTPVerifier: Sendable {
         let counter = Self.counter(at: date)
         var matched: Int64?
         // Every window is computed and compared in constant time, so timing tells nothing about which matched.
-        for drift in -Self.allowedDriftSteps...Self.allowedDriftSteps where counter + drift >= 0 {
+        for drift in -driftSteps...driftSteps where counter + drift >= 0 {
             if constantTimeEquals(code(forCounter: counter + drift), trimmed) { matched = counter + drift }
         }
         return matched

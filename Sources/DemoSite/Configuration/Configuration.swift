@@ -23,6 +23,9 @@ extension DemoSite {
         /// When true, a TOTP code (its time step, or an earlier one) is accepted only once, as RFC 6238 5.2
         /// asks of verifiers (`--totp-reject-replay`). Off by default so clients may log in twice within 30 s.
         public var totpRejectReplay: Bool
+        /// Time steps either side of the current one whose TOTP code is still accepted (`--totp-drift`): 1 as RFC 6238
+        /// 5.2 recommends, 0 for a strict verifier that takes only the current step's code.
+        public var totpDrift: Int
         /// Host name of the main site, as the `Host` header carries it (`--main-host`).
         public var mainHost: String
         /// Host name of the single-sign-on site (`--sso-host`).
@@ -53,6 +56,7 @@ extension DemoSite {
             sliding: Bool = false,
             totpSecret: String? = nil,
             totpRejectReplay: Bool = false,
+            totpDrift: Int = 1,
             mainHost: String = "demo.test",
             ssoHost: String = "sso.demo.test",
             loginPagePadding: Int = 0,
@@ -66,6 +70,7 @@ extension DemoSite {
             self.sliding = sliding
             self.totpSecret = totpSecret
             self.totpRejectReplay = totpRejectReplay
+            self.totpDrift = totpDrift
             self.mainHost = mainHost
             self.ssoHost = ssoHost
             self.loginPagePadding = loginPagePadding
@@ -99,6 +104,7 @@ extension DemoSite {
             guard (0...Self.maxLoginPagePadding).contains(loginPagePadding) else {
                 throw .invalid(field: "--login-page-padding", reason: "\(loginPagePadding) is not from 0 to \(Self.maxLoginPagePadding) bytes")
             }
+            guard (0...2).contains(totpDrift) else { throw .invalid(field: "--totp-drift", reason: "\(totpDrift) is not from 0 to 2 steps") }
             guard let totpSecret else { return nil }
             let secret: [UInt8]
             do {
@@ -134,7 +140,7 @@ extension DemoSite.Configuration: CustomStringConvertible, CustomDebugStringConv
     public var description: String {
         "Configuration(host: \(host), port: \(port), user: \(user), password: <redacted>, "
             + "sessionMaxAge: \(sessionMaxAge), sliding: \(sliding), totpSecret: \(totpSecret == nil ? "none" : "<redacted>"), "
-            + "totpRejectReplay: \(totpRejectReplay), mainHost: \(mainHost), ssoHost: \(ssoHost), "
+            + "totpRejectReplay: \(totpRejectReplay), totpDrift: \(totpDrift), mainHost: \(mainHost), ssoHost: \(ssoHost), "
             + "loginPagePadding: \(loginPagePadding), signingKey: <redacted>)"
     }
 
@@ -146,7 +152,7 @@ extension DemoSite.Configuration: CustomStringConvertible, CustomDebugStringConv
             children: [
                 "host": host, "port": port, "user": user, "password": "<redacted>", "sessionMaxAge": sessionMaxAge,
                 "sliding": sliding, "totpSecret": totpSecret == nil ? "none" : "<redacted>",
-                "totpRejectReplay": totpRejectReplay, "mainHost": mainHost, "ssoHost": ssoHost,
+                "totpRejectReplay": totpRejectReplay, "totpDrift": totpDrift, "mainHost": mainHost, "ssoHost": ssoHost,
                 "loginPagePadding": loginPagePadding, "signingKey": "<redacted>",
             ],
             displayStyle: .struct

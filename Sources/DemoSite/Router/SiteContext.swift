@@ -27,7 +27,7 @@ final class SiteContext: Sendable {
         self.configuration = configuration
         self.store = DemoSiteState(now: now)
         self.requestSignature = RequestSignature(key: configuration.signingKey)
-        self.totp = totpSecret.map(TOTPVerifier.init(secret:))
+        self.totp = totpSecret.map { TOTPVerifier(secret: $0, driftSteps: configuration.totpDrift) }
         self.now = now
         self.loginPagePadding = Pages.padding(bytes: configuration.loginPagePadding)
     }

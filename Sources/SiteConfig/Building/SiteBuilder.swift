@@ -75,7 +75,11 @@ struct SiteBuilder {
                 }
                 return group.value
             })
-        let egress = buildEgress(site.egress)
+        var egress = buildEgress(site.egress)
+        // SPEC section 10: without `egress.logged_out`, the login flow and the check say what a dead session looks like.
+        if site.egress?.loggedOut == nil, let login, let baseURL {
+            egress.loggedOut = LoggedOutRule.derived(login: login, check: check, baseURL: baseURL)
+        }
         if let description = site.description, description.value.contains("\n") {
             checker.error(description.mark, "description: keep it to one line")
         }

@@ -229,6 +229,14 @@ public struct ConfigurationLoader: Sendable {
         return link.ownerUID != Syscall.userID || (target.map { $0.ownerUID != Syscall.userID } ?? false)
     }
 
+    /// `$XDG_CONFIG_HOME/sessionkeeper/config.yaml` (XDG_CONFIG_HOME defaulting to `~/.config`): the one place the
+    /// default lookup finds from any folder without a variable set.
+    public var userConfigPath: String? {
+        let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? environment["HOME"].map { ($0 as NSString).appendingPathComponent(".config") }
+        return configHome.map { ($0 as NSString).appendingPathComponent("sessionkeeper/config.yaml") }
+    }
+
     /// Where `config.yaml` is (SPEC section 9): `explicit` (`--config`), then `$SESSIONKEEPER_CONFIG`,
     /// then `./config.yaml`, then `$XDG_CONFIG_HOME/sessionkeeper/config.yaml` (XDG_CONFIG_HOME
     /// defaulting to `~/.config`). An explicitly named file must exist; the fallbacks are taken
@@ -258,11 +266,7 @@ public struct ConfigurationLoader: Sendable {
         }
         let local = resolved("config.yaml")
         var tried = [local]
-        let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? environment["HOME"].map { ($0 as NSString).appendingPathComponent(".config") }
-        if let configHome {
-            tried.append((configHome as NSString).appendingPathComponent("sessionkeeper/config.yaml"))
-        }
+        if let userDefault = userConfigPath { tried.append(userDefault) }
         // The current folder may be anyone's (/tmp, a shared checkout): a config.yaml there that another user
         // owns (the file, or a link to it) would choose the socket a client talks to, so it is passed over.
         let ignored = Self.ownedByAnother(local) ? [local] : []

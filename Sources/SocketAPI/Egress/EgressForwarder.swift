@@ -120,7 +120,9 @@ struct EgressForwarder: Sendable {
                     throw refused(error, audit: audit)
                 }
             }
-            guard let reason = judge?.judge(status: answer.status, url: answer.url, headers: answer.headers, bodyPrefix: prefix) else {
+            guard let reason = judge?.judge(
+                status: answer.status, url: answer.url, headers: answer.headers, bodyPrefix: prefix, method: request.method)
+            else {
                 await absorbCookies(of: answer, site: site.name, byManager: request.byManager)
                 return respond(answer, prefix: prefix, request: request, address: address, audit: audit, renewed: false,
                                bodyNotKept: body.refusedForMemory, added: ContinuousClock.now - started - upstreamTime)
@@ -212,33 +214,61 @@ struct EgressForwarder: Sendable {
         let logger = logger
         let upstream = answer.body
         let hasBody = LoggedOutJudge.hasBody(status: answer.status, method: request.method)
+        let declaredLength = answer.headers["Content-Length"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         return Response(
             status: HTTPTypes.HTTPResponse.Status(code: answer.status), headers: fields,
             body: HummingbirdCore.ResponseBody { writer in
                 var sent = 0
+                // Which side an error comes from: the site's body as it is read, the client as it is written to, or
+                // the end of the exchange once the site's whole answer was handed on.
+                var stage = TransferStage.readingSite
                 do {
                     if hasBody {
                         if !prefix.isEmpty {
                             sent += prefix.count
+                            stage = .writingClient
                             try await writer.write(ByteBuffer(bytes: prefix))
+                            stage = .readingSite
                         }
                         for try await part in upstream {
                             sent += part.count
+                            stage = .writingClient
                             try await writer.write(ByteBuffer(bytes: part))
+                            stage = .readingSite
                         }
                     } else {
                         upstream.cancel()
                     }
+                    stage = .ending
                     try await writer.finish(nil)
                 } catch {
                     upstream.cancel()
                     audit.addDown(sent)
-                    audit.finish(status: answer.status, logger: logger, failure: "the answer broke off")
+                    audit.finish(status: answer.status, logger: logger, failure: stage.failure(
+                        complete: !hasBody || declaredLength == sent))
                     throw error
                 }
                 audit.addDown(sent)
                 audit.finish(status: answer.status, logger: logger)
             })
+    }
+
+    /// Where a proxied answer's body was when its transfer failed, for the audit line.
+    enum TransferStage {
+        case readingSite
+        case writingClient
+        case ending
+
+        /// What the audit line says: the site's answer broke off, or the client went away; nothing when the client
+        /// had the whole answer before it went (`complete`: no body, or every byte of its Content-Length; a client
+        /// may close as soon as it has a complete empty redirect).
+        func failure(complete: Bool) -> String? {
+            switch self {
+            case .readingSite: "the answer broke off"
+            case .writingClient: "the client went away during the answer"
+            case .ending: complete ? nil : "the client went away before the end of the answer"
+            }
+        }
     }
 
     /// Up to `limit` bytes from the start of `body` (more when the part that crosses the limit is longer).

@@ -187,6 +187,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if path == "/redirect":
             port = self.server.server_address[1]
             return self.reply(302, b"", [("Location", "http://127.0.0.1:%d/echo?from=redirect" % port)])
+        if path == "/redirect-close":
+            # As Django's runserver answers a logged-out client: an empty 302, and the connection closed after it.
+            self.close_connection = True
+            return self.reply(302, b"", [("Location", "/accounts/login/?next=/private/"), ("Connection", "close")])
         if path == "/redirect-away":
             return self.reply(302, b"", [("Location", "http://example.invalid/elsewhere")])
         return self.json(404, {"error": "no such path"})

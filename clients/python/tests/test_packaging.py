@@ -14,13 +14,22 @@ PACKAGE = os.path.dirname(HERE)
 ALLOWED = {"sessionkeeper", "requests", "urllib3", "idna", "charset-normalizer", "certifi", "pip", "setuptools", "wheel"}
 
 
+def _build_leftovers() -> set:
+    """What a setuptools build leaves in the folder it builds in."""
+    found = {name for name in ("build", "dist") if os.path.exists(os.path.join(PACKAGE, name))}
+    return found | {name for name in os.listdir(os.path.join(PACKAGE, "src")) if name.endswith(".egg-info")}
+
+
 def test_installs_into_a_fresh_virtualenv_with_requests_only(tmp_path):
     venv = tmp_path / "venv"
     made = run_to_end([sys.executable, "-m", "venv", str(venv)], 120)
     assert made.returncode == 0, made.stderr
     python = str(venv / "bin" / "python")
+    before = _build_leftovers()
     installed = run_to_end([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", PACKAGE], 600)
     assert installed.returncode == 0, installed.stderr[-3000:]
+    # The build ran on a copy: nothing was written into the checkout (issue 40).
+    assert _build_leftovers() == before, f"the install wrote {sorted(_build_leftovers() - before)} into {PACKAGE}"
     listed = run_to_end([python, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"], 120)
     names = {p["name"].lower() for p in json.loads(listed.stdout)}
     assert "sessionkeeper" in names and "requests" in names

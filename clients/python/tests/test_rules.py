@@ -42,6 +42,22 @@ def test_a_rule_without_status_does_not_count_401():
     assert rule.judge(303, ["http://x/signin"], None)
 
 
+def test_the_default_rule_knows_the_login_page_and_the_check():
+    # What the daemon hands out for a site with no egress.logged_out (SPEC section 10's default).
+    rule = detail({"logged_out": {"status": [401], "url_matches": None, "body_contains": None,
+                                  "login_paths": ["/accounts/login/"],
+                                  "check": {"method": "GET", "path": "/api/me", "status": [200],
+                                            "follows_redirects": False}}}).logged_out
+    page = "https://app.example.com/private/"
+    assert rule.judge(302, ["https://app.example.com/accounts/login/?next=/private/"], None, page, "GET")
+    assert not rule.judge(302, ["https://other.example.com/accounts/login/"], None, page, "GET"), "another origin"
+    assert not rule.judge(302, ["https://app.example.com/home/"], None, page, "GET")
+    assert rule.judge(403, [], None, "https://app.example.com/api/me", "GET")
+    assert not rule.judge(200, [], None, "https://app.example.com/api/me", "GET")
+    assert not rule.judge(403, [], None, "https://app.example.com/api/me", "POST"), "not the check's request"
+    assert not rule.judge(403, [], None, page, "GET"), "not the check's URL"
+
+
 def test_a_regex_python_cannot_read_judges_no_url(caplog):
     rule = LoggedOutRule.from_json({"status": [401], "url_matches": "(?<name"})
     assert rule.url_matches is None and rule.judge(401, [], None)

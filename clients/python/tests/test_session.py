@@ -235,6 +235,9 @@ def test_the_sites_egress_rule_from_the_daemon_judges_a_redirect_to_the_login_pa
         assert response.status_code == 200
         assert "alice" in response.text and 'id="login"' not in response.text
         assert world.stats()["logins"] == logins + 1
-        # Without the rule the same redirect is an ordinary answer: the demo site's Session gets the login form.
+        # Without the rule the daemon's default (SPEC section 10) says the same: the redirect goes to the page the
+        # demo site's login flow fetches first (/login), so its Session renews too and gets the account page.
         plain = sessionkeeper.Session("demo", socket=world.socket, wait=1.0)
-        assert 'id="login"' in plain.get(world.url("/account")).text
+        assert world.daemon_get("/v1/sites/demo")["egress"]["logged_out"]["login_paths"] == ["/login"]
+        account = plain.get(world.url("/account")).text
+        assert "alice" in account and 'id="login"' not in account

@@ -7,6 +7,7 @@ Every request is answered from the request alone (no state), so tests can run in
 """
 import argparse
 import json
+import os
 import signal
 import ssl
 import sys
@@ -66,7 +67,18 @@ class Handler(BaseHTTPRequestHandler):
         scheme = "https" if isinstance(self.connection, ssl.SSLSocket) else "http"
         port = self.host_port()
 
-        if path == "/page":
+        if path == "/accounts/login/":
+            # A refused sign-in shaped like django-allauth's: a long head, a nav, the message in an errorlist
+            # halfway down. A POST's `echo` field is put into the message (an app that repeats what was typed).
+            with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "django_login_refused.html")) as page:
+                text = page.read()
+            echo = parse_qs(self.body()).get("echo", [""])[0] if self.command == "POST" else ""
+            self.send(200, text.replace("{echo}", f" ({echo})" if echo else ""), "text/html; charset=utf-8")
+        elif path == "/api/refused":
+            # A JSON API's refusal: the message in errors[0].detail.
+            self.send(400, json.dumps({"errors": [{"code": "invalid", "detail": "Invalid credentials given."}]}),
+                      "application/json")
+        elif path == "/page":
             # HTML with a form (for xpath and form_from), a header and a cookie to extract.
             self.send(200, PAGE, "text/html; charset=utf-8",
                       [("X-Request-Id", "rid-42"), ("Set-Cookie", "pagecookie=pc-value; Path=/")])

@@ -95,13 +95,51 @@ class SiteStatus:
 
 
 @dataclass(frozen=True)
+class CheckShape:
+    """The site's `check` as the daemon hands it out for the default logged-out rule: its method, its URL's path and
+    query, and the statuses it accepts (none listed: any below 400)."""
+
+    method: str
+    path: str
+    status: FrozenSet[int] = frozenset()
+    follows_redirects: bool = True
+
+    def accepts(self, status: int) -> bool:
+        return status < 400 if not self.status else status in self.status
+
+    @classmethod
+    def from_json(cls, data: Any) -> Optional["CheckShape"]:
+        if not isinstance(data, dict) or not isinstance(data.get("method"), str) or not isinstance(data.get("path"), str):
+            return None
+        raw = data.get("status")
+        statuses = frozenset(s for s in raw if isinstance(s, int)) if isinstance(raw, list) else frozenset()
+        return cls(method=data["method"], path=data["path"], status=statuses,
+                   follows_redirects=data.get("follows_redirects") is not False)
+
+
+def _path(url: str, with_query: bool) -> str:
+    parts = urlsplit(url)
+    path = parts.path or "/"
+    return path + "?" + parts.query if with_query and parts.query else path
+
+
+def _same_origin(one: str, other: str) -> bool:
+    a, b = urlsplit(one), urlsplit(other)
+    return (a.scheme.lower(), a.hostname, a.port) == (b.scheme.lower(), b.hostname, b.port)
+
+
+@dataclass(frozen=True)
 class LoggedOutRule:
     """How a logged-out answer looks (a site's `egress.logged_out`, SPEC section 10): any one of a status in
-    `status`, a URL matching `url_matches`, a body containing `body_contains`. Without the site saying, a 401."""
+    `status`, a URL matching `url_matches`, a body containing `body_contains`. Without the site saying, the daemon's
+    default: a 401, a redirect to the login page (`login_paths`), or the check's own request answered with a status
+    the check does not accept (`check`)."""
 
     status: FrozenSet[int] = frozenset({401})
     url_matches: Optional["re.Pattern[str]"] = None
     body_contains: Optional[bytes] = None
+    login_paths: FrozenSet[str] = frozenset()
+    check: Optional[CheckShape] = None
 
     @classmethod
     def from_json(cls, data: Any) -> "LoggedOutRule":
@@ -119,12 +157,23 @@ class LoggedOutRule:
                 logger.warning("egress.logged_out.url_matches is not a Python regular expression (%s); "
                                "URLs are not judged by it", problem)
         body = data["body_contains"].encode("utf-8") if isinstance(data.get("body_contains"), str) else None
-        return cls(status=statuses, url_matches=pattern, body_contains=body or None)
+        raw_paths = data.get("login_paths")
+        login_paths = frozenset(p for p in raw_paths if isinstance(p, str)) if isinstance(raw_paths, list) else frozenset()
+        return cls(status=statuses, url_matches=pattern, body_contains=body or None, login_paths=login_paths,
+                   check=CheckShape.from_json(data.get("check")))
 
-    def judge(self, status: int, urls: Sequence[str], body: Optional[bytes]) -> bool:
+    def judge(self, status: int, urls: Sequence[str], body: Optional[bytes], url: Optional[str] = None,
+              method: str = "GET") -> bool:
         """Whether an answer is logged out: its `status`, the `urls` it sends the client to or came from through a
-        redirect, and its `body` (None: not read, so not judged)."""
+        redirect, and its `body` (None: not read, so not judged); `url` and `method` are the request's, for the
+        default rule's login page and check."""
         if status in self.status:
+            return True
+        if url is not None and any(_same_origin(u, url) and _path(u, False) in self.login_paths for u in urls):
+            return True
+        check = self.check
+        if (check is not None and url is not None and method == check.method and not check.accepts(status)
+                and not (check.follows_redirects and 300 <= status < 400) and _path(url, True) == check.path):
             return True
         if self.url_matches is not None and any(self.url_matches.search(url) for url in urls):
             return True

@@ -42,7 +42,8 @@ class HTTPXAuth(httpx.Auth):
         response = yield request
         self._hand_back(response)
         body = response.read() if served.detail.logged_out.body_contains is not None else None
-        if not self.keeper.is_logged_out(served, response.status_code, _urls(request, response), body):
+        if not self.keeper.is_logged_out(served, response.status_code, _urls(request, response), body, url,
+                                      request.method):
             return
         if not replays:
             self.keeper.report(response.status_code)
@@ -65,7 +66,8 @@ class HTTPXAuth(httpx.Auth):
         response = yield request
         await anyio.to_thread.run_sync(self._hand_back, response)
         body = await response.aread() if served.detail.logged_out.body_contains is not None else None
-        if not self.keeper.is_logged_out(served, response.status_code, _urls(request, response), body):
+        if not self.keeper.is_logged_out(served, response.status_code, _urls(request, response), body, url,
+                                      request.method):
             return
         if not replays:
             await anyio.to_thread.run_sync(self.keeper.report, response.status_code)

@@ -57,8 +57,9 @@ class SiteKeeper:
         self._detail = (cookie, detail, now)
         return detail
 
-    def is_logged_out(self, served: Served, status: int, urls: Sequence[str], body: Optional[bytes]) -> bool:
-        return served.detail.logged_out.judge(status, urls, body)
+    def is_logged_out(self, served: Served, status: int, urls: Sequence[str], body: Optional[bytes],
+                      url: Optional[str] = None, method: str = "GET") -> bool:
+        return served.detail.logged_out.judge(status, urls, body, url, method)
 
     def renewed(self, url: str, failed: Served, status: int) -> Optional[Served]:
         """After a logged-out answer to a request to `url` carrying `failed`: reports it and waits for a session

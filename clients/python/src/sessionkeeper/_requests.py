@@ -65,7 +65,8 @@ class _KeptAdapter(BaseAdapter):
         self.keeper.hand_back(url, _set_cookie_values(response))
         rule = served.detail.logged_out
         body = response.content if rule.body_contains is not None and not stream else None
-        if not self.keeper.is_logged_out(served, response.status_code, _urls(response), body):
+        if not self.keeper.is_logged_out(served, response.status_code, _urls(response), body, url,
+                                      request.method or "GET"):
             return response
         if not (served.detail.replays(request.method or "GET") and _replayable(request.body)):
             self.keeper.report(response.status_code)
