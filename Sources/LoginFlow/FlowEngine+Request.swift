@@ -28,9 +28,6 @@ extension FlowEngine {
         var response: HTTPResponse
         // Each cookie once by name, host and path; shown by name, with its host where two hosts' share it.
         var cookiesStored: [Cookie] = []
-        // What the jar refused of this step's answers: a step that then fails says so (a cookie refused by
-        // `accept: main-document-domain` on another host is why the next request is answered 403).
-        var refused: [(name: String?, reason: String, url: String)] = []
 
         while true {
             try checkCancellation(site: siteName, step: name)
@@ -60,7 +57,7 @@ extension FlowEngine {
                     let decisions = Self.store(setCookieFields, in: storage, from: response.url, mainDocumentURL: baseURL)
                     // A Set-Cookie already expired deletes a cookie (a logout's): that is no refusal worth naming.
                     for case .rejected(let cookieName, let reason) in decisions where !reason.hasPrefix("already expired") {
-                        refused.append((cookieName, reason, response.url.redactedForLog))
+                        state.refusedCookies.append((cookieName, reason, response.url.redactedForLog))
                     }
                     for case .stored(let cookie) in decisions {
                         state.masker.addValue(cookie.value)
@@ -103,7 +100,7 @@ extension FlowEngine {
         }
 
         state.lastResponse = response
-        let cookiesSet = Cookie.labels(cookiesStored)
+        let cookiesSet = cookiesStored.isEmpty ? [] : Cookie.labels(cookiesStored, among: storage.allCookies)
         if !doneWhen.isEmpty, unmetCondition(doneWhen, response: response, storage: storage, masker: state.masker) == nil {
             return StepTiming(
                 step: name, duration: ContinuousClock.now - started, requests: hop + 1, status: response.status,
@@ -112,19 +109,20 @@ extension FlowEngine {
         do {
             try inspect(step, response: response, name: name, mark: mark, state: &state, storage: storage)
         } catch {
-            throw Self.namingRefusedCookies(error, refused: refused, masker: state.masker)
+            throw Self.namingRefusedCookies(error, refused: state.refusedCookies, masker: state.masker)
         }
         return StepTiming(
             step: name, duration: ContinuousClock.now - started, requests: hop + 1, status: response.status, cookiesSet: cookiesSet)
     }
 
-    /// `error` with, when the jar refused cookies of the step's answers, which ones and why (at most three, then
-    /// how many more): without it, a chain that broke on a refused cookie shows only the status that followed.
+    /// `error` with, when the jar refused cookies of the run's answers so far, which ones and why (the last three,
+    /// then how many more): without it, a chain that broke on a refused cookie (a provider's CSRF cookie refused
+    /// by `accept: main-document-domain`, its form then answered 403) shows only the status that followed.
     static func namingRefusedCookies(
         _ error: FlowError, refused: [(name: String?, reason: String, url: String)], masker: SecretMasker
     ) -> FlowError {
         guard !refused.isEmpty else { return error }
-        var named = refused.prefix(3).map { entry in
+        var named = refused.suffix(3).map { entry in
             "cookie \(entry.name.map { "'\($0)'" } ?? "(unnamed)") from \(entry.url) was refused: \(masker.redact(entry.reason))"
                 + (entry.reason.contains("main document's registrable domain")
                     ? " (cookies.accept: main-document-domain; a login across hosts needs accept: always)" : "")
