@@ -19,6 +19,10 @@ enum TokenParameters {
 
     /// `name=value` in a query, a form body, or a URL inside a header or a page (`&amp;` separated too).
     private static let pair = try! NSRegularExpression(pattern: #"(?<=^|[?&;\s"'(,]|&amp;)("# + name + #")=([^&;\s"'<>#,)]*)"#)
+    /// The same pair percent-encoded, once or more, inside another parameter's value (a `next` or `return` URL
+    /// holding the authorization request: `next=%2Fauthorize%3F...%26state%3DVALUE`).
+    private static let encodedPair = try! NSRegularExpression(
+        pattern: #"(%(?:25)*(?:26|3F))([A-Za-z0-9_.\-]+)(%(?:25)*3D)((?:(?!%(?:25)*26)[^&\s"'<>#])*)"#, options: [.caseInsensitive])
     /// `"name": "value"` in JSON.
     private static let member = try! NSRegularExpression(pattern: #""("# + name + #")"\s*:\s*"((?:[^"\\]|\\.)*)""#)
     /// An HTML input, whose name and value attributes come in either order.
@@ -33,6 +37,12 @@ enum TokenParameters {
         output = replacing(pair, in: output) { match, text in
             guard isSensitive(text(match.range(at: 1))), match.range(at: 2).length > 0 else { return nil }
             return text(match.range(at: 1)) + "=" + SecretMasker.mask
+        }
+        if output.contains("%") {
+            output = replacing(encodedPair, in: output) { match, text in
+                guard isSensitive(text(match.range(at: 2))), match.range(at: 4).length > 0 else { return nil }
+                return text(match.range(at: 1)) + text(match.range(at: 2)) + text(match.range(at: 3)) + SecretMasker.mask
+            }
         }
         output = replacing(member, in: output) { match, text in
             guard isSensitive(text(match.range(at: 1))), match.range(at: 2).length > 0 else { return nil }
