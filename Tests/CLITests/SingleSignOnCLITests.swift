@@ -47,6 +47,16 @@ import Testing
             let fresh = try await world.run(["login", "sso", "-v", "--fresh"])
             #expect(fresh.status == 0, "stderr: \(fresh.stderr)")
             #expect(try await world.stats() == ["provider_logins": 2, "consents": 1])
+
+            // The same flow without done_when (another site, so from an empty jar): the consent step, not needed
+            // any more, is skipped, and login -v says so.
+            let site = try String(contentsOfFile: world.folder.path("sites/sso.yaml"), encoding: .utf8)
+            try site.replacingOccurrences(of: "  done_when: {url_matches: \"/account$\", body_contains: \"Welcome, alice\"}\n", with: "")
+                .write(toFile: world.folder.path("sites/sso2.yaml"), atomically: true, encoding: .utf8)
+            let skipping = try await world.run(["login", "sso2", "-v"])
+            #expect(skipping.status == 0, "stderr: \(skipping.stderr)")
+            #expect(skipping.stderr.contains("[3/3] consent: skipped, the previous response does not meet its when: expected "), "\(skipping.stderr)")
+            #expect(try await world.stats() == ["provider_logins": 3, "consents": 1])
         }
     }
 
