@@ -82,6 +82,37 @@ import Testing
     }
 }
 
+extension SingleSignOnCLITests {
+    @Test func aStepThatFailsAfterSkippedOnesStoresNothing() async throws {
+        try await SSOWorld.with { world in
+            #expect(try await world.run(["login", "sso"]).status == 0)
+            let before = try await world.run(["cookie", "sso", "--format", "json"]).stdout
+
+            // Without done_when and with a last step that cannot pass: the provider's form and the consent are
+            // skipped (its session kept, the consent remembered), then the last step fails.
+            let path = world.folder.path("sites/sso.yaml")
+            let site = try String(contentsOfFile: path, encoding: .utf8)
+            let broken = site.replacingOccurrences(of: "  done_when: {url_matches: \"/account$\", body_contains: \"Welcome, alice\"}\n", with: "")
+                .replacingOccurrences(of: "      form: {allow: Authorize}\n", with: """
+                          form: {allow: Authorize}
+                        - name: settings
+                          get: /account
+                          expect: {body_contains: Settings saved}
+
+                    """)
+            try broken.write(toFile: path, atomically: true, encoding: .utf8)
+            let failed = try await world.run(["login", "sso", "-v"])
+            #expect(failed.status == 1, "stderr: \(failed.stderr)")
+            #expect(failed.stderr.contains("provider sign-in: skipped") && failed.stderr.contains("consent: skipped"), "\(failed.stderr)")
+            #expect(failed.stderr.contains("site 'sso', step 'settings'"), "\(failed.stderr)")
+            // The stored session is the one before: a failed login never stores one.
+            let after = try await world.run(["cookie", "sso", "--format", "json"]).stdout
+            let unchanged = before == after && !before.isEmpty
+            #expect(unchanged)
+        }
+    }
+}
+
 /// A folder with config.yaml and `sites/sso.yaml` (the shipped example, enabled, pointed at the demo site), and
 /// a demo-site process with its identity provider on 127.0.0.2.
 final class SSOWorld {

@@ -158,6 +158,64 @@ import Testing
     }
 }
 
+/// The demo provider keeps to what an authorization server must (RFC 6749 sections 4.1 and 10): no open
+/// redirect, a state checked by the app, a code used once.
+@Suite(.serialized) struct DemoProviderTests {
+    static func get(_ client: CurlHTTPClient, _ url: URL, cookie: String? = nil) async throws -> HTTPResponse {
+        var headers = HTTPHeaders()
+        if let cookie { headers.add(name: "Cookie", value: cookie) }
+        return try await client.send(HTTPRequest(method: "GET", url: url, headers: headers), options: TransportOptions())
+    }
+
+    @Test func anAuthorizationToAnotherHostOrWithoutStateIsRefused() async throws {
+        try await SingleSignOnFlowTests.withProvider { server, client in
+            let provider = try #require(server.providerURL)
+            let callback = "http%3A%2F%2F127.0.0.1%3A\(server.port)%2Foidc%2Fcallback"
+            for query in [
+                "response_type=code&client_id=demo-app&redirect_uri=http%3A%2F%2Fevil.example%2Foidc%2Fcallback&state=s",
+                "response_type=code&client_id=demo-app&redirect_uri=\(callback)",
+                "response_type=token&client_id=demo-app&redirect_uri=\(callback)&state=s",
+                "response_type=code&client_id=other&redirect_uri=\(callback)&state=s",
+            ] {
+                let response = try await Self.get(client, try #require(URL(string: "\(provider.absoluteString)/authorize?\(query)")))
+                #expect(response.status == 400, "\(query)")
+            }
+            let good = try await Self.get(
+                client, try #require(URL(string: "\(provider.absoluteString)/authorize?response_type=code&client_id=demo-app&redirect_uri=\(callback)&state=s")))
+            #expect(good.status == 302 && good.headers["Location"]?.hasPrefix("/login?next=%2Fauthorize%3F") == true)
+        }
+    }
+
+    @Test func theAppChecksTheStateAndACodeWorksOnce() async throws {
+        try await SingleSignOnFlowTests.withProvider { server, client in
+            let site = try DemoSiteIntegrationTests.load(SingleSignOnFlowTests.exampleYAML(baseURL: server.baseURL), name: "example-sso")
+            let engine = FlowEngine(
+                client: client, credentials: DictionaryCredentials(values: DemoSiteIntegrationTests.credentials), environment: [:])
+            let storage = CookieStorage()
+            _ = try await engine.login(site, storage: storage)  // the provider's session and the consent
+
+            // A sign-in started by the app, answered by the provider with a code: redeemed once.
+            let start = try await Self.get(client, server.baseURL.appendingPathComponent("oidc/start"))
+            let pending = try #require(start.headers["Set-Cookie"]?.split(separator: ";").first.map(String.init))
+            let authorize = try #require(start.headers["Location"].flatMap(URL.init(string:)))
+            let providerCookie = storage.cookieHeader(for: authorize)
+            let answer = try await Self.get(client, authorize, cookie: providerCookie)
+            let callback = try #require(answer.headers["Location"].flatMap(URL.init(string:)))
+            #expect(answer.status == 302 && callback.path == "/oidc/callback")
+            let first = try await Self.get(client, callback, cookie: pending)
+            #expect(first.status == 303 && first.headers["Location"] == "/account")
+            let again = try await Self.get(client, callback, cookie: pending)
+            #expect(again.status == 403, "a code and its state are used once")
+
+            // Another browser's code: the state is not the one this browser's sign-in sent.
+            let other = try await Self.get(client, server.baseURL.appendingPathComponent("oidc/start"))
+            let otherPending = try #require(other.headers["Set-Cookie"]?.split(separator: ";").first.map(String.init))
+            let mixed = try await Self.get(client, callback, cookie: otherPending)
+            #expect(mixed.status == 403)
+        }
+    }
+}
+
 extension SiteDefinition {
     /// The site with only its first `count` login steps and no done_when.
     func with(steps count: Int) -> SiteDefinition {
