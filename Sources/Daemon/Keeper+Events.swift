@@ -1,3 +1,4 @@
+import CookieJar
 import Foundation
 import Logging
 import Scheduler
@@ -61,7 +62,7 @@ extension Keeper {
         publishBoard(name)
         guard before.record != record else { return }
         publish(.cookies(
-            site: name, time: wallClock(), names: record.liveCookies(at: wallClock()).map(\.name), expiresAt: record.expiresAt))
+            site: name, time: wallClock(), names: Cookie.labels(record.liveCookies(at: wallClock())), expiresAt: record.expiresAt))
     }
 }
 

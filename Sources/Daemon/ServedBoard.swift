@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+import LoginFlow
 import Scheduler
 import Sessions
 import SiteConfig
@@ -76,9 +77,9 @@ public final class ServedBoard: Sendable {
     /// `.distantFuture` when none of them expires.
     static func essentialCookiesLiveUntil(site: SiteDefinition, record: SessionRecord) -> Date {
         var until = Date.distantFuture
-        for name in site.cookies.essential {
+        for entry in site.cookies.essential {
             var latest = Date.distantPast
-            for cookie in record.cookies where CookiePolicy.name(cookie.name, matches: name) {
+            for cookie in record.cookies where entry.matches(cookie, baseURL: site.baseURL) {
                 latest = max(latest, cookie.expires ?? .distantFuture)
             }
             until = min(until, latest)

@@ -7,14 +7,15 @@ import XMLQuery
 
 extension FlowEngine {
     /// Runs one HTTP step: builds the request, sends it and its redirects hop by hop with the jar's
-    /// cookies, then checks `expect:` and fills `extract:` from the last response.
+    /// cookies, then checks `expect:` and fills `extract:` from the last response, unless that response
+    /// meets `doneWhen` (a login's `done_when:`), which ends the login there (``StepTiming/endedLogin``).
     ///
     /// A one-time code (TOTP) the step carries is computed here, as the request is built; when the step's
     /// expectation fails and the code was sent at its period's end, the step runs once more with the next
     /// period's code before the login counts as refused.
     func perform(
         _ step: RequestStep, name: String, mark: SourceMark, state: inout RunState, storage: CookieStorage,
-        observer: FlowObserver?
+        observer: FlowObserver?, doneWhen: [Expectation] = []
     ) async throws(FlowError) -> StepTiming {
         try await state.prepare({ step.forEachVariable($0) }, provider: credentials, step: name, mark: mark)
         let codes = try await stampOneTimeCodes({ step.forEachVariable($0) }, step: name, mark: mark, state: &state, observer: observer)
@@ -51,7 +52,8 @@ extension FlowEngine {
         let maxRedirects = http.maxRedirects ?? Self.defaultMaxRedirects
         var hop = 0
         var response: HTTPResponse
-        var cookiesSet: [String] = []
+        // Each cookie once by name, host and path; shown by name, with its host where two hosts' share it.
+        var cookiesStored: [Cookie] = []
 
         while true {
             try checkCancellation(site: siteName, step: name)
@@ -79,9 +81,15 @@ extension FlowEngine {
                 if !setCookieFields.isEmpty {
                     let before = tracesExchanges ? storage.allCookies : []
                     let decisions = Self.store(setCookieFields, in: storage, from: response.url, mainDocumentURL: baseURL)
+                    // A Set-Cookie already expired deletes a cookie (a logout's): that is no refusal worth naming.
+                    for case .rejected(let cookieName, let reason) in decisions where !reason.hasPrefix("already expired") {
+                        state.refusedCookies.append((cookieName, reason, response.url.redactedForLog))
+                    }
                     for case .stored(let cookie) in decisions {
                         state.masker.addValue(cookie.value)
-                        if !cookiesSet.contains(cookie.name) { cookiesSet.append(cookie.name) }
+                        if !cookiesStored.contains(where: { $0.name == cookie.name && $0.domain == cookie.domain && $0.path == cookie.path }) {
+                            cookiesStored.append(cookie)
+                        }
                     }
                     if tracesExchanges {
                         for trace in ExchangeTracer.cookies(decisions, before: before, after: storage.allCookies, site: siteName, step: name) {
@@ -118,9 +126,58 @@ extension FlowEngine {
         }
 
         state.lastResponse = response
-        try inspect(step, response: response, name: name, mark: mark, state: &state, storage: storage)
+        let cookiesSet = cookiesStored.isEmpty ? [] : Cookie.labels(cookiesStored, among: storage.allCookies)
+        if !doneWhen.isEmpty, unmetCondition(doneWhen, response: response, storage: storage, masker: state.masker) == nil {
+            return StepTiming(
+                step: name, duration: ContinuousClock.now - started, requests: hop + 1, status: response.status,
+                cookiesSet: cookiesSet, endedLogin: true)
+        }
+        do {
+            try inspect(step, response: response, name: name, mark: mark, state: &state, storage: storage)
+        } catch {
+            throw Self.namingRefusedCookies(error, refused: state.refusedCookies, masker: state.masker)
+        }
         return StepTiming(
             step: name, duration: ContinuousClock.now - started, requests: hop + 1, status: response.status, cookiesSet: cookiesSet)
+    }
+
+    /// `error` with, when the jar refused cookies of the run's answers so far, which ones and why (the last three,
+    /// then how many more): without it, a chain that broke on a refused cookie (a provider's CSRF cookie refused
+    /// by `accept: main-document-domain`, its form then answered 403) shows only the status that followed.
+    static func namingRefusedCookies(
+        _ error: FlowError, refused: [(name: String?, reason: String, url: String)], masker: SecretMasker
+    ) -> FlowError {
+        guard !refused.isEmpty else { return error }
+        var named = refused.suffix(3).map { entry in
+            "cookie \(entry.name.map { "'\($0)'" } ?? "(unnamed)") from \(entry.url) was refused: \(masker.redact(entry.reason))"
+                + (entry.reason.contains("main document's registrable domain")
+                    ? " (cookies.accept: main-document-domain; a login across hosts needs accept: always)" : "")
+        }
+        if refused.count > 3 { named.append("\(refused.count - 3) more refused") }
+        var error = error
+        let note = named.joined(separator: "; ")
+        error.detail = error.detail.map { "\($0); \(note)" } ?? note
+        return error
+    }
+
+    /// The first of `conditions` (a `when:` or `done_when:`, the keys of `expect:`) that `response` does not meet,
+    /// masked, or nil when it meets them all. As for `expect:`, a response of status 400 or more meets no
+    /// conditions that do not name its status.
+    func unmetCondition(
+        _ conditions: [Expectation], response: HTTPResponse, storage: CookieStorage, masker: SecretMasker
+    ) -> ResponseInspection.Mismatch? {
+        if response.status >= 400, !conditions.contains(where: { if case .status = $0.kind { true } else { false } }) {
+            return ResponseInspection.Mismatch(expected: "a status below 400 (no status: given)", found: "status \(response.status)")
+        }
+        let parsed = ResponseInspection.ParsedResponse(response)
+        for condition in conditions {
+            do {
+                try ResponseInspection.check(condition.kind, response: parsed, storage: storage, now: now())
+            } catch {
+                return ResponseInspection.Mismatch(expected: masker.redact(error.expected), found: masker.redact(error.found))
+            }
+        }
+        return nil
     }
 
     /// The names of a percent-encoded query's parameters, decoded, in order.

@@ -103,13 +103,30 @@ public struct FlowEngine: Sendable {
                 kind: .invalidRequest, site: site.name, step: nil,
                 detail: "the site logs in manually (login: manual): its cookies come from `sessionkeeper import \(site.name) FILE`")
         case .steps(let steps):
+            let doneWhen = site.doneWhen
             for (index, step) in steps.enumerated() {
                 try checkCancellation(site: site.name, step: step.name)
+                if let when = step.when {
+                    // SPEC section 3: judged on the previous response; a step that is not needed is skipped.
+                    guard let previous = state.lastResponse else {
+                        throw FlowError(
+                            kind: .invalidRequest, site: site.name, step: step.name, mark: step.mark,
+                            detail: "'when' judges the previous response, and no HTTP step ran before this one")
+                    }
+                    if let unmet = unmetCondition(when, response: previous, storage: storage, masker: state.masker) {
+                        observer?(.stepSkipped(
+                            site: site.name, step: step.name, index: index + 1, count: steps.count,
+                            reason: "when: expected \(unmet.expected), found \(unmet.found)"))
+                        continue
+                    }
+                }
                 observer?(.stepStarted(site: site.name, step: step.name, index: index + 1, count: steps.count))
                 let timing: StepTiming
                 switch step.action {
                 case .request(let request):
-                    timing = try await perform(request, name: step.name, mark: step.mark, state: &state, storage: storage, observer: observer)
+                    timing = try await perform(
+                        request, name: step.name, mark: step.mark, state: &state, storage: storage, observer: observer,
+                        doneWhen: doneWhen)
                 case .plugin(let plugin):
                     timing = try await runPlugin(plugin, name: step.name, mark: step.mark, state: &state, storage: storage, observer: observer)
                 case .prompt(let prompt):
@@ -117,6 +134,10 @@ public struct FlowEngine: Sendable {
                 }
                 state.timings.append(timing)
                 observer?(.stepFinished(site: site.name, timing: timing))
+                if timing.endedLogin {
+                    observer?(.loginDone(site: site.name, step: step.name, stepsLeft: steps.count - index - 1))
+                    break
+                }
             }
         case .plugin(let plugin):
             observer?(.stepStarted(site: site.name, step: "login", index: 1, count: 1))
@@ -127,11 +148,14 @@ public struct FlowEngine: Sendable {
 
         let cookies = storage.allCookies
         let essentials = essentialCookies(site, cookies: cookies)
-        if let missing = essentials.first(where: { !$0.isSet }) {
+        if let (entry, missing) = zip(site.cookies.essential, essentials).first(where: { !$0.1.isSet }) {
+            let others = Set(cookies.filter { entry.matches(name: $0.name) && !entry.matches($0, baseURL: site.baseURL) }.map(\.domain))
+            let found = cookies.contains { entry.matches($0, baseURL: site.baseURL) } ? "only an expired one"
+                : others.isEmpty ? "no such cookie"
+                : "only one for another host (\(others.sorted().joined(separator: ", "))); name that host with {name: \(entry.name), domain: HOST}"
             throw FlowError(
                 kind: .essentialCookieMissing, site: site.name, step: state.timings.last?.step,
-                expected: "essential cookie \(missing.name) set and unexpired after the login",
-                found: cookies.contains { $0.name == missing.name } ? "only an expired one" : "no such cookie",
+                expected: "essential cookie \(missing.label) set and unexpired after the login", found: found,
                 response: state.lastResponse.map { FlowError.ResponseSummary($0, masker: state.masker) })
         }
         return FlowResult(
@@ -190,7 +214,7 @@ public struct FlowEngine: Sendable {
         if let missing = result.essentialCookies.first(where: { !$0.isSet }) {
             throw FlowError(
                 kind: .essentialCookieMissing, site: site.name, step: "check", mark: probe.mark,
-                expected: "essential cookie \(missing.name) set and unexpired", found: "it is gone")
+                expected: "essential cookie \(missing.label) set and unexpired", found: "it is gone")
         }
         return result
     }
@@ -214,6 +238,17 @@ public struct FlowEngine: Sendable {
         let started = ContinuousClock.now
         var state = RunState(site: site, environment: environment)
         for cookie in storage.allCookies { state.masker.addValue(cookie.value) }
+        // A check's page shows what the login's showed (the user's name): masked as in login traces. Values
+        // written in the file cost nothing; with traces (-vv) every credential but a one-time code is resolved
+        // for it, as the login resolves them, and one that cannot be is simply not there to mask.
+        for entry in site.credentials {
+            switch entry.source {
+            case .literal(let value): state.masker.addSecret(value)
+            case .totp: continue
+            default:
+                if tracesExchanges { try? await state.resolveCredential(entry.name, provider: credentials, step: name, mark: nil) }
+            }
+        }
         var request = probe.request
         if request.expect.isEmpty { request.expect = [Expectation(.status(Array(200...299)), mark: probe.mark)] }
         observer?(.stepStarted(site: site.name, step: name, index: 1, count: 1))
@@ -248,12 +283,19 @@ public struct FlowEngine: Sendable {
     /// The state of each essential cookie among `all`.
     func essentialCookies(_ site: SiteDefinition, cookies all: [Cookie]) -> [EssentialCookie] {
         let date = now()
-        return site.cookies.essential.map { name in
-            let live = all.filter { CookiePolicy.name($0.name, matches: name) && !$0.isExpired(at: date) }
+        let entries = site.cookies.essential
+        // Two entries of one name (an app's and its identity provider's session) are told apart by their host.
+        let shared = Set(entries.map(\.name).filter { name in entries.filter { $0.name == name }.count > 1 })
+        return entries.map { entry in
+            let live = all.filter { entry.matches($0, baseURL: site.baseURL) && !$0.isExpired(at: date) }
             // With several (per path or host), the one that expires first bounds the session.
             let chosen = live.min { ($0.expires ?? .distantFuture) < ($1.expires ?? .distantFuture) }
             // A prefix entry (`DW*`) is shown by the name it matched.
-            return EssentialCookie(name: chosen?.name ?? name, isSet: chosen != nil, expires: chosen?.expires, domain: chosen?.domain)
+            let name = chosen?.name ?? entry.name
+            let host = entry.domain ?? chosen?.domain ?? site.baseURL.host ?? ""
+            return EssentialCookie(
+                name: name, isSet: chosen != nil, expires: chosen?.expires, domain: chosen?.domain,
+                label: shared.contains(entry.name) ? "\(name) (\(host))" : name)
         }
     }
 

@@ -17,6 +17,12 @@ public enum FlowEvent: Sendable {
     case pluginOutput(site: String, step: String, line: String)
     /// A step ended successfully.
     case stepFinished(site: String, timing: StepTiming)
+    /// A step was not run: the previous response does not meet its `when:` (`reason` says which condition
+    /// and what was found, masked as errors are).
+    case stepSkipped(site: String, step: String, index: Int, count: Int, reason: String)
+    /// The last response of `step` meets `login.done_when:`, so the login ended there, successfully as far as
+    /// the flow goes (the essential cookies are still checked); `stepsLeft` steps were not run.
+    case loginDone(site: String, step: String, stepsLeft: Int)
     /// With ``FlowEngine/tracesExchanges`` only: a request as sent, headers and the start of the body
     /// masked (see ``Trace``).
     case requestTrace(Trace)

@@ -12,17 +12,23 @@ public struct StepTiming: Sendable, Hashable {
     /// The names of the cookies the step's responses stored, in order, each once (for `login -v`, which shows
     /// the author the names to put under `cookies.essential`); never a value.
     public var cookiesSet: [String]
+    /// The step's last response met `login.done_when:`: the login ended with it, its `expect:` and
+    /// `extract:` unread.
+    public var endedLogin: Bool
 
-    public init(step: String, duration: Duration, requests: Int, status: Int?, cookiesSet: [String] = []) {
+    public init(
+        step: String, duration: Duration, requests: Int, status: Int?, cookiesSet: [String] = [], endedLogin: Bool = false
+    ) {
         self.step = step
         self.duration = duration
         self.requests = requests
         self.status = status
         self.cookiesSet = cookiesSet
+        self.endedLogin = endedLogin
     }
 }
 
-/// The state of one `cookies.essential` name after a run.
+/// The state of one `cookies.essential` entry after a run.
 public struct EssentialCookie: Sendable, Hashable {
     public var name: String
     /// Present and unexpired.
@@ -30,12 +36,16 @@ public struct EssentialCookie: Sendable, Hashable {
     /// nil for a session cookie or when not set.
     public var expires: Date?
     public var domain: String?
+    /// How messages name it: the name, with its host when another essential entry has the same name
+    /// (`sessionid (idp.example.com)`).
+    public var label: String
 
-    public init(name: String, isSet: Bool, expires: Date?, domain: String?) {
+    public init(name: String, isSet: Bool, expires: Date?, domain: String?, label: String? = nil) {
         self.name = name
         self.isSet = isSet
         self.expires = expires
         self.domain = domain
+        self.label = label ?? name
     }
 }
 

@@ -24,6 +24,9 @@ struct RunState: Sendable {
     var storageOrigins: [StorageOrigin] = []
     var masker = SecretMasker()
     var timings: [StepTiming] = []
+    /// The Set-Cookie headers the jar refused so far (name, the jar's reason, the redacted URL that sent it): a
+    /// step that fails names them.
+    var refusedCookies: [(name: String?, reason: String, url: String)] = []
 
     init(site: SiteDefinition, environment: [String: String]) {
         self.site = site

@@ -1,6 +1,7 @@
 import Foundation
 
-/// Replaces every known secret in text meant for people (error messages, plugin stderr, logs).
+/// Replaces every known secret in text meant for people (error messages, plugin stderr, logs), and every value
+/// sent under the name of a code or a token.
 ///
 /// Secrets are credential values, extracted variables, cookie values and plugin-provided header values.
 /// Each is masked as written, percent-encoded (as it appears in a form body or query) and HTML-escaped
@@ -44,14 +45,19 @@ public struct SecretMasker: Sendable {
 
     /// `text` with every secret (and its encoded forms) replaced by ``mask``, longest first so that a secret
     /// containing another is masked whole.
+    ///
+    /// Then the values of parameters, JSON members and form inputs named as codes and tokens are masked too
+    /// (``TokenParameters``): an OAuth code or a CSRF token the flow never extracted is still one.
     public func redact(_ text: String) -> String {
-        guard !secrets.isEmpty, !text.isEmpty else { return text }
-        let all = secrets.reduce(into: Set<String>()) { $0.formUnion(Self.variants(of: $1)) }
+        guard !text.isEmpty else { return text }
         var output = text
-        for secret in all.sorted(by: { $0.count > $1.count }) where output.contains(secret) {
-            output = output.replacingOccurrences(of: secret, with: Self.mask)
+        if !secrets.isEmpty {
+            let all = secrets.reduce(into: Set<String>()) { $0.formUnion(Self.variants(of: $1)) }
+            for secret in all.sorted(by: { $0.count > $1.count }) where output.contains(secret) {
+                output = output.replacingOccurrences(of: secret, with: Self.mask)
+            }
         }
-        return output
+        return TokenParameters.mask(output)
     }
 
     /// Merges another masker's secrets in.

@@ -98,7 +98,7 @@ public struct SiteLogin: Sendable {
         } catch {
             throw .store(error)
         }
-        report(.stored(site: site.name, cookieNames: kept.map(\.name), leftOut: flow.cookies.count - kept.count))
+        report(.stored(site: site.name, cookieNames: Cookie.labels(kept), leftOut: flow.cookies.count - kept.count))
 
         let live = flow.cookies.filter { !$0.isExpired(at: flow.finishedAt) }
         // What loading the site warned of (an `outputs:` mode others may read) is said at every login, as
@@ -133,7 +133,9 @@ public struct SiteLogin: Sendable {
         var outputFailures: [OutputWriter.Failure] = []
         for output in site.outputs {
             do throws(OutputWriter.Failure) {
-                try OutputWriter.write(live, origins: origins, to: output)
+                // A header is what one request carries: the base_url's (formats with domains keep every host).
+                let cookies = output.format == .header ? SessionCookies.select(live, url: site.baseURL, now: now()) : live
+                try OutputWriter.write(cookies, origins: origins, to: output)
                 report(.outputWritten(site: site.name, path: output.path, cookieCount: live.count))
             } catch {
                 outputFailures.append(error)
@@ -165,12 +167,12 @@ public struct SiteLogin: Sendable {
         let now = now()
         // select leaves out expired cookies itself; the live count is only for the report.
         let kept = StartingCookies.select(
-            from: record.cookies, policy: site.cookies.keepOnLogin, essential: site.cookies.essential, now: now)
+            from: record.cookies, policy: site.cookies.keepOnLogin, essential: site.cookies.essential, baseURL: site.baseURL, now: now)
         let live = record.liveCookies(at: now)
         // Stored cookies were accepted once already; they go back in as they are, bypassing the accept policy.
         for cookie in kept { storage.setCookie(cookie) }
         report(.restored(
-            site: site.name, cookieNames: kept.map(\.name), leftOut: live.count - kept.count, lastLogin: record.lastLogin))
+            site: site.name, cookieNames: Cookie.labels(kept), leftOut: live.count - kept.count, lastLogin: record.lastLogin))
     }
 }
 

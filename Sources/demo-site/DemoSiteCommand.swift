@@ -29,7 +29,10 @@ struct DemoSiteCommand: AsyncParsableCommand {
             try await DemoSite.serve(
                 configuration: configuration,
                 requestLog: { entry in StandardOutput.writeLine("\(Self.timestamp()) \(entry)") },
-                onServerRunning: { port in Self.announce(configuration: configuration, port: port, portFile: portFile) }
+                onServerRunning: { port in Self.announce(configuration: configuration, port: port, portFile: portFile) },
+                onProviderRunning: { port in
+                    StandardOutput.writeLine("\(Self.timestamp()) demo-site identity provider listening on http://\(configuration.idpHost ?? ""):\(port)")
+                }
             )
         } catch {
             StandardError.writeLine("demo-site: could not serve on \(configuration.host):\(configuration.port): \(error)")

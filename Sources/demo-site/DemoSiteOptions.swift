@@ -52,6 +52,12 @@ struct DemoSiteOptions: ParsableArguments {
     @Option(help: "Host name of the single-sign-on site.")
     var ssoHost = "sso.demo.test"
 
+    @Option(help: ArgumentHelp("Run the identity provider (sign-in, consent, codes for /oidc/start) on this address, such as 127.0.0.2.", valueName: "address"))
+    var idpHost: String?
+
+    @Option(help: "TCP port of the identity provider; 0 picks a free one.")
+    var idpPort = 8481
+
     @Option(help: ArgumentHelp("Extra markup on the sign-in page, after the form (a large page for benchmarks).", valueName: "bytes"))
     var loginPagePadding = 0
 
@@ -70,7 +76,9 @@ struct DemoSiteOptions: ParsableArguments {
             mainHost: mainHost,
             ssoHost: ssoHost,
             loginPagePadding: loginPagePadding,
-            signingKey: environment[signingKeyEnv] ?? DemoSite.Configuration.defaultSigningKey
+            signingKey: environment[signingKeyEnv] ?? DemoSite.Configuration.defaultSigningKey,
+            idpHost: idpHost,
+            idpPort: idpPort
         )
         try configuration.validate()
         return configuration

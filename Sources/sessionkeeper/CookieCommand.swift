@@ -78,7 +78,9 @@ struct CookieCommand: ParsableCommand {
             throw CLIFailure.failed("\(problem); start the daemon ('sessionkeeper run') or log in again")
         }
         let origins = url.map { url in record.origins.filter { $0.isOrigin(of: url) } } ?? record.origins
-        Console.outRaw(SessionCookies.text(SessionCookies.select(record.cookies, url: url, now: now), as: format, origins: origins))
+        // A header is one request's: the base_url's unless --url names another (as the daemon answers it).
+        let selectFor = url ?? (format == .header ? definition.baseURL : nil)
+        Console.outRaw(SessionCookies.text(SessionCookies.select(record.cookies, url: selectFor, now: now), as: format, origins: origins))
     }
 
     /// A `--min-valid`/`--wait` value, or a usage error.

@@ -108,7 +108,7 @@ struct ExecCommand: AsyncParsableCommand {
         url requestURL: URL?, client: DaemonClient
     ) async throws -> Int32 {
         var environment = ProcessInfo.processInfo.environment
-        environment["SESSIONKEEPER_COOKIE"] = CookieCodec.encode(session.cookies, as: .header)
+        environment["SESSIONKEEPER_COOKIE"] = session.header
         environment["SESSIONKEEPER_COOKIE_FILE"] = file.path
         environment["SESSIONKEEPER_SOCKET"] = client.socket
         environment["SESSIONKEEPER_USER_AGENT"] = session.userAgent
@@ -159,14 +159,25 @@ struct ExecCommand: AsyncParsableCommand {
 
 /// What `exec` hands the command.
 struct ExecSession {
+    /// What the cookie file holds: every host's cookies, or `--url`'s.
     var cookies: [Cookie]
+    /// `SESSIONKEEPER_COOKIE`: the Cookie header of one request, `--url`'s or the site's `base_url`'s (an
+    /// identity provider's cookies of the same names stay out).
+    var header: String
     var userAgent: String?
 
     /// From the daemon: the session's cookies (json, chosen for `url` here by the jar's rules, as the
-    /// vault path does) and its User-Agent.
+    /// vault path does), the header for `url` or, without it, as the daemon answers it for `base_url`, and
+    /// its User-Agent.
     static func fetch(site: String, client: DaemonClient, url: URL?) throws(DaemonClientError) -> ExecSession {
         let info = SiteStatus(try client.json("GET", DaemonClient.sitePath(site)))
-        return ExecSession(cookies: try cookies(site: site, client: client, url: url), userAgent: info.userAgent)
+        let cookies = try cookies(site: site, client: client, url: url)
+        var header = CookieCodec.encode(cookies, as: .header)
+        if url == nil {
+            let body = try client.request("GET", DaemonClient.sitePath(site, "/cookies"), query: [("format", "header")]).body
+            header = String(decoding: body, as: UTF8.self).trimmingCharacters(in: .newlines)
+        }
+        return ExecSession(cookies: cookies, header: header, userAgent: info.userAgent)
     }
 
     static func cookies(site: String, client: DaemonClient, url: URL?) throws(DaemonClientError) -> [Cookie] {
@@ -183,7 +194,9 @@ struct ExecSession {
     static func stored(site: String, config: ConfigOptions, url: URL?) async throws -> ExecSession {
         let (daemonConfig, definition) = try LoginSetup.load(site: site, explicitConfig: config.path)
         let record = try await VaultAccess.storedSession(site: definition, config: daemonConfig)
-        return ExecSession(cookies: SessionCookies.select(record.cookies, url: url, now: Date()), userAgent: record.userAgent)
+        let now = Date()
+        let header = CookieCodec.encode(SessionCookies.select(record.cookies, url: url ?? definition.baseURL, now: now), as: .header)
+        return ExecSession(cookies: SessionCookies.select(record.cookies, url: url, now: now), header: header, userAgent: record.userAgent)
     }
 }
 

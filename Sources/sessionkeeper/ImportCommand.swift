@@ -2,6 +2,7 @@ import ArgumentParser
 import BrowserCookies
 import CookieJar
 import Foundation
+import LoginFlow
 import Sessions
 import SiteConfig
 import Vault
@@ -93,16 +94,16 @@ struct ImportCommand: AsyncParsableCommand {
                     "no cookie of \(source) was accepted for site '\(definition.name)' (base_url "
                         + "\(definition.baseURL.absoluteString)); the stored session was left as it was")
             }
-            let essentials = definition.cookies.essential.compactMap { name in kept.first { CookiePolicy.name($0.name, matches: name) } }
-            for name in definition.cookies.essential where !kept.contains(where: { CookiePolicy.name($0.name, matches: name) }) {
-                Console.err("sessionkeeper: warning: the essential cookie '\(name)' is not among the imported cookies")
+            let essentials = definition.cookies.essential.compactMap { entry in kept.first { entry.matches($0, baseURL: definition.baseURL) } }
+            for entry in definition.cookies.essential where !kept.contains(where: { entry.matches($0, baseURL: definition.baseURL) }) {
+                Console.err("sessionkeeper: warning: the essential cookie '\(entry)' is not among the imported cookies")
             }
             let record = SessionRecord(
                 cookies: kept, lastLogin: now, expiresAt: essentials.compactMap(\.expires).min(),
                 userAgent: userAgent ?? definition.http.userAgent)
             try await Self.store(record, site: definition.name, config: daemonConfig)
             Console.out(
-                "imported \(kept.count) cookie(s) for \(definition.name) (\(kept.map(\.name).joined(separator: ", ")))"
+                "imported \(kept.count) cookie(s) for \(definition.name) (\(Cookie.labels(kept).joined(separator: ", ")))"
                     + (record.expiresAt.map { "; the session expires at \(CookieTime.rfc3339($0))" } ?? ""))
         }
     }

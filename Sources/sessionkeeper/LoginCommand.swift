@@ -175,7 +175,7 @@ enum LoginSummary {
             return "logged in to \(result.site): \(result.cookies.count) cookie(s) stored (no essential cookies declared)"
         }
         let parts = essentials.map { cookie in
-            "\(cookie.name) " + (cookie.expires.map { "until \(CookieTime.rfc3339($0))" } ?? "(session cookie)")
+            "\(cookie.label) " + (cookie.expires.map { "until \(CookieTime.rfc3339($0))" } ?? "(session cookie)")
         }
         return "logged in to \(result.site): \(parts.joined(separator: ", "))"
     }

@@ -69,6 +69,13 @@ final class LoginProgress: Sendable {
             case .refused(let reason): line("    * cookie \(name) refused: \(reason)")
             case .evicted(let reason): line("    * cookie \(name)\(scope) removed: \(reason)")
             }
+        case .stepSkipped(_, let step, let index, let count, let reason):
+            if verbose { line("[\(index)/\(count)] \(step): skipped, the previous response does not meet its \(reason)") }
+        case .loginDone(_, let step, let stepsLeft):
+            if verbose {
+                line("  step '\(step)' reached what login.done_when describes: the login ends here"
+                    + (stepsLeft > 0 ? " (\(stepsLeft) later step(s) not run)" : ""))
+            }
         case .stepFinished(_, let timing):
             if verbose {
                 let requests = timing.requests == 1 ? "1 request" : "\(timing.requests) requests"

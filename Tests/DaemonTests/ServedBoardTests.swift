@@ -2,6 +2,7 @@ import CookieJar
 @testable import Daemon
 import Foundation
 import Scheduler
+import LoginFlow
 import Sessions
 import SiteConfig
 import Testing
@@ -27,7 +28,7 @@ import Testing
     /// schedule's view of the session valid.
     private static func fitByTheRule(site: SiteDefinition, record: SessionRecord, session: SessionSummary, at horizon: Date) -> Bool {
         let live = record.liveCookies(at: horizon)
-        let present = site.cookies.essential.allSatisfy { entry in live.contains { CookiePolicy.name($0.name, matches: entry) } }
+        let present = site.cookies.essential.allSatisfy { entry in live.contains { entry.matches($0, baseURL: site.baseURL) } }
         return present && session.isValid(at: horizon)
     }
 

@@ -92,7 +92,7 @@ enum Fixture {
     }
 
     static func site(
-        _ steps: [Step], credentials: [String] = [], essential: [String] = [], accept: CookiePolicy.Accept = .always,
+        _ steps: [Step], credentials: [String] = [], essential: [CookieSelector] = [], accept: CookiePolicy.Accept = .always,
         http: HTTPSettings = HTTPSettings(), allowEnv: [String] = [], check: RequestStep? = nil, keepalive: RequestStep? = nil
     ) -> SiteDefinition {
         SiteDefinition(

@@ -1,5 +1,6 @@
 import CookieJar
 import Foundation
+import LoginFlow
 import Sessions
 import SiteConfig
 import Testing
@@ -115,6 +116,7 @@ import Testing
 
 @Suite struct StartingCookiesTests {
     static let now = Date(timeIntervalSince1970: 1_750_000_000)
+    static let site = URL(string: "https://x.test/")!
     static let stored = [
         Cookie(name: "sid", value: "s", domain: "x.test", expires: now.addingTimeInterval(600), created: now),
         Cookie(name: "device", value: "d", domain: "x.test", expires: now.addingTimeInterval(86_400), created: now),
@@ -123,22 +125,45 @@ import Testing
     ]
 
     @Test func defaultKeepsEverythingButTheEssentialCookies() {
-        let kept = StartingCookies.select(from: Self.stored, policy: .allButEssential, essential: ["sid"], now: Self.now)
+        let kept = StartingCookies.select(from: Self.stored, policy: .allButEssential, essential: ["sid"], baseURL: Self.site, now: Self.now)
         #expect(kept.map(\.name) == ["device", "prefs"])
         // An essential name ending in * leaves out what it matches, as the full name does.
-        let byPrefix = StartingCookies.select(from: Self.stored, policy: .allButEssential, essential: ["s*"], now: Self.now)
+        let byPrefix = StartingCookies.select(from: Self.stored, policy: .allButEssential, essential: ["s*"], baseURL: Self.site, now: Self.now)
         #expect(byPrefix.map(\.name) == ["device", "prefs"])
-        #expect(CookiePolicy.name("DW7f3a", matches: "DW*") && !CookiePolicy.name("XDW", matches: "DW*"))
-        #expect(CookiePolicy.name("sid", matches: "sid") && !CookiePolicy.name("sid2", matches: "sid"))
+        #expect(CookieSelector("DW*").matches(name: "DW7f3a") && !CookieSelector("DW*").matches(name: "XDW"))
+        #expect(CookieSelector("sid").matches(name: "sid") && !CookieSelector("sid").matches(name: "sid2"))
     }
 
     @Test func noneStartsEmpty() {
-        #expect(StartingCookies.select(from: Self.stored, policy: .none, essential: ["sid"], now: Self.now).isEmpty)
+        #expect(StartingCookies.select(from: Self.stored, policy: .none, essential: ["sid"], baseURL: Self.site, now: Self.now).isEmpty)
     }
 
     @Test func aListKeepsOnlyThoseNamesAndNeverExpiredOnes() {
         let kept = StartingCookies.select(
-            from: Self.stored, policy: .names(["device", "stale", "absent"]), essential: ["sid"], now: Self.now)
+            from: Self.stored, policy: .names(["device", "stale", "absent"]), essential: ["sid"], baseURL: Self.site, now: Self.now)
         #expect(kept.map(\.name) == ["device"])
+    }
+
+    /// An app and its identity provider, each with a `sessionid`: a bare name means the app's (base_url's host),
+    /// `{name, domain}` the provider's, so the provider's session can be kept while the app's is dropped.
+    @Test func entriesNameTheHostOfTheCookieTheyMean() {
+        let app = URL(string: "http://127.0.0.2:8000/")!
+        let cookies = [
+            Cookie(name: "sessionid", value: "a", domain: "127.0.0.2", expires: Self.now.addingTimeInterval(600), created: Self.now),
+            Cookie(name: "sessionid", value: "i", domain: "127.0.0.1", expires: Self.now.addingTimeInterval(600), created: Self.now),
+            Cookie(name: "csrftoken", value: "c", domain: "127.0.0.1", expires: Self.now.addingTimeInterval(600), created: Self.now),
+            Cookie(name: "sessionid", value: "w", domain: "example.com", hostOnly: false, expires: Self.now.addingTimeInterval(600), created: Self.now),
+        ]
+        let byDefault = StartingCookies.select(from: cookies, policy: .allButEssential, essential: ["sessionid"], baseURL: app, now: Self.now)
+        #expect(byDefault.map(\.domain) == ["127.0.0.1", "127.0.0.1", "example.com"], "only the app's sessionid is left out")
+        let provider = CookieSelector("sessionid", domain: "127.0.0.1")
+        let kept = StartingCookies.select(from: cookies, policy: .names([provider]), essential: ["sessionid"], baseURL: app, now: Self.now)
+        #expect(kept.map { "\($0.name)@\($0.domain)" } == ["sessionid@127.0.0.1"])
+        // A domain cookie is meant by an entry for any host inside its domain; a host-only one by its host alone.
+        let inside = CookieSelector("sessionid", domain: "www.example.com")
+        #expect(cookies.filter { inside.matches($0, baseURL: app) }.map(\.domain) == ["example.com"])
+        #expect(cookies.filter { CookieSelector("sessionid", domain: "www.127.0.0.1").matches($0, baseURL: app) }.isEmpty)
+        #expect(!CookieSelector("sessionid", path: "/app").matches(cookies[0], baseURL: app), "a path given must be the cookie's")
+        #expect(Cookie.labels(cookies) == ["sessionid (127.0.0.2)", "sessionid (127.0.0.1)", "csrftoken", "sessionid (example.com)"])
     }
 }

@@ -25,7 +25,7 @@ import Testing
         let result = loader.loadSites(config: config)
         #expect(result.failures.isEmpty, "\(result.failures)")
         let names = result.sites.map(\.name)
-        #expect(names == ["demo", "example-browser", "example-csrf-form", "example-json-api", "example-plugin", "example-signed-api", "example-totp"])
+        #expect(names == ["demo", "example-browser", "example-csrf-form", "example-json-api", "example-plugin", "example-signed-api", "example-sso", "example-totp"])
         #expect(result.sites.filter(\.enabled).map(\.name) == ["demo"])
     }
 

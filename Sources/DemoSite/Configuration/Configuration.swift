@@ -36,6 +36,11 @@ extension DemoSite {
         /// The key `GET /api/signed` checks request signatures with (read from the environment variable
         /// named by `--signing-key-env`).
         public var signingKey: String
+        /// Where the identity provider listens (`--idp-host`, an address such as 127.0.0.2: another host than the
+        /// app's, so that each keeps its own cookies); nil runs none.
+        public var idpHost: String?
+        /// The identity provider's port (`--idp-port`); 0 lets the system choose.
+        public var idpPort: Int
 
         /// The largest `--login-page-padding`: 64 MiB.
         public static let maxLoginPagePadding = 64 * 1024 * 1024
@@ -60,7 +65,9 @@ extension DemoSite {
             mainHost: String = "demo.test",
             ssoHost: String = "sso.demo.test",
             loginPagePadding: Int = 0,
-            signingKey: String = Configuration.defaultSigningKey
+            signingKey: String = Configuration.defaultSigningKey,
+            idpHost: String? = nil,
+            idpPort: Int = 0
         ) {
             self.host = host
             self.port = port
@@ -75,6 +82,8 @@ extension DemoSite {
             self.ssoHost = ssoHost
             self.loginPagePadding = loginPagePadding
             self.signingKey = signingKey
+            self.idpHost = idpHost
+            self.idpPort = idpPort
         }
 
         /// Checks every field and decodes the TOTP secret.
@@ -83,6 +92,12 @@ extension DemoSite {
         @discardableResult
         public func validate() throws(ConfigurationError) -> [UInt8]? {
             guard (0...65_535).contains(port) else { throw .invalid(field: "--port", reason: "\(port) is not a TCP port (0...65535)") }
+            guard (0...65_535).contains(idpPort) else { throw .invalid(field: "--idp-port", reason: "\(idpPort) is not a TCP port (0...65535)") }
+            if let idpHost {
+                guard !idpHost.isEmpty, idpHost.lowercased() != host.lowercased() else {
+                    throw .invalid(field: "--idp-host", reason: "give an address other than --host ('\(host)'), such as 127.0.0.2")
+                }
+            }
             guard !host.isEmpty else { throw .invalid(field: "--host", reason: "the bind address is empty") }
             guard !user.isEmpty, user.allSatisfy({ !$0.isWhitespace && !$0.isNewline }) else {
                 throw .invalid(field: "--user", reason: "the user name must be non-empty and contain no spaces")
@@ -141,7 +156,7 @@ extension DemoSite.Configuration: CustomStringConvertible, CustomDebugStringConv
         "Configuration(host: \(host), port: \(port), user: \(user), password: <redacted>, "
             + "sessionMaxAge: \(sessionMaxAge), sliding: \(sliding), totpSecret: \(totpSecret == nil ? "none" : "<redacted>"), "
             + "totpRejectReplay: \(totpRejectReplay), totpDrift: \(totpDrift), mainHost: \(mainHost), ssoHost: \(ssoHost), "
-            + "loginPagePadding: \(loginPagePadding), signingKey: <redacted>)"
+            + "loginPagePadding: \(loginPagePadding), signingKey: <redacted>, idpHost: \(idpHost ?? "none"), idpPort: \(idpPort))"
     }
 
     public var debugDescription: String { description }
@@ -153,7 +168,7 @@ extension DemoSite.Configuration: CustomStringConvertible, CustomDebugStringConv
                 "host": host, "port": port, "user": user, "password": "<redacted>", "sessionMaxAge": sessionMaxAge,
                 "sliding": sliding, "totpSecret": totpSecret == nil ? "none" : "<redacted>",
                 "totpRejectReplay": totpRejectReplay, "totpDrift": totpDrift, "mainHost": mainHost, "ssoHost": ssoHost,
-                "loginPagePadding": loginPagePadding, "signingKey": "<redacted>",
+                "loginPagePadding": loginPagePadding, "signingKey": "<redacted>", "idpHost": idpHost ?? "none", "idpPort": idpPort,
             ],
             displayStyle: .struct
         )

@@ -82,6 +82,26 @@ enum Pages {
         document(title: "App", body: "<h1 id=\"app-home\">Signed in to the app as \(escape(user))</h1>")
     }
 
+    /// The identity provider's consent page: the form a site file answers with `form_from` (Django OAuth
+    /// Toolkit's id, `authorizationForm`), its fields hidden but `allow`.
+    static func consent(csrf: String, client: String, user: String, authorization: ProviderRoutes.Authorization) -> String {
+        document(
+            title: "Authorize",
+            body: """
+                <h1>Authorize \(escape(client))?</h1>
+                    <p>Signed in as \(escape(user)). The application \(escape(client)) asks to know who you are.</p>
+                    <form id="authorizationForm" method="post" action="/authorize">
+                      <input type="hidden" name="csrf" value="\(escape(csrf))">
+                      <input type="hidden" name="response_type" value="code">
+                      <input type="hidden" name="client_id" value="\(escape(client))">
+                      <input type="hidden" name="redirect_uri" value="\(escape(authorization.redirectURI))">
+                      <input type="hidden" name="state" value="\(escape(authorization.state))">
+                      <button type="submit" name="allow" value="Authorize">Authorize</button>
+                    </form>
+                """
+        )
+    }
+
     static func message(title: String, text: String) -> String {
         document(title: title, body: "<h1>\(escape(title))</h1>\n    <p>\(escape(text))</p>")
     }

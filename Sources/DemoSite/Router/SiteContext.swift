@@ -22,6 +22,8 @@ final class SiteContext: Sendable {
     let loginPagePadding: String
     /// The port the server listens on, once it does (redirects across hosts need it).
     let boundPort = Locked<Int?>(nil)
+    /// The identity provider's port (`--idp-host`), once it listens.
+    let providerPort = Locked<Int?>(nil)
 
     init(configuration: DemoSite.Configuration, totpSecret: [UInt8]?, now: @escaping DemoSite.WallClock) {
         self.configuration = configuration

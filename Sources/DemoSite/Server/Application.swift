@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import Logging
+import ServiceLifecycle
 
 extension DemoSite {
     /// Builds the demo site's Hummingbird application.
@@ -18,6 +20,45 @@ extension DemoSite {
     ) throws(ConfigurationError) -> some ApplicationProtocol {
         let totpSecret = try configuration.validate()
         let site = SiteContext(configuration: configuration, totpSecret: totpSecret, now: now)
+        return application(site: site, requestLog: requestLog, onServerRunning: onServerRunning)
+    }
+
+    /// The site's application and, with `--idp-host`, the identity provider's, sharing one state; each reports
+    /// its bound port (the provider's through `onProviderRunning`).
+    static func buildServices(
+        configuration: Configuration,
+        now: @escaping WallClock,
+        requestLog: (@Sendable (RequestLogEntry) -> Void)?,
+        onServerRunning: @escaping @Sendable (Int) async -> Void,
+        onProviderRunning: @escaping @Sendable (Int) async -> Void
+    ) throws(ConfigurationError) -> [any Service] {
+        let totpSecret = try configuration.validate()
+        let site = SiteContext(configuration: configuration, totpSecret: totpSecret, now: now)
+        var services: [any Service] = [application(site: site, requestLog: requestLog, onServerRunning: onServerRunning)]
+        if let providerHost = configuration.idpHost {
+            let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
+            router.add(middleware: SiteMiddleware(site: site, log: requestLog))
+            ProviderRoutes(site: site).register(on: router)
+            ControlRoutes(site: site).register(on: router)
+            services.append(Application(
+                router: router,
+                configuration: ApplicationConfiguration(
+                    address: .hostname(providerHost, port: configuration.idpPort), serverName: "demo-site-idp"),
+                onServerRunning: { channel in
+                    let port = channel.localAddress?.port ?? configuration.idpPort
+                    site.providerPort.withLock { $0 = port }
+                    await onProviderRunning(port)
+                }
+            ))
+        }
+        return services
+    }
+
+    private static func application(
+        site: SiteContext, requestLog: (@Sendable (RequestLogEntry) -> Void)?,
+        onServerRunning: @escaping @Sendable (Int) async -> Void
+    ) -> some ApplicationProtocol {
+        let configuration = site.configuration
         return Application(
             router: buildRouter(site: site, requestLog: requestLog),
             configuration: ApplicationConfiguration(
@@ -39,6 +80,7 @@ extension DemoSite {
         CodeRoutes(site: site).register(on: router)
         JSONAPIRoutes(site: site).register(on: router)
         SSORoutes(site: site).register(on: router)
+        OIDCRoutes(site: site).register(on: router)
         BrowserRoutes(site: site).register(on: router)
         SignedRoutes(site: site).register(on: router)
         ControlRoutes(site: site).register(on: router)
@@ -54,9 +96,14 @@ extension DemoSite {
         configuration: Configuration,
         now: @escaping WallClock = { Date() },
         requestLog: (@Sendable (RequestLogEntry) -> Void)? = nil,
-        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        onProviderRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
-        let app = try buildApplication(configuration: configuration, now: now, requestLog: requestLog, onServerRunning: onServerRunning)
-        try await app.runService()
+        let services = try buildServices(
+            configuration: configuration, now: now, requestLog: requestLog, onServerRunning: onServerRunning,
+            onProviderRunning: onProviderRunning)
+        let group = ServiceGroup(
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "demo-site")))
+        try await group.run()
     }
 }

@@ -20,12 +20,19 @@ extension DemoSite {
         /// The bound address and port (the real one when port 0 was asked for).
         public let host: String
         public let port: Int
+        /// The identity provider's address and port (`idpHost`), when it runs.
+        public let providerHost: String?
+        public let providerPort: Int?
         private let group: ServiceGroup
         private let task: Task<Void, any Error>
 
-        fileprivate init(host: String, port: Int, group: ServiceGroup, task: Task<Void, any Error>) {
+        fileprivate init(
+            host: String, port: Int, providerHost: String?, providerPort: Int?, group: ServiceGroup, task: Task<Void, any Error>
+        ) {
             self.host = host
             self.port = port
+            self.providerHost = providerHost
+            self.providerPort = providerPort
             self.group = group
             self.task = task
         }
@@ -40,6 +47,12 @@ extension DemoSite {
                 preconditionFailure("http://\(host):\(port) is not a URL, yet the server bound that address")
             }
             return url
+        }
+
+        /// `http://PROVIDER-HOST:PORT`, when the identity provider runs.
+        public var providerURL: URL? {
+            guard let providerHost, let providerPort else { return nil }
+            return URL(string: "http://\(providerHost.contains(":") ? "[\(providerHost)]" : providerHost):\(providerPort)")
         }
 
         /// Stops listening, lets requests in progress finish, closes the connections, and returns when
@@ -61,28 +74,39 @@ extension DemoSite {
         now: @escaping WallClock = { Date() },
         requestLog: (@Sendable (RequestLogEntry) -> Void)? = nil
     ) async throws -> RunningServer {
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let app = try buildApplication(configuration: configuration, now: now, requestLog: requestLog) { port in
-            continuation.yield(port)
-            continuation.finish()
-        }
+        // Each listener reports its port once: the site's as (false, port), the provider's as (true, port).
+        let (ports, continuation) = AsyncStream.makeStream(of: (provider: Bool, port: Int).self)
+        let services = try buildServices(
+            configuration: configuration, now: now, requestLog: requestLog,
+            onServerRunning: { port in continuation.yield((false, port)) },
+            onProviderRunning: { port in continuation.yield((true, port)) })
         // No signal handling here: the process (a test runner, a benchmark) owns its signals.
         let group = ServiceGroup(
-            configuration: .init(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "demo-site"))
+            configuration: .init(services: services, gracefulShutdownSignals: [], logger: Logger(label: "demo-site"))
         )
         let task = Task {
             defer { continuation.finish() }
             try await group.run()
         }
-        guard let port = await ports.first(where: { _ in true }) else {
-            // The stream ended without a port: the server stopped before listening.
+        var port: Int?
+        var providerPort: Int?
+        for await bound in ports {
+            if bound.provider { providerPort = bound.port } else { port = bound.port }
+            if port != nil && (configuration.idpHost == nil || providerPort != nil) { break }
+        }
+        guard let port, configuration.idpHost == nil || providerPort != nil else {
+            // The stream ended without a port: a server stopped before listening.
             let reason: String
             switch await task.result {
             case .failure(let error): reason = String(describing: error)
             case .success: reason = "the server stopped before it listened"
             }
-            throw StartError(host: configuration.host, port: configuration.port, underlying: reason)
+            await group.triggerGracefulShutdown()
+            let failedHost = port == nil ? configuration.host : configuration.idpHost ?? configuration.host
+            throw StartError(host: failedHost, port: port == nil ? configuration.port : configuration.idpPort, underlying: reason)
         }
-        return RunningServer(host: configuration.host, port: port, group: group, task: task)
+        return RunningServer(
+            host: configuration.host, port: port, providerHost: configuration.idpHost, providerPort: providerPort, group: group,
+            task: task)
     }
 }

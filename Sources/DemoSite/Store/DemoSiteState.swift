@@ -33,9 +33,14 @@ struct SiteStatistics: Sendable, Codable, Equatable {
     var activeSessions = 0
     /// Whether the down switch is on.
     var down = false
+    /// Sign-ins on the identity provider's form (`--idp-host`).
+    var providerLogins = 0
+    /// Consents given on the identity provider's consent page.
+    var consents = 0
 
     enum CodingKeys: String, CodingKey {
-        case logins, requests, down
+        case logins, requests, down, consents
+        case providerLogins = "provider_logins"
         case failedLogins = "failed_logins"
         case activeSessions = "active_sessions"
     }
@@ -52,13 +57,15 @@ actor DemoSiteState {
     /// Expired entries are swept after this many new ones, so lookups stay cheap without a timer.
     private static let sweepInterval = 256
 
-    private let now: DemoSite.WallClock
+    let now: DemoSite.WallClock
+    /// The identity provider's sessions, consents and codes, and the app's pending sign-ins through it.
+    var provider = ProviderState()
     private var sessions: [String: Session] = [:]
     private var pending: [String: PendingLogin] = [:]
     private var tickets: [String: SSOTicket] = [:]
     /// `sso_id` cookie values on the SSO host, with the user each one remembers and its expiry.
     private var ssoIdentities: [String: (user: String, expires: Date)] = [:]
-    private var statistics = SiteStatistics()
+    var statistics = SiteStatistics()
     /// The latest TOTP time step a login used, for replay rejection.
     private var lastAcceptedTOTPStep: Int64?
     /// The one-time code sent out of band for each pending login (`/login/code`), and the last one sent.
@@ -243,5 +250,8 @@ actor DemoSiteState {
         pending = pending.filter { $0.value.expires > date }
         tickets = tickets.filter { $0.value.expires > date }
         ssoIdentities = ssoIdentities.filter { $0.value.expires > date }
+        provider.sessions = provider.sessions.filter { $0.value.expires > date }
+        provider.codes = provider.codes.filter { $0.value.expires > date }
+        provider.appStates = provider.appStates.filter { $0.value.expires > date }
     }
 }

@@ -73,7 +73,8 @@ extension SiteBuilder {
         return result
     }
 
-    mutating func buildExpectations(_ marked: Marked<StepFile.ExpectFile>, key: String) -> [Expectation] {
+    /// `expect:`, or a `when:` or `done_when:` (`field`), which take the same keys.
+    mutating func buildExpectations(_ marked: Marked<StepFile.ExpectFile>, key: String, field: String = "expect") -> [Expectation] {
         let expect = marked.value
         var result: [Expectation] = []
         if let statuses = expect.status {
@@ -82,16 +83,16 @@ extension SiteBuilder {
                 if (100...599).contains(status.value) {
                     codes.append(status.value)
                 } else {
-                    checker.error(status.mark, "\(key).expect.status: \(status.value) is not an HTTP status (100-599)")
+                    checker.error(status.mark, "\(key).\(field).status: \(status.value) is not an HTTP status (100-599)")
                 }
             }
             if statuses.items.isEmpty {
-                checker.error(marked.mark, "\(key).expect.status: give at least one status")
+                checker.error(marked.mark, "\(key).\(field).status: give at least one status")
             }
             result.append(Expectation(.status(codes), mark: statuses.items.first?.mark ?? marked.mark))
         }
         if let pattern = expect.urlMatches {
-            checker.regex(pattern, key: "\(key).expect.url_matches")
+            checker.regex(pattern, key: "\(key).\(field).url_matches")
             result.append(Expectation(.urlMatches(pattern.value), mark: pattern.mark))
         }
         for text in expect.bodyContains?.items ?? [] {
@@ -101,38 +102,38 @@ extension SiteBuilder {
             result.append(Expectation(.notBodyContains(text.value), mark: text.mark))
         }
         for cookie in expect.cookie?.items ?? [] {
-            if cookie.value.isEmpty { checker.error(cookie.mark, "\(key).expect.cookie: empty cookie name") }
+            if cookie.value.isEmpty { checker.error(cookie.mark, "\(key).\(field).cookie: empty cookie name") }
             result.append(Expectation(.cookie(cookie.value), mark: cookie.mark))
         }
         for header in expect.header?.items ?? [] {
             switch header {
             case .name(let name):
                 if !Checker.isToken(name.value) {
-                    checker.error(name.mark, "\(key).expect.header: '\(name.value)' is not a header name")
+                    checker.error(name.mark, "\(key).\(field).header: '\(name.value)' is not a header name")
                 }
                 result.append(Expectation(.header(name: name.value, matches: nil), mark: name.mark))
             case .pattern(let pattern):
                 guard let name = pattern.value.name else {
-                    checker.error(pattern.mark, "missing key 'name' in \(key).expect.header (the header's name)")
+                    checker.error(pattern.mark, "missing key 'name' in \(key).\(field).header (the header's name)")
                     continue
                 }
                 guard Checker.isToken(name.value) else {
-                    checker.error(name.mark, "\(key).expect.header.name: '\(name.value)' is not a header name")
+                    checker.error(name.mark, "\(key).\(field).header.name: '\(name.value)' is not a header name")
                     continue
                 }
                 let matches = pattern.value.matches
-                if let matches { checker.regex(matches, key: "\(key).expect.header.matches") }
+                if let matches { checker.regex(matches, key: "\(key).\(field).header.matches") }
                 result.append(Expectation(.header(name: name.value, matches: matches?.value), mark: pattern.mark))
             case .other(let mark):
-                checker.error(mark, "\(key).expect.header: give a header name or {name: ..., matches: ...}")
+                checker.error(mark, "\(key).\(field).header: give a header name or {name: ..., matches: ...}")
             }
         }
         for json in expect.json?.items ?? [] {
             guard let path = json.value.path else {
-                checker.error(json.mark, "\(key).expect.json needs 'path' (an RFC 6901 pointer such as /user/name)")
+                checker.error(json.mark, "\(key).\(field).json needs 'path' (an RFC 6901 pointer such as /user/name)")
                 continue
             }
-            checker.jsonPointer(path, key: "\(key).expect.json.path")
+            checker.jsonPointer(path, key: "\(key).\(field).json.path")
             let equals = json.value.equals.map { Checker.jsonValue($0.node) }
             result.append(Expectation(.json(pointer: path.value, equals: equals), mark: json.mark))
         }

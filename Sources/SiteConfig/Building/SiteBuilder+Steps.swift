@@ -4,7 +4,10 @@ import Foundation
 extension SiteBuilder {
     // MARK: login
 
-    mutating func buildLogin(_ login: Marked<SiteFile.LoginFile>?, scope: inout VariableScope, baseURL: URL?) -> Login? {
+    /// The login, and its `done_when:` in `doneWhen`.
+    mutating func buildLogin(
+        _ login: Marked<SiteFile.LoginFile>?, scope: inout VariableScope, baseURL: URL?, doneWhen: inout [Expectation]
+    ) -> Login? {
         guard let login else {
             checker.error(
                 rootMark, "missing key 'login' (login: {steps: [...]}, login: {plugin: NAME} or login: manual)")
@@ -34,7 +37,13 @@ extension SiteBuilder {
                 for (index, step) in steps.value.enumerated() {
                     if let step = buildStep(step, index: index, scope: &scope, baseURL: baseURL) { built.append(step) }
                 }
+                if let given = mapping.doneWhen {
+                    doneWhen = buildExpectations(given, key: "login", field: "done_when")
+                }
                 return .steps(built)
+            }
+            if let doneWhen = mapping.doneWhen {
+                checker.error(doneWhen.keyMark, "login.done_when applies only to a login with steps")
             }
             if let plugin = mapping.plugin {
                 let step = StepFile(
@@ -78,6 +87,22 @@ extension SiteBuilder {
         if let every = file.every {
             checker.error(every.keyMark, "\(key): 'every' applies only to check and keepalive")
         }
+        var when: [Expectation]?
+        if let given = file.when {
+            if index == 0 {
+                checker.error(given.keyMark, "\(key): 'when' judges the previous response, and the first step has none")
+            } else {
+                when = buildExpectations(given, key: key, field: "when")
+            }
+        }
+        var step = buildAction(marked, file: file, name: name, key: key, scope: &scope, baseURL: baseURL)
+        step?.when = when
+        return step
+    }
+
+    private mutating func buildAction(
+        _ marked: Marked<StepFile>, file: StepFile, name: String, key: String, scope: inout VariableScope, baseURL: URL?
+    ) -> Step? {
         if let prompt = file.prompt {
             return buildPromptStep(prompt, in: file, name: name, key: key, mark: marked.mark, scope: &scope)
         }
@@ -123,6 +148,7 @@ extension SiteBuilder {
         if let timeout = file.timeout { checker.error(timeout.keyMark, "\(key): set timeouts under http:, not on \(key)") }
         if let formFrom = file.formFrom { checker.error(formFrom.keyMark, "\(key): form_from needs a previous response; use it in login steps") }
         if file.extract != nil { checker.error(marked.mark, "\(key): 'extract' applies only to login steps") }
+        if let when = file.when { checker.error(when.keyMark, "\(key): 'when' applies only to login steps") }
         let defaultEvery = key == "check" ? Probe.defaultCheckInterval : Probe.defaultKeepaliveInterval
         let every = checker.positiveDuration(file.every, key: "\(key).every") ?? defaultEvery
         guard var request = buildRequest(file, mark: marked.mark, key: key, scope: scope, baseURL: baseURL, allowFormFrom: false)

@@ -55,7 +55,8 @@ struct SiteBuilder {
         var scope = VariableScope(
             credentials: credentials.map(\.name), allowEnv: allowEnv, extracted: [], open: false)
 
-        let login = buildLogin(site.login, scope: &scope, baseURL: baseURL)
+        var doneWhen: [Expectation] = []
+        let login = buildLogin(site.login, scope: &scope, baseURL: baseURL, doneWhen: &doneWhen)
         let probeScope = VariableScope(credentials: credentials.map(\.name), allowEnv: allowEnv, extracted: [], open: false)
         let check = site.check.flatMap { buildProbe($0, key: "check", scope: probeScope, baseURL: baseURL) }
         let keepalive = site.keepalive.flatMap { buildProbe($0, key: "keepalive", scope: probeScope, baseURL: baseURL) }
@@ -87,7 +88,7 @@ struct SiteBuilder {
         guard checker.diagnostics.isEmpty, let name, let baseURL, let login else { return nil }
         var definition = SiteDefinition(
             name: name, file: file, description: site.description?.value, baseURL: baseURL, http: http,
-            credentials: credentials, login: login, check: check, keepalive: keepalive, refresh: refresh,
+            credentials: credentials, login: login, doneWhen: doneWhen, check: check, keepalive: keepalive, refresh: refresh,
             cookies: cookies, outputs: outputs, access: access, enabled: site.enabled?.value ?? true,
             allowEnv: allowEnv, egress: egress)
         definition.warnings = checker.warnings
@@ -154,8 +155,13 @@ struct SiteBuilder {
     private mutating func buildCookies(_ file: SiteFile.CookiesFile?) -> CookiePolicy {
         var policy = CookiePolicy()
         guard let file else { return policy }
-        for name in file.essential?.items ?? [] {
-            if let name = cookieName(name, key: "cookies.essential") { policy.essential.append(name) }
+        for entry in file.essential?.items ?? [] {
+            guard let selector = cookieEntry(entry, key: "cookies.essential") else { continue }
+            if policy.essential.contains(selector) {
+                checker.error(entry.mark, "cookies.essential: '\(selector)' is listed twice")
+            } else {
+                policy.essential.append(selector)
+            }
         }
         if let accept = checker.choice(file.accept, CookiePolicy.Accept.self, key: "cookies.accept") { policy.accept = accept }
         if let persist = file.persistSessionCookies { policy.persistSessionCookies = persist.value }
@@ -198,10 +204,10 @@ struct SiteBuilder {
                 checker.error(marked.mark, "\(key): the list is empty; write none to start every login from an empty jar")
                 return nil
             }
-            var kept: [String] = []
+            var kept: [CookieSelector] = []
             let before = checker.diagnostics.count
             for name in names {
-                guard let valid = cookieName(name, key: key) else { continue }
+                guard let valid = cookieEntry(name, key: key) else { continue }
                 if kept.contains(valid) {
                     checker.error(name.mark, "\(key): '\(valid)' is listed twice")
                 } else {
@@ -212,9 +218,55 @@ struct SiteBuilder {
         }
     }
 
+    /// An entry of `essential` or `keep_on_login`: a name (or `PREFIX*`), or `{name, domain, path}`.
+    private mutating func cookieEntry(_ entry: Marked<SiteFile.CookieEntryFile>, key: String) -> CookieSelector? {
+        switch entry.value {
+        case .name(let name):
+            return cookieName(Marked(value: name, mark: entry.mark), key: key).map { CookieSelector($0) }
+        case .scoped(let scoped):
+            guard let name = scoped.name else {
+                checker.error(entry.mark, "\(key): missing key 'name' in {name: NAME, domain: HOST}")
+                return nil
+            }
+            let before = checker.diagnostics.count
+            let valid = cookieName(name, key: "\(key).name")
+            var domain: String?
+            if let given = scoped.domain {
+                let host = given.value.hasPrefix(".") ? String(given.value.dropFirst()) : given.value
+                if host.isEmpty || host.contains(where: { "/:@?#;=".contains($0) || $0.isWhitespace }) {
+                    checker.error(
+                        given.mark,
+                        "\(key).domain: '\(given.value)' is not a host name; write the host alone, such as idp.example.com")
+                } else {
+                    domain = host
+                }
+            }
+            var path: String?
+            if let given = scoped.path {
+                if given.value.hasPrefix("/") {
+                    path = given.value
+                } else {
+                    checker.error(given.mark, "\(key).path: '\(given.value)' is not a cookie path; it starts with '/'")
+                }
+            }
+            guard checker.diagnostics.count == before, let valid else { return nil }
+            return CookieSelector(valid, domain: domain, path: path)
+        }
+    }
+
     /// A cookie name as `cookies:` lists it: not empty, and without the characters that end a name in a
-    /// Cookie header (';', '=', white space).
+    /// Cookie header (';', '=', white space). A '/' is refused too: no cookie the flow stores can have it, and
+    /// it is how `HOST/NAME` is mistaken for a name of another host's cookie.
     private mutating func cookieName(_ name: Marked<String>, key: String) -> String? {
+        if let slash = name.value.lastIndex(of: "/"), !name.value.contains(where: { $0 == ";" || $0 == "=" || $0.isWhitespace }) {
+            let host = name.value[..<slash]
+            let bare = name.value[name.value.index(after: slash)...]
+            let hint = host.isEmpty || bare.isEmpty
+                ? "a cookie name has no '/'"
+                : "to name a cookie of another host write {name: \(bare), domain: \(host)}"
+            checker.error(name.mark, "\(key): '\(name.value)' can match no cookie: \(hint)")
+            return nil
+        }
         guard !name.value.isEmpty, !name.value.contains(where: { $0 == ";" || $0 == "=" || $0.isWhitespace }) else {
             checker.error(name.mark, "\(key): '\(name.value)' is not a cookie name")
             return nil

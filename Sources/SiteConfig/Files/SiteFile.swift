@@ -125,9 +125,11 @@ struct SiteFile: Decodable {
         var env: RawNode?
         var timeout: Marked<String>?
         var passCredentials: Marked<Bool>?
+        /// `done_when:` — the keys of `expect:`; a step's last response that matches ends the login.
+        var doneWhen: Marked<StepFile.ExpectFile>?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case steps, plugin, with, env, timeout, passCredentials = "pass_credentials"
+            case steps, plugin, with, env, timeout, passCredentials = "pass_credentials", doneWhen = "done_when"
         }
     }
 
@@ -151,7 +153,7 @@ struct SiteFile: Decodable {
     }
 
     struct CookiesFile: Decodable {
-        var essential: OneOrMany<Marked<String>>?
+        var essential: OneOrMany<Marked<CookieEntryFile>>?
         var accept: Marked<String>?
         var persistSessionCookies: Marked<Bool>?
         var limits: LimitsFile?
@@ -163,17 +165,45 @@ struct SiteFile: Decodable {
         }
     }
 
-    /// `keep_on_login: all-but-essential | none` (a word) or `keep_on_login: [NAME, ...]` (a list).
+    /// An entry of `essential` or `keep_on_login`: `NAME` (or `PREFIX*`), or `{name, domain, path}`.
+    enum CookieEntryFile: Decodable {
+        case name(String)
+        case scoped(ScopedCookieFile)
+
+        init(from decoder: any Decoder) throws {
+            guard let decoder = decoder as? NodeDecoder else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a YAML decoder"))
+            }
+            if decoder.node.pairs != nil {
+                self = .scoped(try decoder.decode(ScopedCookieFile.self))
+            } else if decoder.node.scalarText != nil, !decoder.node.isNull {
+                self = .name(try decoder.decode(String.self))
+            } else {
+                throw decoder.error("expected a cookie name or {name: NAME, domain: HOST}, found \(decoder.node.kindDescription)")
+            }
+        }
+    }
+
+    /// `{name: sessionid, domain: idp.example.com, path: /}`.
+    struct ScopedCookieFile: Decodable {
+        var name: Marked<String>?
+        var domain: Marked<String>?
+        var path: Marked<String>?
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case name, domain, path }
+    }
+
+    /// `keep_on_login: all-but-essential | none` (a word) or `keep_on_login: [ENTRY, ...]` (a list).
     enum KeepOnLoginFile: Decodable {
         case word(Marked<String>)
-        case names([Marked<String>])
+        case names([Marked<CookieEntryFile>])
 
         init(from decoder: any Decoder) throws {
             guard let decoder = decoder as? NodeDecoder else {
                 throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a YAML decoder"))
             }
             if decoder.node.items != nil {
-                self = .names(try decoder.decode([Marked<String>].self))
+                self = .names(try decoder.decode([Marked<CookieEntryFile>].self))
             } else if decoder.node.scalarText != nil {
                 self = .word(try decoder.decode(Marked<String>.self))
             } else {
@@ -238,12 +268,14 @@ struct StepFile: Decodable {
     var provides: [Marked<String>]?
     var every: Marked<String>?
     var prompt: Marked<PromptFile>?
+    /// `when:` — the keys of `expect:`, judged on the previous response; the step runs only if it matches.
+    var when: Marked<ExpectFile>?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case name, get, post, put, patch, delete, request, headers, query, form, json, body
         case contentType = "content_type", formFrom = "form_from", followRedirects = "follow_redirects"
         case handleCookies = "handle_cookies", extract, expect, plugin, with, env, timeout
-        case passCredentials = "pass_credentials", provides, every, prompt
+        case passCredentials = "pass_credentials", provides, every, prompt, when
     }
 
     /// `prompt: {name, message, timeout}` (SPEC section 12).

@@ -14,6 +14,7 @@ public struct SiteDefinition: Sendable, Hashable {
         var http: HTTPSettings
         var credentials: [CredentialEntry]
         var login: Login
+        var doneWhen: [Expectation]
         var check: Probe?
         var keepalive: Probe?
         var refresh: RefreshPolicy
@@ -74,6 +75,12 @@ public struct SiteDefinition: Sendable, Hashable {
         get { box.fields.login }
         set { update { $0.login = newValue } }
     }
+    /// `login.done_when:` — a step's last response that meets every one of these ends the login successfully
+    /// (the app's page reached before the last step); empty: the login runs every step that is not skipped.
+    public var doneWhen: [Expectation] {
+        get { box.fields.doneWhen }
+        set { update { $0.doneWhen = newValue } }
+    }
     /// Does the session still live? Run every `check.every`.
     public var check: Probe? {
         get { box.fields.check }
@@ -128,7 +135,7 @@ public struct SiteDefinition: Sendable, Hashable {
 
     public init(
         name: String, file: String, description: String? = nil, baseURL: URL, http: HTTPSettings = HTTPSettings(),
-        credentials: [CredentialEntry] = [], login: Login, check: Probe? = nil, keepalive: Probe? = nil,
+        credentials: [CredentialEntry] = [], login: Login, doneWhen: [Expectation] = [], check: Probe? = nil, keepalive: Probe? = nil,
         refresh: RefreshPolicy = RefreshPolicy(), cookies: CookiePolicy = CookiePolicy(), outputs: [OutputFile] = [],
         access: AccessPolicy = AccessPolicy(), enabled: Bool = true, allowEnv: [String] = [],
         egress: EgressPolicy = EgressPolicy()
@@ -141,6 +148,7 @@ public struct SiteDefinition: Sendable, Hashable {
             http: http,
             credentials: credentials,
             login: login,
+            doneWhen: doneWhen,
             check: check,
             keepalive: keepalive,
             refresh: refresh,
@@ -269,9 +277,9 @@ public struct CookiePolicy: Sendable, Hashable {
         }
     }
 
-    /// Names whose absence or expiry means logged out; their expiry drives refresh. A name ending in `*`
-    /// matches every cookie whose name starts with what precedes it (DokuWiki's `DW*`).
-    public var essential: [String]
+    /// The cookies whose absence or expiry means logged out; their expiry drives refresh. Each is a name (the
+    /// `base_url` host's cookie), a prefix ending in `*` (DokuWiki's `DW*`), or a name of another host.
+    public var essential: [CookieSelector]
     /// Which Set-Cookie headers the jar accepts (default always).
     public var accept: Accept
     /// Keep cookies without Expires/Max-Age across daemon restarts (default true).
@@ -282,7 +290,7 @@ public struct CookiePolicy: Sendable, Hashable {
     public var keepOnLogin: KeepOnLogin
 
     public init(
-        essential: [String] = [], accept: Accept = .always, persistSessionCookies: Bool = true,
+        essential: [CookieSelector] = [], accept: Accept = .always, persistSessionCookies: Bool = true,
         limits: Limits = Limits(), keepOnLogin: KeepOnLogin = .allButEssential
     ) {
         self.essential = essential
@@ -290,21 +298,6 @@ public struct CookiePolicy: Sendable, Hashable {
         self.persistSessionCookies = persistSessionCookies
         self.limits = limits
         self.keepOnLogin = keepOnLogin
-    }
-}
-
-extension CookiePolicy {
-    /// Whether the cookie named `cookieName` is essential: an entry of ``essential`` names it or is a prefix
-    /// pattern that matches it.
-    public func isEssential(_ cookieName: String) -> Bool {
-        essential.contains { Self.name(cookieName, matches: $0) }
-    }
-
-    /// Whether `cookieName` matches the essential entry `entry`: the same name, or, for an entry ending in `*`,
-    /// a name that starts with what precedes the `*`.
-    public static func name(_ cookieName: String, matches entry: String) -> Bool {
-        guard entry.hasSuffix("*") else { return cookieName == entry }
-        return cookieName.hasPrefix(entry.dropLast())
     }
 }
 
@@ -317,8 +310,10 @@ public enum KeepOnLogin: Sendable, Hashable {
     case allButEssential
     /// `none`: an empty jar.
     case none
-    /// A list of cookie names: only the stored cookies with these names (each listed once).
-    case names([String])
+    /// A list of entries as in `cookies.essential` (names of the `base_url` host, prefixes, another host's
+    /// `{name, domain}`): only the stored cookies they mean (an identity provider's session, kept so that the
+    /// next login skips its form).
+    case names([CookieSelector])
 }
 
 /// A file rewritten atomically whenever the site's cookies change (`outputs:`).

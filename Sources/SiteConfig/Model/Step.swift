@@ -16,11 +16,15 @@ public struct Step: Sendable, Hashable {
     public var mark: SourceMark
     /// The request or plugin run.
     public var action: Action
+    /// `when:` — the step runs only if the previous response (the flow's last HTTP response) meets every one
+    /// of these, and is skipped otherwise; nil runs it always.
+    public var when: [Expectation]?
 
-    public init(name: String, mark: SourceMark, action: Action) {
+    public init(name: String, mark: SourceMark, action: Action, when: [Expectation]? = nil) {
         self.name = name
         self.mark = mark
         self.action = action
+        self.when = when
     }
 
     /// The request, when this is an HTTP step.

@@ -17,11 +17,11 @@ enum SiteWire {
         return .object(members)
     }
 
-    /// The site plus `"cookies"` (the live cookies' names), `"user_agent"` and `"egress"` (how a logged-out
+    /// The site plus `"cookies"` (the live cookies' names, `NAME (HOST)` where two hosts' share a name), `"user_agent"` and `"egress"` (how a logged-out
     /// answer looks, for clients that judge one themselves; `listenError`: why its loopback listener is down).
     static func detail(_ snapshot: SiteSnapshot, now: Date, listenError: String? = nil) -> JSONValue {
         var members = siteMembers(snapshot.status)
-        let names = snapshot.record?.liveCookies(at: now).map { JSONValue.string($0.name) } ?? []
+        let names = Cookie.labels(snapshot.record?.liveCookies(at: now) ?? []).map(JSONValue.string)
         members.append(("cookies", .array(names)))
         members.append(("user_agent", snapshot.record?.userAgent.map(JSONValue.string) ?? .null))
         members.append(("egress", egress(snapshot.site.egress, listenError: listenError)))
