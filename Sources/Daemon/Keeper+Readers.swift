@@ -1,5 +1,6 @@
 import CookieJar
 import Foundation
+import LoginFlow
 import Scheduler
 import Sessions
 import SiteConfig
@@ -65,7 +66,7 @@ extension Keeper {
     static func identity(of cookies: [Cookie], site: SiteDefinition, now: Date) -> Set<[String]> {
         let essential = site.cookies.essential
         return Set(cookies.filter { cookie in
-            !cookie.isExpired(at: now) && (essential.isEmpty || essential.contains { CookiePolicy.name(cookie.name, matches: $0) })
+            !cookie.isExpired(at: now) && (essential.isEmpty || essential.contains { $0.matches(cookie, baseURL: site.baseURL) })
         }.map { [$0.name, $0.domain, $0.path, $0.value] })
     }
 

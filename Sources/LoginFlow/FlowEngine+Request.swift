@@ -20,7 +20,7 @@ extension FlowEngine {
         try await state.prepare({ step.forEachVariable($0) }, provider: credentials, step: name, mark: mark)
         let codes = try await stampOneTimeCodes({ step.forEachVariable($0) }, step: name, mark: mark, state: &state, observer: observer)
         do throws(FlowError) {
-            return try await send(step, name: name, mark: mark, state: &state, storage: storage, observer: observer)
+            return try await send(step, name: name, mark: mark, state: &state, storage: storage, observer: observer, doneWhen: doneWhen)
         } catch {
             guard case .expectationFailed = error.kind, let late = codes.first(where: { $0.nearBoundary(answeredAt: now()) }) else {
                 throw error
@@ -30,15 +30,15 @@ extension FlowEngine {
                 message: "the site refused the '\(late.credential)' code sent at the end of its period; "
                     + "trying once more with the next period's code"))
             _ = try await stampOneTimeCodes({ step.forEachVariable($0) }, step: name, mark: mark, state: &state, observer: observer)
-            return try await send(step, name: name, mark: mark, state: &state, storage: storage, observer: observer)
+            return try await send(step, name: name, mark: mark, state: &state, storage: storage, observer: observer, doneWhen: doneWhen)
         }
     }
 
-    /// One attempt of ``perform(_:name:mark:state:storage:observer:)``: the request built from the variables and
-    /// codes as they are now.
+    /// One attempt of ``perform(_:name:mark:state:storage:observer:doneWhen:)``: the request built from the variables
+    /// and codes as they are now.
     private func send(
         _ step: RequestStep, name: String, mark: SourceMark, state: inout RunState, storage: CookieStorage,
-        observer: FlowObserver?
+        observer: FlowObserver?, doneWhen: [Expectation]
     ) async throws(FlowError) -> StepTiming {
         // Fields, not the whole SiteDefinition: a copy of it retains and releases every one of its members.
         let siteName = state.site.name
