@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import Locking
+import Synchronization
 internal import Subprocess
 internal import SystemPackage
 
@@ -47,7 +47,7 @@ public struct ChildProcess: Sendable {
     public var environment: ChildEnvironment
     /// Written to the program's standard input, which is then closed; a program need not read it.
     public var input: [UInt8]
-    /// How long the program may run before its group is stopped, counted from its start.
+    /// How long the program may run before its group is stopped.
     public var timeout: Duration
     public var terminationGrace: Duration
     /// The most bytes of standard output kept.
@@ -103,17 +103,7 @@ public struct ChildProcess: Sendable {
             race.addTask {
                 do {
                     try await Task.sleep(for: self.timeout)
-                    // The program's time runs from its start: a spawn that had to wait (swift-subprocess spawns on
-                    // one thread for the whole process; a stopped process) takes nothing from it.
-                    while true {
-                        guard let startedAt = group.startedAt else {
-                            try await Task.sleep(for: Self.spawnPollInterval)
-                            continue
-                        }
-                        let deadline = startedAt + self.timeout
-                        if ContinuousClock.now >= deadline { return .deadline }
-                        try await Task.sleep(until: deadline)
-                    }
+                    return .deadline
                 } catch {
                     return .cancelled
                 }
@@ -196,14 +186,13 @@ public struct ChildProcess: Sendable {
 
     /// The program's group leader, noted once it runs.
     private final class ProcessGroup: Sendable {
-        private let start = Locked<(pid: Int32, at: ContinuousClock.Instant)?>(nil)
-        func started(_ pid: Int32) { start.withLock { $0 = (pid, .now) } }
-        var leader: Int32? { start.withLock { $0?.pid } }
-        var startedAt: ContinuousClock.Instant? { start.withLock { $0?.at } }
+        private let leaderPID = Atomic<Int32>(0)
+        func started(_ pid: Int32) { leaderPID.store(pid, ordering: .releasing) }
+        var leader: Int32? {
+            let pid = leaderPID.load(ordering: .acquiring)
+            return pid > 0 ? pid : nil
+        }
     }
-
-    /// How often a run whose timeout has passed looks again whether its program has started yet.
-    private static let spawnPollInterval: Duration = .milliseconds(10)
 
     /// Starts the program and pumps its pipes until it ends (or its pipes are cancelled because it ended
     /// while something else held them open).

@@ -52,9 +52,10 @@ import TestSupport
             }
             sampler.cancel()
             let grown = await peak.max - before
-            // Kept, the forty bodies alone would be 40 MiB (measured without the budget: the daemon grew 64 MiB;
-            // with it, 26-29 MiB, of which the connections' own buffers are most).
-            #expect(grown < 44 << 20, "the daemon grew by \(grown >> 20) MiB while 40 uploads of 1 MiB waited")
+            // Kept, the forty bodies alone would be 40 MiB (measured alone: without the budget the daemon grew
+            // 64 MiB; with it, 26-29 MiB, of which the connections' own buffers are most). Printed, not asserted:
+            // this process's memory is every parallel test's, so only the counts below are this test's own proof.
+            print("ReplayMemoryTests: the test process grew by \(grown >> 20) MiB while 40 uploads of 1 MiB waited")
             #expect(answers.count == 40)
             #expect(answers.allSatisfy { $0.status == 200 && (try? JSONValue.parse($0.body))?["length"]?.plainText == "1048576" })
             let marked = answers.filter { $0.values("SessionKeeper-Session") == ["body-not-kept"] }.count
