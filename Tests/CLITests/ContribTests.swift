@@ -38,7 +38,7 @@ import Testing
         #expect(verified.outputText.isEmpty, "systemd-analyze verify: \(verified.outputText)")
     }
 
-    @Test func theUnitIsHardenedAsTheREADMESays() throws {
+    @Test func theUnitIsHardenedAsINSTALLSays() throws {
         let settings = Self.settings(try Self.unit())
         #expect(settings["Type"] == "notify")
         #expect(settings["NoNewPrivileges"] == "yes")
