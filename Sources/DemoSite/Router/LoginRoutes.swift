@@ -24,13 +24,9 @@ struct LoginRoutes: Sendable {
     /// second factor when it is on.
     func submitLogin(_ request: Request) async -> Response {
         let fields: [String: String]
-        do {
-            fields = RequestBodyReader.formFields(try await RequestBodyReader.collect(request))
-        } catch {
-            return Reply.text(.contentTooLarge, "Request body too large")
-        }
-        guard site.csrf.check(field: fields["csrf"], cookie: request.cookies[SiteCookie.csrf]?.value) else {
-            return Reply.html(Pages.message(title: "Forbidden", text: "CSRF check failed"), status: .forbidden)
+        switch await site.csrfCheckedForm(request) {
+        case .success(let posted): fields = posted
+        case .failure(let refusal): return refusal.response
         }
         let next = SiteContext.safeNext(fields["next"])
         let user = fields["username"] ?? ""
@@ -62,13 +58,9 @@ struct LoginRoutes: Sendable {
             return Reply.redirect(.seeOther, to: "/login", cookies: [SiteCookie.expired(SiteCookie.pending, sameSite: nil)])
         }
         let fields: [String: String]
-        do {
-            fields = RequestBodyReader.formFields(try await RequestBodyReader.collect(request))
-        } catch {
-            return Reply.text(.contentTooLarge, "Request body too large")
-        }
-        guard site.csrf.check(field: fields["csrf"], cookie: request.cookies[SiteCookie.csrf]?.value) else {
-            return Reply.html(Pages.message(title: "Forbidden", text: "CSRF check failed"), status: .forbidden)
+        switch await site.csrfCheckedForm(request) {
+        case .success(let posted): fields = posted
+        case .failure(let refusal): return refusal.response
         }
         let step = totp.matchingStep(fields["code"] ?? "", at: site.now())
         let accepted: Bool

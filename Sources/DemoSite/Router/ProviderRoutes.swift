@@ -56,13 +56,9 @@ struct ProviderRoutes: Sendable {
 
     func submitLogin(_ request: Request) async -> Response {
         let fields: [String: String]
-        do {
-            fields = RequestBodyReader.formFields(try await RequestBodyReader.collect(request))
-        } catch {
-            return Reply.text(.contentTooLarge, "Request body too large")
-        }
-        guard site.csrf.check(field: fields["csrf"], cookie: request.cookies[SiteCookie.csrf]?.value) else {
-            return Reply.html(Pages.message(title: "Forbidden", text: "CSRF check failed"), status: .forbidden)
+        switch await site.csrfCheckedForm(request) {
+        case .success(let posted): fields = posted
+        case .failure(let refusal): return refusal.response
         }
         let next = SiteContext.safeNext(fields["next"])
         guard site.credentialsMatch(user: fields["username"] ?? "", password: fields["password"] ?? "") else {
@@ -92,13 +88,9 @@ struct ProviderRoutes: Sendable {
     /// The consent form's answer: `allow` gives consent (remembered) and a code; anything else `access_denied`.
     func decide(_ request: Request) async -> Response {
         let fields: [String: String]
-        do {
-            fields = RequestBodyReader.formFields(try await RequestBodyReader.collect(request))
-        } catch {
-            return Reply.text(.contentTooLarge, "Request body too large")
-        }
-        guard site.csrf.check(field: fields["csrf"], cookie: request.cookies[SiteCookie.csrf]?.value) else {
-            return Reply.html(Pages.message(title: "Forbidden", text: "CSRF check failed"), status: .forbidden)
+        switch await site.csrfCheckedForm(request) {
+        case .success(let posted): fields = posted
+        case .failure(let refusal): return refusal.response
         }
         guard let authorization = authorization(fields) else { return Self.badRequest }
         guard let user = await site.store.providerSession(id: request.cookies[SiteCookie.session]?.value) else {

@@ -71,6 +71,26 @@ final class SiteContext: Sendable {
         return userMatches && passwordMatches
     }
 
+    /// A posted form's fields once its CSRF field matches its cookie (checked first, so a forged post learns
+    /// nothing); else the answer to send instead: 413 for a body over the limit, 403 for a failed check.
+    func csrfCheckedForm(_ request: Request) async -> Result<[String: String], FormRefusal> {
+        let fields: [String: String]
+        do {
+            fields = RequestBodyReader.formFields(try await RequestBodyReader.collect(request))
+        } catch {
+            return .failure(FormRefusal(response: Reply.text(.contentTooLarge, "Request body too large")))
+        }
+        guard csrf.check(field: fields["csrf"], cookie: request.cookies[SiteCookie.csrf]?.value) else {
+            return .failure(FormRefusal(response: Reply.html(Pages.message(title: "Forbidden", text: "CSRF check failed"), status: .forbidden)))
+        }
+        return .success(fields)
+    }
+
+    /// The answer to a form ``csrfCheckedForm(_:)`` refused.
+    struct FormRefusal: Error {
+        let response: Response
+    }
+
     /// A `next` target for after login: only a local absolute path, so the login page is no open redirect.
     static func safeNext(_ value: String?) -> String? {
         guard let value, value.hasPrefix("/"), !value.hasPrefix("//"), !value.contains("\\"),
