@@ -1,6 +1,7 @@
 import CurlTransport
 import Foundation
 import HTTPTransport
+import TestSupport
 import Testing
 
 private let fast = TransportOptions(timeout: .seconds(20), connectTimeout: .seconds(5))
@@ -215,9 +216,8 @@ struct CurlHTTPClientTests {
 
     @Test("a closed port is a connect error")
     func connectionRefused() async throws {
-        let server = try await FixtureServer.start()
-        let url = server.url("/echo")
-        await server.stop()
+        let closed = try ClosedPort()
+        let url = URL(string: "http://127.0.0.1:\(closed.port)/echo")!
         let client = try CurlHTTPClient()
         defer { client.shutdown() }
         let error = await expectTransportError { () async throws(TransportError) in
@@ -284,10 +284,8 @@ struct CurlHTTPClientTests {
             #expect(refused?.kind == .proxy)
             #expect(refused?.message.contains("403") == true, "\(refused?.message ?? "")")
 
-            let closed = try await FixtureServer.start()
-            let closedPort = closed.port
-            await closed.stop()
-            options.proxy = "http://user:proxysecret@127.0.0.1:\(closedPort)"
+            let closed = try ClosedPort()
+            options.proxy = "http://user:proxysecret@127.0.0.1:\(closed.port)"
             let error = await expectTransportError { () async throws(TransportError) in
                 try await client.send(HTTPRequest(url: server.url("/echo")), options: options)
             }
