@@ -235,9 +235,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "LoginFlow", "Vault", "Credentials",
-                "Platform", "Sessions", "Scheduler", "Daemon", "JSON", "SocketAPI", "SocketClient", "PostgresStore", "BrowserCookies", "Notify",
-                "Assembly",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "Platform", "Sessions", "Daemon", "JSON", "SocketClient", "PostgresStore", "BrowserCookies", "Assembly",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
