@@ -10,10 +10,11 @@ import PackageDescription
 //   Stores:     Vault (the folder, the item crypto)  PostgresStore (fleet mode: items, leases, changes on PostgreSQL)
 //   People:     Notify (notifications of sites that need a person)
 //   Daemon:     Scheduler (pure: SiteConfig only)  Daemon (the Keeper)  SocketAPI (the Unix-socket HTTP API, on Hummingbird)
+//               Assembly (the daemon put together: stores, keeper, fleet leases, socket, notifiers, signals)
 //   Clients:    SocketClient (the CLI's blocking HTTP/1.1 client on the socket)
 //   Programs:   sessionkeeper (CLI)  demo-site
-// Dependencies point one way: LoginFlow never imports CurlTransport, Scheduler never imports Sessions; only the CLI
-// wires real parts together.
+// Dependencies point one way: LoginFlow never imports CurlTransport, Scheduler never imports Sessions, Daemon never
+// imports PostgresStore; only Assembly and the CLI wire real parts together.
 
 /// Issue 14: `Fuzz/run` builds the libFuzzer targets with SESSIONKEEPER_FUZZ=1, in the same scratch path as the
 /// tests. Only this package's modules then carry libFuzzer's coverage and AddressSanitizer (the fuzzers look for
@@ -174,7 +175,7 @@ let package = Package(
             name: "Daemon",
             dependencies: [
                 "Locking",
-                "Scheduler", "Sessions", "SiteConfig", "LoginFlow", "HTTPTransport", "CookieJar", "Platform", "PostgresStore",
+                "Scheduler", "Sessions", "SiteConfig", "LoginFlow", "HTTPTransport", "CookieJar", "Platform",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -202,6 +203,20 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The daemon put together (what `sessionkeeper run` runs, callable by tests): the store, the login path,
+        // the keeper, fleet mode's lease service, the socket, the notifiers and the signals, in one ServiceGroup.
+        // It sits above Daemon and PostgresStore so that Daemon need not know the fleet's database.
+        .target(
+            name: "Assembly",
+            dependencies: [
+                "Locking", "Daemon", "SocketAPI", "Notify", "PostgresStore", "Sessions", "Vault", "Credentials", "CurlTransport", "Scheduler",
+                "SiteConfig", "Platform",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "DemoSite",
             dependencies: [
@@ -220,8 +235,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "LoginFlow", "Vault", "Credentials",
-                "Platform", "Sessions", "Scheduler", "Daemon", "JSON", "SocketAPI", "SocketClient", "PostgresStore", "BrowserCookies", "Notify",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "Platform", "Sessions", "Daemon", "JSON", "SocketClient", "PostgresStore", "BrowserCookies", "Assembly",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -364,6 +378,14 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             resources: [.copy("Fixtures")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "AssemblyTests",
+            dependencies: [
+                "Assembly", "DemoSite", "SiteConfig", "SocketClient", "Platform", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

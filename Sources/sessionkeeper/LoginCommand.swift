@@ -1,4 +1,5 @@
 import ArgumentParser
+import Assembly
 import CookieJar
 import Credentials
 import CurlTransport

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Assembly
 import Foundation
 import Locking
 import LoginFlow

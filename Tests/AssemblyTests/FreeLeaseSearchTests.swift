@@ -1,4 +1,4 @@
-@testable import Daemon
+@testable import Assembly
 import Testing
 
 /// A keeper below its share looks for free leases once, not every renewal period, until the fleet changes.
