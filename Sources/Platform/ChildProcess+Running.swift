@@ -175,7 +175,9 @@ public final class RunningChild: Sendable {
         case finish
     }
 
-    /// What the handle and the task that drives the program share.
+    /// What the handle and the task that drives the program share. Its timers (the timeout, the grace before
+    /// SIGKILL, the bounded waits) run on ``ChildProcessExecutor`` as the program's watching does, so a busy
+    /// cooperative pool delays none of them.
     final class Core: Sendable {
         struct State {
             var pid: Int32?
@@ -228,7 +230,7 @@ public final class RunningChild: Sendable {
         }
 
         func armTimeout(_ timeout: Duration, pid: Int32) {
-            let task = Task { [weak self] in
+            let task = Task(executorPreference: ChildProcessExecutor.shared) { [weak self] in
                 do { try await Task.sleep(for: timeout) } catch { return }
                 _ = await self?.stop(pid: pid, grace: nil)
             }
@@ -281,7 +283,7 @@ public final class RunningChild: Sendable {
                 return state.nextID
             }
             let timer = timeout.map { timeout in
-                Task { [weak self] in
+                Task(executorPreference: ChildProcessExecutor.shared) { [weak self] in
                     do { try await Task.sleep(for: timeout) } catch { return }
                     let waiter = self?.state.withLock { $0.endWaiters.removeValue(forKey: id) }
                     waiter?.resume(returning: nil)
@@ -303,7 +305,7 @@ public final class RunningChild: Sendable {
                 state.nextID += 1
                 return state.nextID
             }
-            let timer = Task { [weak self] in
+            let timer = Task(executorPreference: ChildProcessExecutor.shared) { [weak self] in
                 do { try await Task.sleep(for: timeout) } catch { return }
                 self?.resumeOutputWaiter(id, with: false)
             }
@@ -332,7 +334,7 @@ public final class RunningChild: Sendable {
 
         func stop(pid: Int32, grace: Duration?) async -> ProcessTermination {
             signalGroup(pid: pid, SIGTERM)
-            let killer = Task { [weak self, grace = grace ?? self.grace] in
+            let killer = Task(executorPreference: ChildProcessExecutor.shared) { [weak self, grace = grace ?? self.grace] in
                 do { try await Task.sleep(for: grace) } catch { return }
                 self?.signalGroup(pid: pid, SIGKILL)
             }

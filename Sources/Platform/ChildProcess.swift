@@ -121,8 +121,25 @@ public struct ChildProcess: Sendable {
                     // process may keep waiting): the run ends by itself, with the program's own status.
                     if let leader = group.leader, Syscall.childHasExited(leader) { continue }
                     stop = .timedOut
-                    // Cancelling the run makes swift-subprocess stop the group (teardownSequence below).
-                    race.cancelAll()
+                    guard let leader = group.leader else {
+                        // Not started yet: cancelling the run stops it (teardownSequence below).
+                        race.cancelAll()
+                        continue
+                    }
+                    // Stopped from here rather than by cancelling the run: swift-subprocess's teardown waits its
+                    // turn on the cooperative pool (an unstructured task), and a busy pool held a stubborn program
+                    // 30 s past its SIGTERM. Once the group is gone the run ends by itself.
+                    _ = kill(-leader, SIGTERM)
+                    race.addTask {
+                        do {
+                            try await Task.sleep(for: self.terminationGrace)
+                            return .graceOver
+                        } catch {
+                            return .cancelled
+                        }
+                    }
+                case .graceOver:
+                    if let leader = group.leader, !Syscall.childHasExited(leader) { _ = kill(-leader, SIGKILL) }
                 case .cancelled:
                     // The calling task was cancelled, which reaches the run as well.
                     stop = .cancelled
@@ -166,6 +183,8 @@ public struct ChildProcess: Sendable {
     private enum RaceEvent: Sendable {
         case ran(Result<Captured, any Error>)
         case deadline
+        /// The grace between SIGTERM and SIGKILL of a timed-out program is over.
+        case graceOver
         case cancelled
     }
 

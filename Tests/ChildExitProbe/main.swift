@@ -20,6 +20,10 @@ import Synchronization
 //   child-exit-probe blocked-pool
 //       Starts `sh` that exits with 3 after 0.2 s, under a 1 s timeout, then blocks every thread of the cooperative
 //       pool for 3 s. Prints how the run ended: `exit status 3`, since the program ended long before its timeout.
+//   child-exit-probe blocked-pool-timeout
+//       Starts `sh` that ignores SIGTERM and waits, under a 1 s timeout with 0.5 s of grace, then blocks every thread
+//       of the cooperative pool for 6 s. Prints when the program was gone (seconds after its start, from /proc) and
+//       how the run ended: SIGKILL comes on time although the pool is held.
 
 struct ProbeFailure: Error, CustomStringConvertible {
     let description: String
@@ -211,12 +215,54 @@ func blockedPool() throws {
     print(outcome.withLock { $0 })
 }
 
+func blockedPoolTimeout() throws {
+    let started = DispatchSemaphore(value: 0)
+    let finished = DispatchSemaphore(value: 0)
+    let outcome = Locked<String>("")
+    let leader = Locked<Int32>(0)
+    let child = ChildProcess(
+        executable: "/bin/sh", arguments: ["-c", "trap '' TERM; echo $$ >&2; sleep 30"], environment: environment,
+        timeout: .seconds(1), terminationGrace: .milliseconds(500), outputLimit: 1024, outputOverflow: .truncate)
+    let begun = ContinuousClock.now
+    Task.detached {
+        do {
+            let result = try await child.run { line in
+                leader.withLock { $0 = Int32(line) ?? 0 }
+                started.signal()
+            }
+            outcome.withLock { $0 = "\(result.termination)" }
+        } catch {
+            outcome.withLock { $0 = "error: \(error)" }
+        }
+        finished.signal()
+    }
+    started.wait()
+    let width = ProcessInfo.processInfo.activeProcessorCount
+    let blockers = (0...width).map { _ in Task.detached { usleep(6_000_000) } }
+    // Polled on this thread (not the pool): gone once /proc has no such process or shows it a zombie.
+    let pid = leader.withLock { $0 }
+    var gone: Duration?
+    while gone == nil, ContinuousClock.now - begun < .seconds(20) {
+        let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        if let close = stat.lastIndex(of: ")"), stat[stat.index(close, offsetBy: 2)] != "Z" {
+            usleep(20_000)
+        } else {
+            gone = ContinuousClock.now - begun
+        }
+    }
+    finished.wait()
+    _ = blockers
+    let seconds = gone.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 } ?? -1
+    print("gone after \(String(format: "%.1f", seconds)) s; \(outcome.withLock { $0 })")
+}
+
 let arguments = CommandLine.arguments.dropFirst()
 do {
     switch arguments.first {
     case "stress": try await stress(arguments.dropFirst())
     case "blocked-pool": try blockedPool()
-    default: throw ProbeFailure("usage: child-exit-probe stress [options] | blocked-pool")
+    case "blocked-pool-timeout": try blockedPoolTimeout()
+    default: throw ProbeFailure("usage: child-exit-probe stress [options] | blocked-pool | blocked-pool-timeout")
     }
 } catch {
     FileHandle.standardError.write(Data("child-exit-probe: \(error)\n".utf8))

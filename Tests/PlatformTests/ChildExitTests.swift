@@ -27,6 +27,17 @@ import Testing
         #expect(try await probe(["blocked-pool"]) == "exit status 3")
     }
 
+    /// A timed-out program that ignores SIGTERM gets SIGKILL at the end of its grace while every thread of the
+    /// cooperative pool is blocked (for 6 s): the stopping is the watcher thread's, not swift-subprocess's teardown,
+    /// which waits for the pool. The run itself returns once the pool frees up, as stopped at its timeout.
+    @Test func aTimedOutProgramIsKilledOnTimeHoweverBusyThePool() async throws {
+        let report = try await probe(["blocked-pool-timeout"])
+        let parts = report.split(separator: ";", maxSplits: 1)
+        let gone = try #require(parts.first.flatMap { Double($0.split(separator: " ")[2]) }, "\(report)")
+        #expect(gone > 0 && gone < 5, "\(report)")
+        #expect(parts.last?.trimmingCharacters(in: .whitespaces) == "stopped at its timeout", "\(report)")
+    }
+
     /// Many short children with the probe's cores saturated (CPU-bound tasks on the cooperative pool, blocking work
     /// on NIO's thread pool): every one is seen to exit with its status and output. The latencies are printed for
     /// the log; their goal is Benchmarks/run-child-exit's, not a timed test's.
