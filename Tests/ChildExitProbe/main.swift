@@ -189,58 +189,68 @@ func stress(_ arguments: ArraySlice<String>) async throws {
 
 // MARK: blocked-pool
 
-func blockedPool() throws {
-    let started = DispatchSemaphore(value: 0)
-    let finished = DispatchSemaphore(value: 0)
-    let outcome = Locked<String>("")
-    let child = ChildProcess(
-        executable: "/bin/sh", arguments: ["-c", "echo started >&2; sleep 0.2; exit 3"], environment: environment,
-        timeout: .seconds(1), outputLimit: 1024, outputOverflow: .truncate)
-    Task.detached {
-        do {
-            let result = try await child.run { _ in started.signal() }
-            outcome.withLock { $0 = "\(result.termination)" }
-        } catch {
-            outcome.withLock { $0 = "error: \(error)" }
+/// A run started from a detached task, seen from this (non-pool) thread: `firstLine` is the program's first line of
+/// standard error, once it has written it; `finished` gives how the run ended (its termination, or the error).
+final class WatchedRun: Sendable {
+    private let lineWritten = DispatchSemaphore(value: 0)
+    private let ended = DispatchSemaphore(value: 0)
+    private let line = Locked<String?>(nil)
+    private let outcome = Locked("")
+
+    init(_ child: ChildProcess) {
+        Task.detached { [self] in
+            do {
+                let result = try await child.run { text in
+                    guard self.line.withLock({ line in
+                        defer { line = line ?? text }
+                        return line == nil
+                    }) else { return }
+                    self.lineWritten.signal()
+                }
+                self.outcome.withLock { $0 = "\(result.termination)" }
+            } catch {
+                self.outcome.withLock { $0 = "error: \(error)" }
+            }
+            self.ended.signal()
         }
-        finished.signal()
     }
-    started.wait()
-    // One more blocker than the pool has threads, each holding its thread for 3 s: nothing else runs on the pool
-    // until they end, long after the program's exit and its timeout.
-    let width = ProcessInfo.processInfo.activeProcessorCount
-    let blockers = (0...width).map { _ in Task.detached { usleep(3_000_000) } }
-    finished.wait()
-    _ = blockers
-    print(outcome.withLock { $0 })
+
+    var firstLine: String {
+        lineWritten.wait()
+        return line.withLock { $0 ?? "" }
+    }
+
+    var finished: String {
+        ended.wait()
+        return outcome.withLock { $0 }
+    }
 }
 
-func blockedPoolTimeout() throws {
-    let started = DispatchSemaphore(value: 0)
-    let finished = DispatchSemaphore(value: 0)
-    let outcome = Locked<String>("")
-    let leader = Locked<Int32>(0)
-    let child = ChildProcess(
-        executable: "/bin/sh", arguments: ["-c", "trap '' TERM; echo $$ >&2; sleep 30"], environment: environment,
-        timeout: .seconds(1), terminationGrace: .milliseconds(500), outputLimit: 1024, outputOverflow: .truncate)
+/// Holds every thread of the cooperative pool (one blocker more than it has threads) for `seconds`: nothing else
+/// runs on the pool until they end.
+@discardableResult
+func blockThePool(for seconds: UInt32) -> [Task<Void, Never>] {
+    (0...ProcessInfo.processInfo.activeProcessorCount).map { _ in Task.detached { usleep(seconds * 1_000_000) } }
+}
+
+func blockedPool() {
+    let run = WatchedRun(ChildProcess(
+        executable: "/bin/sh", arguments: ["-c", "echo started >&2; sleep 0.2; exit 3"], environment: environment,
+        timeout: .seconds(1), outputLimit: 1024, outputOverflow: .truncate))
+    _ = run.firstLine
+    // Held for 3 s: long after the program's exit and its timeout.
+    blockThePool(for: 3)
+    print(run.finished)
+}
+
+func blockedPoolTimeout() {
     let begun = ContinuousClock.now
-    Task.detached {
-        do {
-            let result = try await child.run { line in
-                leader.withLock { $0 = Int32(line) ?? 0 }
-                started.signal()
-            }
-            outcome.withLock { $0 = "\(result.termination)" }
-        } catch {
-            outcome.withLock { $0 = "error: \(error)" }
-        }
-        finished.signal()
-    }
-    started.wait()
-    let width = ProcessInfo.processInfo.activeProcessorCount
-    let blockers = (0...width).map { _ in Task.detached { usleep(6_000_000) } }
+    let run = WatchedRun(ChildProcess(
+        executable: "/bin/sh", arguments: ["-c", "trap '' TERM; echo $$ >&2; sleep 30"], environment: environment,
+        timeout: .seconds(1), terminationGrace: .milliseconds(500), outputLimit: 1024, outputOverflow: .truncate))
+    let pid = Int32(run.firstLine) ?? 0
+    blockThePool(for: 6)
     // Polled on this thread (not the pool): gone once /proc has no such process or shows it a zombie.
-    let pid = leader.withLock { $0 }
     var gone: Duration?
     while gone == nil, ContinuousClock.now - begun < .seconds(20) {
         let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
@@ -250,18 +260,17 @@ func blockedPoolTimeout() throws {
             gone = ContinuousClock.now - begun
         }
     }
-    finished.wait()
-    _ = blockers
+    let ended = run.finished
     let seconds = gone.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 } ?? -1
-    print("gone after \(String(format: "%.1f", seconds)) s; \(outcome.withLock { $0 })")
+    print("gone after \(String(format: "%.1f", seconds)) s; \(ended)")
 }
 
 let arguments = CommandLine.arguments.dropFirst()
 do {
     switch arguments.first {
     case "stress": try await stress(arguments.dropFirst())
-    case "blocked-pool": try blockedPool()
-    case "blocked-pool-timeout": try blockedPoolTimeout()
+    case "blocked-pool": blockedPool()
+    case "blocked-pool-timeout": blockedPoolTimeout()
     default: throw ProbeFailure("usage: child-exit-probe stress [options] | blocked-pool | blocked-pool-timeout")
     }
 } catch {
