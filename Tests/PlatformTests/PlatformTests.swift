@@ -98,9 +98,11 @@ final class Lines: Sendable {
         }.value
         #expect(result.termination == .timedOut)
         #expect(lines.all == ["started"])
-        // SIGTERM changed nothing, so SIGKILL came after the grace period.
+        // SIGTERM changed nothing, so SIGKILL came after the grace period. How soon after is checked where no other
+        // test shares the process (ChildExitTests.aTimedOutProgramIsKilledOnTimeHoweverBusyThePool, in
+        // child-exit-probe): here the caller's own resumption waits behind every job this test process has queued on
+        // the cooperative pool, which at the suite's start (all tests beginning at once) took 23.5 s in 1 of 10 runs.
         #expect(elapsed >= .milliseconds(1950))
-        #expect(elapsed < .seconds(10))
         let group = try #require(await pid(in: pidFile))
         #expect(await groupIsGone(group))
     }
