@@ -1,4 +1,4 @@
-"""What the benchmarks share: the release build, the demo site's login as a site file, the daemon's memory as
+"""What the benchmarks share: the release build, udsload built from its sources, the demo site's login as a site file, the daemon's memory as
 the kernel counts it, and (DemoDaemon) the release demo site and a release daemon logged into it, in a private
 temporary folder, which the start-up benchmark (Benchmarks/run-startup) runs client commands against."""
 import os
@@ -10,6 +10,20 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PASSWORD = "startup-Passw0rd"
+
+
+# udsload's sources: ../shared/tools/udsload beside the repository, or UDSLOAD_DIR.
+UDSLOAD_SOURCES = os.environ.get("UDSLOAD_DIR") or os.path.join(ROOT, "..", "shared", "tools", "udsload")
+
+
+def build_udsload(scratch):
+    """udsload built in a copy of its sources under `scratch`; returns the binary's path."""
+    if not os.path.isdir(UDSLOAD_SOURCES):
+        raise SystemExit("needs ../shared/tools/udsload beside the repository (or UDSLOAD_DIR=its folder)")
+    copy = os.path.join(scratch, "udsload")
+    shutil.copytree(UDSLOAD_SOURCES, copy)
+    subprocess.run(["make", "-s", "-C", copy, "udsload"], check=True)
+    return os.path.join(copy, "udsload")
 
 
 def build_release(*products):
