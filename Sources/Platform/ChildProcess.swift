@@ -116,16 +116,17 @@ public struct ChildProcess: Sendable {
                     race.cancelAll()
                     return (result, stop)
                 case .deadline:
-                    // A program that has already exited did not run out of time, however late the run's last
-                    // steps come (swift-subprocess finishes a run on Swift's cooperative pool, which a busy
-                    // process may keep waiting): the run ends by itself, with the program's own status.
-                    if let leader = group.leader, Syscall.childHasExited(leader) { continue }
-                    stop = .timedOut
                     guard let leader = group.leader else {
                         // Not started yet: cancelling the run stops it (teardownSequence below).
+                        stop = .timedOut
                         race.cancelAll()
                         continue
                     }
+                    // A program that has already exited did not run out of time, however late the run's last
+                    // steps come (swift-subprocess finishes a run on Swift's cooperative pool, which a busy
+                    // process may keep waiting): the run ends by itself, with the program's own status.
+                    if Syscall.childHasExited(leader) { continue }
+                    stop = .timedOut
                     // Stopped from here rather than by cancelling the run: swift-subprocess's teardown waits its
                     // turn on the cooperative pool (an unstructured task), and a busy pool held a stubborn program
                     // 30 s past its SIGTERM. Once the group is gone the run ends by itself.
