@@ -74,12 +74,21 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     public mutating func remove(name: String) { fields.removeAll { $0.name.caseInsensitiveEquals(name) } }
 }
 
-extension StringProtocol {
+// Concrete for String and Substring, not one generic on StringProtocol: a generic `package` function is called
+// unspecialized from other modules (through witness tables, per byte), and every header lookup comes here.
+extension String {
     /// ASCII case-insensitive comparison, the one HTTP field names and connection options use.
-    package func caseInsensitiveEquals(_ other: String) -> Bool {
-        guard utf8.count == other.utf8.count else { return false }
-        return zip(utf8, other.utf8).allSatisfy { asciiLower($0) == asciiLower($1) }
-    }
+    package func caseInsensitiveEquals(_ other: String) -> Bool { asciiCaseInsensitiveEqual(utf8, other.utf8) }
+}
+
+extension Substring {
+    /// ASCII case-insensitive comparison, the one HTTP field names and connection options use.
+    package func caseInsensitiveEquals(_ other: String) -> Bool { asciiCaseInsensitiveEqual(utf8, other.utf8) }
+}
+
+@inline(__always) private func asciiCaseInsensitiveEqual(_ left: some Collection<UInt8>, _ right: String.UTF8View) -> Bool {
+    guard left.count == right.count else { return false }
+    return zip(left, right).allSatisfy { asciiLower($0) == asciiLower($1) }
 }
 
 @inline(__always) private func asciiLower(_ byte: UInt8) -> UInt8 {
