@@ -264,7 +264,7 @@ let package = Package(
         // MARK: Tests (one target per module; fixtures as files beside them)
         // Shared by the test targets: blocking waits on dedicated threads, child processes run to their end.
         .target(
-            name: "TestSupport", dependencies: ["Locking", "Platform", .product(name: "Logging", package: "swift-log")],
+            name: "TestSupport", dependencies: ["Locking", "Platform", "SanitizerSettings", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport", swiftSettings: strict),
         // The crash test's child (VaultTests/CrashTests): writes vault items until killed. Built for the tests
         // only, so the shipped sessionkeeper carries no test subcommand.

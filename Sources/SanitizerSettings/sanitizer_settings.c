@@ -3,6 +3,19 @@
  * process and every program the tests start (sessionkeeper, demo-site) use them without TSAN_OPTIONS, which
  * those children do not inherit: the tests and Platform.ChildEnvironment hand them a chosen environment.
  * docs/RELIABILITY.md ("Sanitizers") has the runs that justify each line. */
+#include "SanitizerSettings.h"
+
+int sessionkeeper_sanitizer_slowdown(void) {
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+    return 5;
+#elif __has_feature(address_sanitizer)
+    return 2;
+#endif
+#endif
+    return 1;
+}
+
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
 
