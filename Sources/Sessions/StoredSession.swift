@@ -13,23 +13,12 @@ public enum StoredSession {
             + "them fresh (start the daemon with 'sessionkeeper run')"
     }
 
-    /// The stored record of `site`; a failure that says there is none and how to make one. `environment` is what
-    /// the vault's key is read with (a passphrase variable the caller took out of the process's environment).
-    public static func load(
-        site: SiteDefinition, config: DaemonConfig, environment: [String: String]
-    ) async throws(StoredSessionError) -> SessionRecord {
-        let vault: Vault
-        do {
-            vault = try Vault.open(stateDirectory: config.stateDirectory, key: MasterKeySource(config.vault.key), environment: environment)
-        } catch where error.reason == .notInitialized {
-            throw .noSession(site: site.name, hint: hint(site))
-        } catch {
-            throw .vault(error)
-        }
-        defer { vault.close() }
+    /// The record of `site` that `store` holds; a failure that says there is none and how to make one. Nil
+    /// `store`: there is no vault yet.
+    public static func load(site: SiteDefinition, from store: (any SessionStore)?) async throws(StoredSessionError) -> SessionRecord {
         let record: SessionRecord?
         do {
-            record = try await VaultSessionStore(vault: vault).load(site: site.name)
+            record = try await store?.load(site: site.name)
         } catch {
             throw .store(error)
         }
