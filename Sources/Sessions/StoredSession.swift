@@ -1,10 +1,8 @@
 import CookieJar
-import Credentials
 import Foundation
 import SiteConfig
-import Vault
 
-/// A site's session read straight from the vault, for a client when no daemon answers (SPEC section 9: `cookie`
+/// A site's session read straight from the store, for a client when no daemon answers (SPEC section 9: `cookie`
 /// falls back to the vault, saying that nothing keeps the cookies fresh).
 public enum StoredSession {
     /// The note printed on standard error whenever cookies come from the vault instead of the daemon.
@@ -35,8 +33,6 @@ public enum StoredSession {
 public enum StoredSessionError: Error, Sendable, CustomStringConvertible {
     /// None is stored; `hint` is the command that stores one.
     case noSession(site: String, hint: String)
-    /// The vault cannot be opened.
-    case vault(VaultError)
     /// The vault holds something that cannot be read as a session.
     case store(SessionStoreError)
 
@@ -44,7 +40,6 @@ public enum StoredSessionError: Error, Sendable, CustomStringConvertible {
         switch self {
         case let .noSession(site, hint):
             "no session of site '\(site)' is stored in the vault; start the daemon ('sessionkeeper run') or run '\(hint)'"
-        case .vault(let error): error.description
         case .store(let error): error.description
         }
     }
