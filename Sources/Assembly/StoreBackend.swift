@@ -21,15 +21,13 @@ public final class StoreBackend: Sendable {
     }
 
     private let place: Place
-    /// Where the items are, for messages: the vault folder's path, or the database's URL (never its password).
-    public let location: String
 
-    private init(place: Place, location: String) {
+    private init(place: Place) {
         self.place = place
-        self.location = location
     }
 
-    /// Where the items of `config`'s store are, for messages (never a password).
+    /// Where the items of `config`'s store are, for messages: the vault folder's path, or the database's URL (never
+    /// its password).
     public static func location(of config: DaemonConfig) -> String {
         switch config.store {
         case .vaultFolder: "\(config.stateDirectory)/vault"
@@ -53,25 +51,47 @@ public final class StoreBackend: Sendable {
             do {
                 let vault = try Vault.open(
                     stateDirectory: config.stateDirectory, key: key, createIfMissing: create, environment: keyEnvironment)
-                return StoreBackend(place: .folder(vault), location: location(of: config))
+                return StoreBackend(place: .folder(vault))
             } catch {
                 throw .vault(error)
             }
         case let .postgres(settings):
-            let url: DatabaseURL
-            do {
-                url = try settings.url.resolve(environment: environment)
-            } catch {
-                throw .databaseURL(error)
-            }
-            // A command's failures reach the user as its error; the store's own lines (reachability) would repeat them.
-            let logger = logger ?? Logger(label: "sessionkeeper.store") { _ in SwiftLogNoOpLogHandler() }
-            do {
-                let store = try PostgresStore(url: url, settings: settings, key: key, environment: keyEnvironment, logger: logger)
-                return StoreBackend(place: .database(store, LeaseGate()), location: location(of: config))
-            } catch {
-                throw .store(error)
-            }
+            let store = try database(settings, config: config, environment: environment, keyEnvironment: keyEnvironment, logger: logger)
+            return StoreBackend(place: .database(store, LeaseGate()))
+        }
+    }
+
+    /// The fleet's database `settings` name, not yet running: its URL resolved (`{env: NAME}` from
+    /// `environment`), the only place that does.
+    private static func database(
+        _ settings: PostgresStoreSettings, config: DaemonConfig, environment: [String: String], keyEnvironment: [String: String],
+        logger: Logger? = nil
+    ) throws(AssemblyError) -> PostgresStore {
+        let url: DatabaseURL
+        do {
+            url = try settings.url.resolve(environment: environment)
+        } catch {
+            throw .databaseURL(error)
+        }
+        // A command's failures reach the user as its error; the store's own lines (reachability) would repeat them.
+        let logger = logger ?? Logger(label: "sessionkeeper.store") { _ in SwiftLogNoOpLogHandler() }
+        do {
+            return try PostgresStore(
+                url: url, settings: settings, key: MasterKeySource(config.vault.key), environment: keyEnvironment, logger: logger)
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Runs `body` with the database running and open (`create`: the schema made when missing; `seed`: the
+    /// keyring a new vault gets), then closes it; its errors become ``AssemblyError/store(_:)``.
+    private static func running<T: Sendable>(
+        _ store: PostgresStore, create: Bool, seed: VaultKeys? = nil, _ body: @Sendable (PostgresStore) async throws -> T
+    ) async throws -> T {
+        do {
+            return try await PostgresStore.withRunning(store, createIfMissing: create, seed: seed, body)
+        } catch let error as PostgresStoreError {
+            throw AssemblyError.store(error)
         }
     }
 
@@ -80,7 +100,7 @@ public final class StoreBackend: Sendable {
     /// there is none. Errors opening the store are ``AssemblyError``s; `body`'s pass through.
     public static func withOpen<T: Sendable>(
         _ config: DaemonConfig, create: Bool, environment: [String: String], keyEnvironment: [String: String],
-        seed: VaultKeys? = nil, _ body: @Sendable (StoreBackend) async throws -> T
+        _ body: @Sendable (StoreBackend) async throws -> T
     ) async throws -> T {
         let backend = try open(config, create: create, environment: environment, keyEnvironment: keyEnvironment)
         switch backend.place {
@@ -88,11 +108,7 @@ public final class StoreBackend: Sendable {
             defer { vault.close() }
             return try await body(backend)
         case .database(let store, _):
-            do {
-                return try await PostgresStore.withRunning(store, createIfMissing: create, seed: seed) { _ in try await body(backend) }
-            } catch let error as PostgresStoreError {
-                throw AssemblyError.store(error)
-            }
+            return try await running(store, create: create) { _ in try await body(backend) }
         }
     }
 
@@ -162,7 +178,7 @@ public final class StoreBackend: Sendable {
     /// has the key file made for it removed again, so a failed init leaves no key behind that unlocks nothing.
     public static func initializeVault(_ config: DaemonConfig, environment: [String: String], keyEnvironment: [String: String]) async throws {
         let key = MasterKeySource(config.vault.key)
-        guard case .postgres = config.store else {
+        guard case let .postgres(settings) = config.store else {
             do {
                 try Vault.initialize(stateDirectory: config.stateDirectory, key: key, environment: keyEnvironment).close()
             } catch {
@@ -180,11 +196,8 @@ public final class StoreBackend: Sendable {
             madeKeyFile = path
         }
         do {
-            let made = try await withOpen(config, create: true, environment: environment, keyEnvironment: keyEnvironment) { backend in
-                guard case .database(let store, _) = backend.place else { return false }
-                return store.storedKeyring
-            }
-            guard made else { throw AssemblyError.vault(VaultError(.alreadyInitialized)) }
+            let store = try database(settings, config: config, environment: environment, keyEnvironment: keyEnvironment)
+            guard try await running(store, create: true, { $0.storedKeyring }) else { throw AssemblyError.vault(VaultError(.alreadyInitialized)) }
         } catch {
             if let madeKeyFile { _ = try? Syscall.unlinkIfPresent(madeKeyFile) }
             throw error
@@ -227,13 +240,13 @@ public final class StoreBackend: Sendable {
     public static func migrate(
         _ config: DaemonConfig, toFolder: Bool, environment: [String: String], keyEnvironment: [String: String]
     ) async throws -> MigrationSummary {
-        guard case .postgres = config.store else {
+        guard case let .postgres(settings) = config.store else {
             throw AssemblyError.unsupported("config.yaml has no store: {postgres: ...}; store migrate needs the database to copy to or from")
         }
         let key = MasterKeySource(config.vault.key)
+        let store = try database(settings, config: config, environment: environment, keyEnvironment: keyEnvironment)
         if toFolder {
-            return try await withOpen(config, create: false, environment: environment, keyEnvironment: keyEnvironment) { backend in
-                guard case .database(let store, _) = backend.place else { throw AssemblyError.unsupported("no database") }
+            return try await running(store, create: false) { store in
                 do {
                     return try await StoreMigration.copy(from: store, toFolder: config.stateDirectory, key: key)
                 } catch {
@@ -250,8 +263,7 @@ public final class StoreBackend: Sendable {
         defer { vault.close() }
         let seed: VaultKeys
         do { seed = try vault.keys() } catch { throw AssemblyError.vault(error) }
-        return try await withOpen(config, create: false, environment: environment, keyEnvironment: keyEnvironment, seed: seed) { backend in
-            guard case .database(let store, _) = backend.place else { throw AssemblyError.unsupported("no database") }
+        return try await running(store, create: false, seed: seed) { store in
             do {
                 return try await StoreMigration.copy(from: vault, to: store, seeded: store.storedKeyring)
             } catch {
