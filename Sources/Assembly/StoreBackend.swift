@@ -231,7 +231,11 @@ public final class StoreBackend: Sendable {
     /// `vault rotate`: every item re-encrypted under a new master key. The vault folder's only: a fleet's
     /// database does not rotate (docs/FLEET.md, "What the store does not do").
     public func rotate() throws(AssemblyError) -> RotationSummary {
-        guard case .folder(let vault) = place else { throw .unsupported("vault rotate re-encrypts the vault folder's items; with store: postgres (fleet mode) it is not available (docs/FLEET.md, \"What the store does not do\")") }
+        guard case .folder(let vault) = place else {
+            throw .unsupported(
+                "vault rotate re-encrypts the vault folder's items; with store: postgres (fleet mode) it is not available "
+                    + "(docs/FLEET.md, \"What the store does not do\")")
+        }
         do { return try vault.rotate() } catch { throw .vault(error) }
     }
 
