@@ -5,7 +5,6 @@ import Locking
 import Logging
 import Notify
 import Platform
-import PostgresStore
 import Scheduler
 import ServiceLifecycle
 import Sessions
@@ -132,25 +131,11 @@ public final class DaemonAssembly: Sendable {
         await group?.triggerGracefulShutdown()
     }
 
-    /// The keeper over the store: for the vault folder, a keeper that runs every site and the folder's change
-    /// feed; in fleet mode one whose sites run only under their lease, the ``FleetService`` that holds the leases,
-    /// and the database's change feed.
+    /// The keeper over the store: its site gate (every site, or in fleet mode only under the lease), the store's
+    /// change feed, and in fleet mode the lease service that drives the gate.
     private func keeper(over wiring: LoginWiring) -> (Keeper, FleetService?, (any StoreChangeFeed)?) {
-        switch wiring.store {
-        case .vault(let vault):
-            let keeper = Keeper(login: wiring.login, settings: config.scheduler, logger: logger)
-            do {
-                return (keeper, nil, try VaultChangeFeed(vault: vault))
-            } catch {
-                logger.error(
-                    "cannot watch the vault; secrets set and sessions stored by other processes are seen at each site's next check",
-                    metadata: ["error": "\(error)"])
-                return (keeper, nil, nil)
-            }
-        case .fleet(let database):
-            let keeper = Keeper(login: wiring.login, settings: config.scheduler, logger: logger, leasesGateRuns: true)
-            return (keeper, FleetService(store: database, keeper: keeper, logger: logger), PostgresChangeFeed(store: database))
-        }
+        let keeper = Keeper(login: wiring.login, settings: config.scheduler, logger: logger, siteGate: wiring.store.siteGate)
+        return (keeper, wiring.store.leaseService(for: keeper, logger: logger), wiring.store.changeFeed(logger: logger))
     }
 
     /// The notifiers of config.yaml's `notify:` (SPEC section 12), fed the state changes the keeper publishes

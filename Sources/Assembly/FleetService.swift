@@ -9,17 +9,20 @@ import ServiceLifecycle
 /// ``KeeperService``: it runs the fleet's ``PostgresStore/PostgresStore`` (its pool and change listener), opens it
 /// (again and again while the database is unreachable at start), and once per renewal period renews this keeper's
 /// leases in one statement, takes its share of the free ones (``PostgresStore/LeasePlan``), gives back what is
-/// above its share, and tells the ``Keeper`` what it holds and what it lost. When the database does not answer,
+/// above its share, and tells the keeper's ``Daemon/LeaseGate`` what it holds and what it lost. When the database does not answer,
 /// the keeper's leases run out by their own deadlines: it takes none, starts no login, and serves what it holds.
 /// On shutdown (after the keeper stopped) it releases every lease and leaves the fleet.
 public final class FleetService: Service, Sendable {
     private let store: PostgresStore
+    private let gate: LeaseGate
     private let keeper: Keeper
     private let logger: Logger
     private let opened = Locked<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
-    public init(store: PostgresStore, keeper: Keeper, logger: Logger) {
+    /// - Parameter gate: the keeper's site gate, which this service drives.
+    public init(store: PostgresStore, gate: LeaseGate, keeper: Keeper, logger: Logger) {
         self.store = store
+        self.gate = gate
         self.keeper = keeper
         self.logger = logger
     }
@@ -37,7 +40,7 @@ public final class FleetService: Service, Sendable {
     }
 
     public func run() async throws {
-        await keeper.setLoginRequester { [store] site, refresh in
+        gate.setLoginRequester { [store] site, refresh in
             // Lost when the database does not answer: the asking client's wait runs out.
             try? await store.askForLogin(of: site, kind: refresh ? .refresh : .wanted)
         }
@@ -45,11 +48,11 @@ public final class FleetService: Service, Sendable {
             for await request in store.loginRequests() { await keeper.loginRequested(request.site, refresh: request.kind == .refresh) }
         }
         let runner = Task { await store.run() }
-        let reachability = Task { [store, keeper] in
+        let reachability = Task { [store, gate] in
             for await state in store.reachability.changes() {
                 switch state {
-                case .reachable: await keeper.storeReachability(reachable: true, since: nil, reason: nil)
-                case let .unreachable(since, reason): await keeper.storeReachability(reachable: false, since: since, reason: reason)
+                case .reachable: gate.storeReachability(reachable: true, since: nil, reason: nil)
+                case let .unreachable(since, reason): gate.storeReachability(reachable: false, since: since, reason: reason)
                 }
             }
         }
@@ -134,12 +137,12 @@ public final class FleetService: Service, Sendable {
                     try await leases.release(lease)
                 }
             }
-            await keeper.leasesChanged(
+            await gate.leasesChanged(
                 held: held.values.map { HeldLease(site: $0.site, epoch: $0.epoch, deadline: $0.deadline, store: store.sessions(fencedBy: $0)) },
-                lost: renewal.lost)
+                lost: renewal.lost, in: keeper)
         } catch {
             // Unreachable (reachability says so once) or refused: what runs out, runs out by its deadline.
-            await keeper.expireLeases()
+            await gate.expireLeases(in: keeper)
         }
     }
 

@@ -34,7 +34,7 @@ extension Keeper {
         if !byManager, let minValid, let lifetime = Self.sessionLifetime(entry), minValid >= lifetime {
             throw .minValidTooLong(name, minValid: minValid, lifetime: lifetime)
         }
-        if leasesGateRuns, entry.lease == nil { return try await sessionFromHolder(of: name, minValid: minValid, wait: wait) }
+        if siteGate.runsElsewhere(name) { return try await sessionFromHolder(of: name, minValid: minValid, wait: wait) }
         // A site backing off after failed logins, or down, keeps its schedule: a client never hastens the next
         // attempt, so many clients cannot hammer a failing site. It may wait for the attempt already planned.
         let backingOff = entry.schedule.consecutiveFailures > 0 || entry.schedule.siteDown
@@ -63,13 +63,13 @@ extension Keeper {
     public func refresh(_ name: String, wait: Duration?) async throws(ClientRequestError) -> SiteStatus {
         guard let entry = entries[name] else { throw .unknownSite(name) }
         guard entry.schedule.phase != .disabled else { throw .disabled(name) }
-        if leasesGateRuns, entry.lease == nil {
-            // Fleet mode: the keeper holding the site's lease logs in; its new session ends the wait.
-            let ask = askHolder
-            Task { await ask?(name, true) }
+        if siteGate.runsElsewhere(name) {
+            // Another keeper runs the site (it holds the lease): it logs in, and its new session ends the wait.
+            // Unstructured: the ask goes on while this request waits for the holder's session, and may outlive it.
+            Task { [siteGate] in await siteGate.askForLogin(of: name, refresh: true) }
             if let wait, !(await waitForLogin(of: name, until: clock.now + wait)) { throw .timedOut(name, wait: wait) }
             guard let after = entries[name] else { throw .unknownSite(name) }
-            return Self.status(of: after, now: now)
+            return status(of: after, now: now)
         }
         dispatch(.refreshRequested, to: name)
         rearm()
@@ -78,7 +78,7 @@ extension Keeper {
         }
         if let wait, !(await waitForLogin(of: name, until: clock.now + wait)) { throw .timedOut(name, wait: wait) }
         guard let after = entries[name] else { throw .unknownSite(name) }
-        return Self.status(of: after, now: now)
+        return status(of: after, now: now)
     }
 
     /// What became of a client's report.
@@ -142,12 +142,11 @@ extension Keeper {
         if entries[site.name]?.record?.lastLogin == renewed.lastLogin { serve(renewed, site: site.name) }
     }
 
-    /// Fleet mode, a site whose lease another keeper holds: that keeper is asked for a login (it applies the
+    /// A site another keeper runs (it holds the lease): that keeper is asked for a login (it applies the
     /// rules it applies to its own clients), and with `wait` the request waits for the next session it stores.
     func sessionFromHolder(of name: String, minValid: Duration?, wait: Duration?) async throws(ClientRequestError) -> ServedSession {
-        let ask = askHolder
         // Asked from a task that runs once this request waits, so the answer cannot come before the wait begins.
-        Task { await ask?(name, false) }
+        Task { [siteGate] in await siteGate.askForLogin(of: name, refresh: false) }
         guard let wait else {
             throw .noSession(name, reason: "no session valid long enough; the keeper holding the site's lease was asked for a login")
         }
@@ -175,6 +174,7 @@ extension Keeper {
     func waitForLogin(of name: String, until deadline: ContinuousClock.Instant) async -> Bool {
         nextID &+= 1
         let id = nextID
+        // Unstructured: the timer must run while this task waits on a continuation, which no child task can outlast.
         let timer = Task { [clock] in
             try? await clock.sleep(until: deadline, tolerance: nil)
             // The task runs on the keeper (it was made there), so this is a plain call.
@@ -186,6 +186,7 @@ extension Keeper {
                 loginWaiters[name, default: [:]][id] = continuation
             }
         } onCancel: {
+            // Unstructured: a cancellation handler is synchronous and runs off the keeper; the keeper is reached by a hop.
             Task { await self.resumeWaiter(id, of: name, loginEnded: false) }
         }
     }

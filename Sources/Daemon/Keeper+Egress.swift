@@ -56,6 +56,7 @@ extension Keeper {
         nextID &+= 1
         let id = nextID
         siteListFollowers[id] = continuation
+        // Unstructured: a termination handler is synchronous and may run on any thread; the keeper is reached by a hop.
         continuation.onTermination = { _ in Task { await self.unfollowSiteList(id) } }
         continuation.yield(currentDefinitions)
         return stream

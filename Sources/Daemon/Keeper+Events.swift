@@ -15,6 +15,7 @@ extension Keeper {
         nextID &+= 1
         let id = nextID
         subscribers[id] = continuation
+        // Unstructured: a termination handler is synchronous and may run on any thread; the keeper is reached by a hop.
         continuation.onTermination = { _ in Task { await self.unsubscribe(id) } }
         return stream
     }

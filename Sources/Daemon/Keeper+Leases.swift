@@ -3,80 +3,35 @@ import Logging
 import Scheduler
 import Sessions
 
-/// A site's lease as the keeper acts under it (fleet mode, SPEC section 11): until `deadline` on the keeper's
-/// monotonic clock, and with its writes going through `store`, which refuses them once another keeper took the
-/// site over (``Sessions/SessionStoreError/Kind/staleEpoch``).
-public struct HeldLease: Sendable {
-    public var site: String
-    /// Incremented at every takeover; for the log.
-    public var epoch: Int64
-    /// When the keeper must stop acting on the site unless the lease is renewed first.
-    public var deadline: ContinuousClock.Instant
-    /// The session store fenced by this lease.
-    public var store: any SessionStore
-
-    public init(site: String, epoch: Int64, deadline: ContinuousClock.Instant, store: any SessionStore) {
-        self.site = site
-        self.epoch = epoch
-        self.deadline = deadline
-        self.store = store
-    }
-
-    /// Whether the lease may still be acted on at `now`.
-    public func isValid(at now: ContinuousClock.Instant) -> Bool { now < deadline }
-}
-
-/// What a keeper of a fleet tells of its store and leases: `status`, `/v1/health` and `/metrics`.
-public struct FleetState: Sendable, Hashable {
-    /// Whether the database answers now.
-    public var storeReachable = true
-    /// Since when it does not, on the wall clock.
-    public var unreachableSince: Date?
-    /// Why it does not (never a password).
-    public var unreachableReason: String?
-    /// Leases this keeper holds now.
-    public var leasesHeld = 0
-    /// Session writes refused because another keeper took the site over meanwhile.
-    public var staleWrites = 0
-
-    public init() {}
-}
-
-// MARK: Fleet mode: a site's runs only under its lease
+// MARK: The site gate: who may run a site now
 
 extension Keeper {
-    /// Whether this keeper may act on `name` now: always outside fleet mode, else while it holds the site's lease.
-    func mayAct(on name: String) -> Bool {
-        guard leasesGateRuns else { return true }
-        return entries[name]?.lease?.isValid(at: clock.now) ?? false
-    }
-
-    /// The login path a run of `name` uses: in fleet mode, storing through the store fenced by the site's lease
-    /// (nil when the keeper does not hold it).
+    /// The login path a run of `name` uses now, as the site gate hands it (in fleet mode storing through the store
+    /// fenced by the site's lease); nil when this keeper may not run the site now.
     func loginPath(for name: String) -> SiteLogin? {
-        guard leasesGateRuns else { return login }
-        guard let lease = entries[name]?.lease, lease.isValid(at: clock.now) else { return nil }
-        return login.storing(in: lease.store)
+        siteGate.loginPath(for: name, over: login, at: clock.now)
     }
 
-    /// The lease service's news (fleet mode): `held` are the leases this keeper holds now, renewed or newly taken;
-    /// `lost` the sites whose lease it held and does not any more. A site newly held is planned from the session
-    /// the store holds now; a site lost stops its runs at once (logged once) and follows the holder's sessions.
-    public func leasesChanged(held: [HeldLease], lost: [String]) {
-        guard leasesGateRuns, !stopped else { return }
-        for name in lost { loseLease(of: name, reason: "another keeper took it or it expired before its renewal") }
-        var taken: [String] = []
-        for lease in held {
-            guard entries[lease.site] != nil else { continue }
-            if entries[lease.site]?.lease == nil { taken.append(lease.site) }
-            entries[lease.site]?.lease = lease
-        }
+    /// Whether this keeper may act on `name` now.
+    func mayAct(on name: String) -> Bool { loginPath(for: name) != nil }
+
+    /// The site gate changed. `change` is the gate's own update, run here so that no step of the keeper sees the
+    /// gate between its change and the keeper's answer: a site closed stops its runs at once (logged once) and
+    /// follows the holder's sessions; a site opened is planned from the session the store holds now.
+    public func gateChanged(_ change: @Sendable (ContinuousClock.Instant) -> SiteGateChange) {
+        let news = change(clock.now)
+        guard !stopped else { return }
+        for closed in news.closed where entries[closed.site] != nil { lostLease(of: closed.site, reason: closed.reason) }
         // A site followed until now has the holder's session from the change feed: planned from it at once. One
         // with none fit to serve reads the store first (a session may be on its way), off the caller's path: the
         // lease service must not wait on thousands of reads while its leases run out.
         var toRead: [String] = []
-        for name in taken {
-            guard let entry = entries[name] else { continue }
+        for name in news.opened {
+            guard let entry = entries[name] else {
+                // Not a site of this keeper's sites/: nothing to run under it.
+                siteGate.release(name)
+                continue
+            }
             if usable(entry, minValid: nil) != nil {
                 takeLease(of: name)
             } else {
@@ -85,6 +40,8 @@ extension Keeper {
         }
         if !toRead.isEmpty {
             pendingLeaseReads.formUnion(toRead)
+            // Unstructured: the reads outlive this step of the actor, which must return to the lease service at
+            // once; `pendingLeaseReads` tracks them (``isSettled``), and each ends in a step of the keeper.
             Task {
                 for name in toRead {
                     let stored: SessionRecord?
@@ -99,29 +56,16 @@ extension Keeper {
                 }
             }
         }
-        fleet.leasesHeld = entries.values.filter { $0.lease != nil }.count
         rearm()
     }
 
-    /// Plans a site whose lease this keeper took, from `stored` (read from the store) or the session it serves.
+    /// Plans a site the gate opened for, from `stored` (read from the store) or the session it serves.
     private func takeLease(of name: String, stored: SessionRecord? = nil) {
-        guard let entry = entries[name], let lease = entry.lease, entry.schedule.following, !stopped else { return }
+        guard let entry = entries[name], !siteGate.runsElsewhere(name), entry.schedule.following, !stopped else { return }
         if let stored { adopt(stored, site: name) }
-        logger.info("lease taken", metadata: ["site": "\(name)", "epoch": "\(lease.epoch)"])
+        logger.info("lease taken", metadata: ["site": "\(name)"])
         let summary = entries[name]?.record.map { Self.summary($0, site: entry.site, now: wallClock()) }
         dispatch(.leaseTaken(session: summary), to: name)
-        rearm()
-    }
-
-    /// Drops every lease whose deadline passed (the database did not answer its renewal in time, or the process
-    /// was paused): their sites stop at once. The lease service calls it every renewal period, and a run checks
-    /// its own lease before it starts.
-    public func expireLeases() {
-        guard leasesGateRuns, !stopped else { return }
-        let now = clock.now
-        for (name, entry) in entries {
-            if let lease = entry.lease, !lease.isValid(at: now) { loseLease(of: name, reason: "its deadline passed before a renewal") }
-        }
         rearm()
     }
 
@@ -130,39 +74,32 @@ extension Keeper {
 
     /// The sites this keeper holds, for the lease service's plan.
     public func heldSites() -> [String] {
-        entries.compactMap { $0.value.lease == nil ? nil : $0.key }.sorted()
+        entries.keys.filter { siteGate.holds($0) == true }.sorted()
     }
 
-    /// Gives back at most `count` held leases (above this keeper's share) and returns their sites, which follow
-    /// the holder from now on. Only sites with no run in flight are chosen, so that no login is cut short for the
-    /// sake of balance (the next holder would run it again: a site logged in twice); the choice and the release
-    /// are one step of the actor, so no run starts between them. A login still waiting at the gate is dropped: it
-    /// has sent nothing yet.
+    /// Gives back at most `count` held sites (above this keeper's share) and returns them; they follow the holder
+    /// from now on. Only sites with no run in flight are chosen, so that no login is cut short for the sake of
+    /// balance (the next holder would run it again: a site logged in twice); the choice and the release are one
+    /// step of the actor, so no run starts between them. A login still waiting at the gate is dropped: it has
+    /// sent nothing yet.
     public func releaseLeases(upTo count: Int) -> [String] {
         guard count > 0 else { return [] }
-        let held = entries.filter { $0.value.lease != nil }
+        let held = entries.filter { siteGate.holds($0.key) == true }
         let chosen = LeaseChoice.release(count, held: held.keys.sorted(), busy: Set(held.filter { !$0.value.runs.isEmpty }.keys))
         for name in chosen {
-            entries[name]?.lease = nil
+            siteGate.release(name)
             stopRuns(of: name)
             logger.info("lease released to the fleet", metadata: ["site": "\(name)"])
         }
-        fleet.leasesHeld = entries.values.filter { $0.lease != nil }.count
         return chosen
     }
 
-    /// Sets how a client's need for a login is passed to the keeper holding a site's lease (``sessionFromHolder``,
-    /// `refresh` of a site this keeper follows); `refresh` says a manager asked, not a client's `min_valid`/`wait`.
-    public func setLoginRequester(_ ask: @escaping @Sendable (_ site: String, _ refresh: Bool) async -> Void) {
-        askHolder = ask
-    }
-
-    /// Another keeper's client asked for a login of `name` (fleet mode). Acted on only while this keeper holds the
-    /// site's lease, by the rules its own clients meet: `refresh` always; a client's need unless a login runs, the
+    /// Another keeper's client asked for a login of `name` (fleet mode). Acted on only while this keeper may run
+    /// the site, by the rules its own clients meet: `refresh` always; a client's need unless a login runs, the
     /// site backs off, is down or waits for a person, and at most once per ``reportInterval`` per site, so a fleet
     /// of clients cannot make it hammer the site.
     public func loginRequested(_ name: String, refresh: Bool) {
-        guard let entry = entries[name], entry.lease?.isValid(at: clock.now) == true, entry.schedule.phase != .disabled else { return }
+        guard let entry = entries[name], mayAct(on: name), entry.schedule.phase != .disabled else { return }
         if refresh {
             dispatch(.refreshRequested, to: name)
             rearm()
@@ -177,30 +114,27 @@ extension Keeper {
         rearm()
     }
 
-    /// The database's reachability changed (one log line per change is the store's).
-    public func storeReachability(reachable: Bool, since: Date?, reason: String?) {
-        fleet.storeReachable = reachable
-        fleet.unreachableSince = reachable ? nil : since
-        fleet.unreachableReason = reachable ? nil : reason
+    /// The store's state and this keeper's leases, as the site gate tells them; nil outside fleet mode.
+    public func fleetState() -> FleetState? { siteGate.state() }
+
+    /// The keeper may not run `name` any more: the gate lets go of it, and its runs stop (logged once).
+    func loseLease(of name: String, reason: String) {
+        guard siteGate.release(name) else { return }
+        lostLease(of: name, reason: reason)
     }
 
-    /// The store's state and this keeper's leases; nil outside fleet mode.
-    public func fleetState() -> FleetState? { leasesGateRuns ? fleet : nil }
-
-    func loseLease(of name: String, reason: String) {
-        guard let lease = entries[name]?.lease else { return }
-        entries[name]?.lease = nil
+    /// The gate let go of `name`: its runs stop and it follows the holder.
+    private func lostLease(of name: String, reason: String) {
         stopRuns(of: name)
         logger.warning(
             "lease lost; the site's runs stop and it follows the keeper that holds it",
-            metadata: ["site": "\(name)", "epoch": "\(lease.epoch)", "reason": "\(reason)"])
-        fleet.leasesHeld = entries.values.filter { $0.lease != nil }.count
+            metadata: ["site": "\(name)", "reason": "\(reason)"])
     }
 
     /// A session write refused because another keeper took the site over: logged, counted and dropped; the
     /// site's lease is gone.
     func staleWrite(site name: String, error: SessionStoreError) {
-        fleet.staleWrites += 1
+        siteGate.countStaleWrite()
         logger.warning("session write refused for a stale lease epoch; dropped", metadata: ["site": "\(name)", "error": "\(error)"])
         loseLease(of: name, reason: "a write was refused for its epoch")
     }

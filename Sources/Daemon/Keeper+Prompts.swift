@@ -42,6 +42,7 @@ extension Keeper {
                 // One login runs per site, so a prompt still here belongs to a run that is over.
                 endPrompt(of: name, with: .failure(.cancelled))
                 let deadline = clock.now + question.timeout
+                // Unstructured: the timer outlives this step; it is kept with the prompt and cancelled when it ends.
                 let timer = Task { [clock] in
                     do {
                         try await clock.sleep(until: deadline, tolerance: nil)
@@ -63,6 +64,7 @@ extension Keeper {
                 rearm()
             }
         } onCancel: {
+            // Unstructured: a cancellation handler is synchronous and runs off the keeper; the keeper is reached by a hop.
             Task { await self.endPrompt(id, of: name, with: .failure(.cancelled)) }
         }
     }

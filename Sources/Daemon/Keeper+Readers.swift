@@ -23,13 +23,13 @@ extension Keeper {
         guard entry.schedule.phase != .needsAttention else {
             throw .cannotLogIn(name, reason: "the site needs attention (\(entry.schedule.lastError ?? "a login was refused")); only a manager may clear it")
         }
-        if leasesGateRuns, entry.lease == nil {
-            // Fleet mode: the keeper holding the lease judges it by its own clients' rules (never past a backoff).
-            let ask = askHolder
-            Task { await ask?(name, false) }
+        if siteGate.runsElsewhere(name) {
+            // Another keeper runs the site: it judges the need by its own clients' rules (never past a backoff).
+            // Unstructured: the ask goes on while this request waits for the holder's session, and may outlive it.
+            Task { [siteGate] in await siteGate.askForLogin(of: name, refresh: false) }
             if let wait, !(await waitForLogin(of: name, until: clock.now + wait)) { throw .timedOut(name, wait: wait) }
             guard let after = entries[name] else { throw .unknownSite(name) }
-            return Self.status(of: after, now: now)
+            return status(of: after, now: now)
         }
         dispatch(.readerRefreshRequested, to: name)
         rearm()
@@ -42,7 +42,7 @@ extension Keeper {
         }
         if let wait, !(await waitForLogin(of: name, until: clock.now + wait)) { throw .timedOut(name, wait: wait) }
         guard let ended = entries[name] else { throw .unknownSite(name) }
-        return Self.status(of: ended, now: now)
+        return status(of: ended, now: now)
     }
 
     /// Why a reader's refresh started no login.

@@ -14,7 +14,7 @@ extension Keeper {
         guard let site = entries[name]?.site else { return }
         guard mayAct(on: name) else {
             // The lease ended between two renewals: the site follows, and the run the schedule asked for ends unrun.
-            if entries[name]?.lease != nil {
+            if siteGate.holds(name) == true {
                 loseLease(of: name, reason: "its deadline passed before a renewal")
             } else {
                 dispatch(.leaseLost, to: name)
@@ -33,6 +33,7 @@ extension Keeper {
             gate.request(site: name, host: site.baseURL.host ?? "")
             admitLogins()
         case .check, .keepalive:
+            // Unstructured: a run outlives this step of the actor; it is kept in the site's entry and cancelled with it.
             entries[name]?.runs[action] = Task { await self.probe(action, site: site) }
         }
     }
@@ -49,6 +50,7 @@ extension Keeper {
                 dropQueuedLogin(of: name)
                 continue
             }
+            // Unstructured: a run outlives this step of the actor; it is kept in the site's entry and cancelled with it.
             entries[name]?.runs[.logIn] = Task { await self.runLogin(site) }
         }
     }
@@ -94,6 +96,7 @@ extension Keeper {
         resumeWaiters(of: name, loginEnded: true)
         admitLogins()
         rearm()
+        // Unstructured: the store is read after this step, so that the login's end is planned before what it read.
         if storedDuringLogin.remove(name) != nil { Task { await self.lookAtStoredSession(of: name) } }
     }
 

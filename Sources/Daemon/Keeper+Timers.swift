@@ -18,6 +18,7 @@ extension Keeper {
         if sleeperDeadline == next, sleeper != nil { return }
         sleeper?.cancel()
         sleeperDeadline = next
+        // Unstructured: the one timer outlives this step; it is kept in `sleeper` and cancelled when re-armed.
         sleeper = Task { [clock] in
             do {
                 try await clock.sleep(until: next, tolerance: nil)

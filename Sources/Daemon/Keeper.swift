@@ -45,21 +45,15 @@ public actor Keeper {
         var runs: [SiteSchedule.Action: Task<Void, Never>] = [:]
         /// How the last login ended.
         var lastAttempt: LoginAttempt?
-        /// Fleet mode: the site's lease while this keeper holds it.
-        var lease: HeldLease?
     }
 
     let login: SiteLogin
-    /// Fleet mode (SPEC section 11): a site's runs start only while this keeper holds its lease
-    /// (``leasesChanged(held:lost:)``); without it the site follows the sessions the holder stores.
-    let leasesGateRuns: Bool
-    /// Fleet mode: the store's reachability and this keeper's leases (``fleetState()``).
-    var fleet = FleetState()
-    /// Fleet mode: how a client's need is passed to the keeper holding a site's lease (``setLoginRequester(_:)``).
-    var askHolder: (@Sendable (_ site: String, _ refresh: Bool) async -> Void)?
-    /// Fleet mode: sites whose lease was taken and whose stored session is being read before they are planned.
+    /// Who may run a site now (``SiteGate``): every site (``OpenSiteGate``), or in fleet mode (SPEC section 11)
+    /// only those whose lease this keeper holds (``LeaseGate``); the others follow the sessions the holder stores.
+    let siteGate: any SiteGate
+    /// Sites the gate opened for whose stored session is being read before they are planned.
     var pendingLeaseReads: Set<String> = []
-    /// Fleet mode: when each held site last acted on another keeper's client asking for a login.
+    /// When each site last acted on another keeper's client asking for a login (``loginRequested(_:refresh:)``).
     var lastRemoteAsk: [String: ContinuousClock.Instant] = [:]
     /// Each site's definition, session and schedule view, published on every change for the socket's
     /// readers, who need no actor hop for a session that is fit to serve (``servedNow(_:minValid:)``).
@@ -110,14 +104,14 @@ public actor Keeper {
     ///   - login: the login path (client, store, credentials) every run goes through.
     ///   - clock: the monotonic clock every timer runs on.
     ///   - wallClock: the wall clock (cookie expiry); timers always use `clock`.
-    ///   - leasesGateRuns: fleet mode: a site runs only under its lease, handed in by ``leasesChanged(held:lost:)``;
-    ///     `login`'s store is then the fleet's, read unfenced, and each run writes through its lease's store.
+    ///   - siteGate: who may run a site now; in fleet mode a ``LeaseGate``, and `login`'s store the fleet's, read
+    ///     unfenced, while each run writes through the store its lease fences.
     public init(
         login: SiteLogin, settings: SchedulerSettings, logger: Logger, clock: any MonotonicClock = ContinuousClock(),
-        wallClock: @escaping @Sendable () -> Date = { Date() }, leasesGateRuns: Bool = false
+        wallClock: @escaping @Sendable () -> Date = { Date() }, siteGate: any SiteGate = OpenSiteGate()
     ) {
         self.login = login
-        self.leasesGateRuns = leasesGateRuns
+        self.siteGate = siteGate
         self.settings = settings
         self.logger = logger
         self.clock = clock
@@ -143,8 +137,8 @@ public actor Keeper {
         let wanted = Dictionary(sites.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for name in entries.keys where wanted[name] == nil {
             remove(name)
-            // A fleet's session is every keeper's: one keeper's sites/ dropping a site does not delete it.
-            guard !leasesGateRuns else { continue }
+            // Sessions shared with other keepers (a fleet's) stay: one keeper's sites/ dropping a site does not delete it.
+            guard siteGate.ownsStoredSessions else { continue }
             do {
                 try await login.store.remove(site: name)
             } catch {
@@ -167,29 +161,29 @@ public actor Keeper {
     /// Every site's status, sorted by name.
     public func status() -> [SiteStatus] {
         let now = now
-        return entries.values.map { Self.status(of: $0, now: now) }.sorted { $0.name < $1.name }
+        return entries.values.map { status(of: $0, now: now) }.sorted { $0.name < $1.name }
     }
 
     /// Every site with its definition and session, sorted by name (what the socket filters by `access`).
     public func snapshots() -> [SiteSnapshot] {
         let now = now
-        return entries.values.map { SiteSnapshot(status: Self.status(of: $0, now: now), site: $0.site, record: $0.record) }
+        return entries.values.map { SiteSnapshot(status: status(of: $0, now: now), site: $0.site, record: $0.record) }
             .sorted { $0.status.name < $1.status.name }
     }
 
     /// One site's status, definition and session; nil when no such site is kept.
     public func snapshot(of name: String) -> SiteSnapshot? {
-        entries[name].map { SiteSnapshot(status: Self.status(of: $0, now: now), site: $0.site, record: $0.record) }
+        entries[name].map { SiteSnapshot(status: status(of: $0, now: now), site: $0.site, record: $0.record) }
     }
 
-    static func status(of entry: Entry, now: Now) -> SiteStatus {
+    func status(of entry: Entry, now: Now) -> SiteStatus {
         SiteStatus(
             name: entry.site.name, phase: entry.schedule.phase, expiresAt: entry.record?.expiresAt,
             lastLogin: entry.record?.lastLogin, nextRefresh: entry.schedule.nextLogin(now: now),
-            lastError: entry.schedule.lastError, siteDown: entry.schedule.siteDown, attention: attention(of: entry),
+            lastError: entry.schedule.lastError, siteDown: entry.schedule.siteDown, attention: Self.attention(of: entry),
             nextRun: entry.schedule.nextRun(now: now), failures: entry.schedule.failures, retryAt: entry.schedule.retryAt(now: now),
             lastAttempt: entry.lastAttempt, prompt: entry.schedule.prompt,
-            holdsLease: entry.lease != nil ? true : (entry.schedule.following ? false : nil))
+            holdsLease: entry.schedule.following ? false : siteGate.holds(entry.site.name))
     }
 
     /// The session currently served for `site` (nil: none, or no such site).
@@ -217,7 +211,7 @@ public actor Keeper {
 
     func add(_ site: SiteDefinition) async {
         seed &+= 0x9E37_79B9
-        var entry = Entry(site: site, schedule: SiteSchedule(policy: SitePolicy(site: site, settings: settings), seed: seed, following: leasesGateRuns))
+        var entry = Entry(site: site, schedule: SiteSchedule(policy: SitePolicy(site: site, settings: settings), seed: seed, following: !siteGate.runsNewSites))
         do {
             entry.record = try await login.store.load(site: site.name)
         } catch {
@@ -245,6 +239,7 @@ public actor Keeper {
         lastReport[name] = nil
         lastRejection[name] = nil
         lastRemoteAsk[name] = nil
+        siteGate.release(name)
         storedDuringLogin.remove(name)
         board.remove(name)
         logger.info("site removed", metadata: ["site": "\(name)"])

@@ -77,6 +77,8 @@ public final class KeeperService: Service, Sendable {
 
         var watcher = startWatching(config.sitesDirectory, feed: feed)
         let clockWatcher = startWatchingTheClock()
+        // Unstructured, like the three below: each runs for the service's life beside the input loop, which must
+        // not wait on it, and is cancelled when the loop ends (the `defer` below).
         let storeWatch = Task { [storeChanges, keeper] in
             guard let storeChanges else { return }
             for await batch in storeChanges.changes { await keeper.storeChanged(batch) }
@@ -182,6 +184,7 @@ public final class KeeperService: Service, Sendable {
     private func startWatching(_ folder: String, feed: AsyncStream<Input>.Continuation) -> DirectoryWatcher? {
         do {
             let watcher = try DirectoryWatcher(folder: folder)
+            // Unstructured: it lives as long as the watcher, whose stream ends when the watcher is dropped.
             Task { [pendingFiles] in
                 for await names in watcher.changes where pendingFiles.add(names) { feed.yield(.files) }
             }
@@ -198,6 +201,7 @@ public final class KeeperService: Service, Sendable {
     private func startWatchingTheClock() -> WallClockWatcher? {
         do {
             let watcher = try WallClockWatcher()
+            // Unstructured: it lives as long as the watcher, whose stream ends when the watcher is dropped.
             Task { [keeper] in
                 for await _ in watcher.changes { await keeper.wallClockWasSet() }
             }

@@ -1,10 +1,8 @@
 import CookieJar
-import Credentials
 import Foundation
 import SiteConfig
-import Vault
 
-/// A site's session read straight from the vault, for a client when no daemon answers (SPEC section 9: `cookie`
+/// A site's session read straight from the store, for a client when no daemon answers (SPEC section 9: `cookie`
 /// falls back to the vault, saying that nothing keeps the cookies fresh).
 public enum StoredSession {
     /// The note printed on standard error whenever cookies come from the vault instead of the daemon.
@@ -13,23 +11,12 @@ public enum StoredSession {
             + "them fresh (start the daemon with 'sessionkeeper run')"
     }
 
-    /// The stored record of `site`; a failure that says there is none and how to make one. `environment` is what
-    /// the vault's key is read with (a passphrase variable the caller took out of the process's environment).
-    public static func load(
-        site: SiteDefinition, config: DaemonConfig, environment: [String: String]
-    ) async throws(StoredSessionError) -> SessionRecord {
-        let vault: Vault
-        do {
-            vault = try Vault.open(stateDirectory: config.stateDirectory, key: MasterKeySource(config.vault.key), environment: environment)
-        } catch where error.reason == .notInitialized {
-            throw .noSession(site: site.name, hint: hint(site))
-        } catch {
-            throw .vault(error)
-        }
-        defer { vault.close() }
+    /// The record of `site` that `store` holds; a failure that says there is none and how to make one. Nil
+    /// `store`: there is no vault yet.
+    public static func load(site: SiteDefinition, from store: (any SessionStore)?) async throws(StoredSessionError) -> SessionRecord {
         let record: SessionRecord?
         do {
-            record = try await VaultSessionStore(vault: vault).load(site: site.name)
+            record = try await store?.load(site: site.name)
         } catch {
             throw .store(error)
         }
@@ -46,8 +33,6 @@ public enum StoredSession {
 public enum StoredSessionError: Error, Sendable, CustomStringConvertible {
     /// None is stored; `hint` is the command that stores one.
     case noSession(site: String, hint: String)
-    /// The vault cannot be opened.
-    case vault(VaultError)
     /// The vault holds something that cannot be read as a session.
     case store(SessionStoreError)
 
@@ -55,7 +40,6 @@ public enum StoredSessionError: Error, Sendable, CustomStringConvertible {
         switch self {
         case let .noSession(site, hint):
             "no session of site '\(site)' is stored in the vault; start the daemon ('sessionkeeper run') or run '\(hint)'"
-        case .vault(let error): error.description
         case .store(let error): error.description
         }
     }

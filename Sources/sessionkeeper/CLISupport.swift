@@ -33,8 +33,7 @@ extension CLIFailure {
         switch error {
         case let failure as CLIFailure: failure
         case let jar as JarFileError: CLIFailure(message: jar.message, code: jar.kind == .badInput ? Exit.usage : Exit.failed)
-        case let stored as StoredSessionError:
-            if case .vault(let vault) = stored { CLIFailure(vaultError: vault) } else { CLIFailure.failed(stored.description) }
+        case let stored as StoredSessionError: CLIFailure.failed(stored.description)
         default: nil
         }
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Assembly
 import BrowserCookies
 import CookieJar
 import Foundation
@@ -122,29 +123,14 @@ struct ImportCommand: AsyncParsableCommand {
         }
     }
 
+    /// Stores the session where config.yaml keeps them; in fleet mode every keeper's change feed serves it at once.
     private static func store(_ record: SessionRecord, site: String, config: DaemonConfig) async throws {
-        // Fleet mode: the session goes to the database, where every keeper's change feed serves it at once.
-        if case let .postgres(settings) = config.store {
-            try await FleetStoreAccess.with(settings, key: MasterKeySource(config.vault.key), create: true) { store in
-                do {
-                    try await VaultSessionStore(items: store.items).save(record, site: site)
-                } catch {
-                    throw CLIFailure.failed("\(error)")
-                }
+        try await StoreAccess.with(config, create: true) { store in
+            do {
+                try await store.sessions.save(record, site: site)
+            } catch {
+                throw CLIFailure.failed("\(error)")
             }
-            return
-        }
-        let vault: Vault
-        do {
-            vault = try VaultAccess.open(stateDirectory: config.stateDirectory, key: MasterKeySource(config.vault.key), create: true)
-        } catch {
-            throw CLIFailure(vaultError: error)
-        }
-        defer { vault.close() }
-        do {
-            try await VaultSessionStore(vault: vault).save(record, site: site)
-        } catch {
-            throw CLIFailure.failed(error.description)
         }
     }
 }

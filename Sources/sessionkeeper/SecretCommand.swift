@@ -31,10 +31,10 @@ struct SecretSetCommand: AsyncParsableCommand {
             }
             // Find the config before asking for the value, but unlock the vault only after it was typed:
             // a prompt may wait for a long time.
-            let location = try options.location()
+            let config = try options.loadConfig()
             let value = try SecretInput.read(prompt: "Value for secret '\(name)': ", what: "value")
             let item = ItemReference(.credential, name)
-            try await options.withItems(at: location, create: true) { items in
+            try await options.withItems(of: config, create: true) { items in
                 do {
                     try await items.set(value, for: item)
                 } catch {
@@ -56,7 +56,7 @@ struct SecretListCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let found = try await options.withItems(at: try options.location(), create: false) { items in
+            let found = try await options.withItems(of: try options.loadConfig(), create: false) { items in
                 do {
                     return try await items.names(of: .credential)
                 } catch {
@@ -83,7 +83,7 @@ struct SecretRemoveCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let item = ItemReference(.credential, name)
-            let removed = try await options.withItems(at: try options.location(), create: false) { items in
+            let removed = try await options.withItems(of: try options.loadConfig(), create: false) { items in
                 do {
                     return try await items.remove(item)
                 } catch {

@@ -14,6 +14,7 @@ struct SessionKeeper: AsyncParsableCommand {
         subcommands: [
             AnswerCommand.self,
             CheckCommand.self,
+            ConfigCommand.self,
             CookieCommand.self,
             ExecCommand.self,
             ImportCommand.self,

@@ -1,8 +1,8 @@
 import ArgumentParser
+import Assembly
 import Foundation
 import PostgresStore
 import SiteConfig
-import Vault
 
 /// `sessionkeeper store migrate [--to-folder]` (SPEC section 11): a single machine's vault into the fleet's
 /// database and back.
@@ -33,33 +33,16 @@ struct StoreMigrateCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let location = try options.location()
-            guard case let .postgres(settings) = location.store else {
-                throw CLIFailure.usage("config.yaml has no store: {postgres: ...}; store migrate needs the database to copy to or from")
-            }
+            let config = try options.loadConfig()
+            let keyEnvironment = try StoreAccess.keyEnvironment(of: config)
             let summary: MigrationSummary
-            if toFolder {
-                summary = try await FleetStoreAccess.with(settings, key: location.key, create: false) { store in
-                    do {
-                        return try await StoreMigration.copy(from: store, toFolder: location.stateDirectory, key: location.key)
-                    } catch {
-                        throw CLIFailure(vaultError: error)
-                    }
-                }
-            } else {
-                let vault = try options.openVault(at: (location.stateDirectory, location.key), create: false)
-                defer { vault.close() }
-                let seed: VaultKeys
-                do { seed = try vault.keys() } catch { throw CLIFailure(vaultError: error) }
-                summary = try await FleetStoreAccess.with(settings, key: location.key, create: false, seed: seed) { store in
-                    do {
-                        return try await StoreMigration.copy(from: vault, to: store, seeded: store.storedKeyring)
-                    } catch {
-                        throw CLIFailure(vaultError: error)
-                    }
-                }
+            do {
+                summary = try await StoreBackend.migrate(
+                    config, toFolder: toFolder, environment: ProcessInfo.processInfo.environment, keyEnvironment: keyEnvironment)
+            } catch let error as AssemblyError {
+                throw CLIFailure(assemblyError: error)
             }
-            let destination = toFolder ? "\(location.stateDirectory)/vault" : location.description
+            let destination = toFolder ? "\(config.stateDirectory)/vault" : StoreBackend.location(of: config)
             let keyring = summary.keyring == .copied ? "copied the keyring" : "the keyring was already there"
             Console.out(
                 "\(destination): \(keyring); copied \(summary.sessions) session(s) and \(summary.secrets) secret(s); "

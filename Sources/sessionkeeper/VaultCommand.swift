@@ -1,7 +1,6 @@
 import ArgumentParser
+import Assembly
 import Foundation
-import Platform
-import PostgresStore
 import Vault
 
 /// `sessionkeeper vault init|rekey|rotate`: key management (SPEC sections 6 and 9).
@@ -24,40 +23,14 @@ struct VaultInitCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            try VaultAccess.protectProcess()
-            let location = try options.location()
-            if case let .postgres(settings) = location.store {
-                // As for a folder, a missing key file is made; it is removed again when the database keeps no
-                // keyring of it (another vault is there, or the database cannot be reached), so a failed init
-                // leaves no key behind that unlocks nothing.
-                var madeKeyFile: String?
-                if case let .keyFile(path) = location.key, !Syscall.exists(path) {
-                    do {
-                        try VaultKey.createKeyFile(at: path)
-                    } catch {
-                        throw CLIFailure(vaultError: error)
-                    }
-                    madeKeyFile = path
-                }
-                do {
-                    guard try await FleetStoreAccess.with(settings, key: location.key, create: true, { $0.storedKeyring }) else {
-                        throw CLIFailure.usage("\(location.description) already holds a vault")
-                    }
-                } catch {
-                    if let madeKeyFile { _ = try? Syscall.unlinkIfPresent(madeKeyFile) }
-                    throw error
-                }
-                Console.out("created a vault in \(location.description), unlocked by \(location.key)")
-                return
-            }
+            let config = try options.loadConfig()
+            let keyEnvironment = try StoreAccess.keyEnvironment(of: config)
             do {
-                let vault = try Vault.initialize(
-                    stateDirectory: location.stateDirectory, key: location.key, environment: VaultAccess.environment(for: location.key))
-                vault.close()
-            } catch {
-                throw CLIFailure(vaultError: error)
+                try await StoreBackend.initializeVault(config, environment: ProcessInfo.processInfo.environment, keyEnvironment: keyEnvironment)
+            } catch let error as AssemblyError {
+                throw CLIFailure(assemblyError: error)
             }
-            Console.out("created a vault in \(location.stateDirectory)/vault, unlocked by \(location.key)")
+            Console.out("created a vault in \(StoreBackend.location(of: config)), unlocked by \(MasterKeySource(config.vault.key))")
         }
     }
 }
@@ -100,28 +73,15 @@ struct VaultRekeyCommand: AsyncParsableCommand {
             } else {
                 newSource = .passphrase(try SecretInput.newPassphrase())
             }
-            let location = try options.location()
-            if case let .postgres(settings) = location.store {
-                try await FleetStoreAccess.with(settings, key: location.key, create: false) { store in
-                    do {
-                        if case let .keyFile(path) = newSource { try VaultKey.createKeyFile(at: path) }
-                    } catch {
-                        throw CLIFailure(vaultError: error)
-                    }
-                    try await store.rekey(to: newSource)
+            let holders = try await StoreAccess.with(try options.loadConfig(), create: false) { store in
+                do throws(AssemblyError) {
+                    try await store.rekey(to: newSource, environment: VaultAccess.environment(for: newSource))
+                } catch {
+                    throw CLIFailure(assemblyError: error)
                 }
-                Console.out("the vault is now unlocked by \(newSource); update vault.key in config.yaml on every keeper to match")
-                return
+                return store.keyHolders
             }
-            let vault = try options.openVault(at: (location.stateDirectory, location.key), create: false)
-            defer { vault.close() }
-            do {
-                if case let .keyFile(path) = newSource { try VaultKey.createKeyFile(at: path) }
-                try vault.rekey(to: newSource, environment: VaultAccess.environment(for: newSource))
-            } catch {
-                throw CLIFailure(vaultError: error)
-            }
-            Console.out("the vault is now unlocked by \(newSource); update vault.key in config.yaml to match")
+            Console.out("the vault is now unlocked by \(newSource); update vault.key in \(holders) to match")
         }
     }
 
@@ -141,19 +101,12 @@ struct VaultRotateCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
-            let location = try options.location()
-            if case .postgres = location.store {
-                throw CLIFailure.usage(
-                    "vault rotate re-encrypts the vault folder's items; with store: postgres (fleet mode) it is not available "
-                        + "(docs/FLEET.md, \"What the store does not do\")")
-            }
-            let vault = try options.openVault(at: (location.stateDirectory, location.key), create: false)
-            defer { vault.close() }
-            let summary: RotationSummary
-            do {
-                summary = try vault.rotate()
-            } catch {
-                throw CLIFailure(vaultError: error)
+            let summary = try await StoreAccess.with(try options.loadConfig(), create: false) { store in
+                do throws(AssemblyError) {
+                    return try store.rotate()
+                } catch {
+                    throw CLIFailure(assemblyError: error)
+                }
             }
             Console.out("re-encrypted \(summary.reencrypted) item(s); every item now uses key generation \(summary.keyID)")
         }

@@ -1,101 +1,53 @@
 import ArgumentParser
+import Assembly
 import Credentials
 import Foundation
 import Locking
-import Logging
 import Platform
-import PostgresStore
 import Sessions
 import SiteConfig
 import Vault
-
-/// Where config.yaml keeps the vault: the state folder, the key, and whether the items live in the folder
-/// or in a fleet's database.
-struct VaultLocation {
-    var stateDirectory: String
-    var key: MasterKeySource
-    var store: StoreSettings
-
-    /// Says where the items are, for messages (never a password).
-    var description: String {
-        switch store {
-        case .vaultFolder: "\(stateDirectory)/vault"
-        case let .postgres(settings): "the database of \(settings.url)"
-        }
-    }
-}
 
 /// The options of the `secret`, `vault` and `store` subcommands: `--config`, and from it `state_dir`,
 /// `vault.key` and `store`.
 struct VaultConfigOptions: ParsableArguments {
     @OptionGroup var config: ConfigOptions
 
-    /// The state folder and the vault key source that config.yaml names.
-    func vaultLocation() throws -> (stateDirectory: String, key: MasterKeySource) {
-        let location = try location()
-        return (location.stateDirectory, location.key)
+    /// config.yaml, loaded.
+    func loadConfig() throws -> DaemonConfig {
+        try config.load(ConfigurationLoader())
     }
 
-    /// Where config.yaml keeps the vault.
-    func location() throws -> VaultLocation {
-        let loaded = try config.load(ConfigurationLoader())
-        return VaultLocation(stateDirectory: loaded.stateDirectory, key: MasterKeySource(loaded.vault.key), store: loaded.store)
-    }
-
-    /// Runs `body` with the configured store's items: the vault folder's (on the vault's I/O threads), or
-    /// the fleet database's. `create` makes a new vault (and its key file) when there is none.
+    /// Runs `body` with the configured store's items (``StoreAccess``). `create` makes a new vault (and its key
+    /// file) when there is none.
     func withItems<T: Sendable>(
-        at location: VaultLocation, create: Bool, _ body: @Sendable (any ItemStore) async throws -> T
+        of config: DaemonConfig, create: Bool, _ body: @Sendable (any ItemStore) async throws -> T
     ) async throws -> T {
-        switch location.store {
-        case .vaultFolder:
-            let vault = try openVault(at: (location.stateDirectory, location.key), create: create)
-            defer { vault.close() }
-            return try await body(vault.background)
-        case let .postgres(settings):
-            return try await FleetStoreAccess.with(settings, key: location.key, create: create) { store in try await body(store.items) }
-        }
-    }
-
-    /// Opens the vault the config names; `create` makes a new one (and its key file) when none exists.
-    func openVault(create: Bool) throws -> Vault {
-        try openVault(at: try vaultLocation(), create: create)
-    }
-
-    /// Opens the vault at a location found earlier by ``vaultLocation()``.
-    func openVault(at location: (stateDirectory: String, key: MasterKeySource), create: Bool) throws -> Vault {
-        do {
-            return try VaultAccess.open(stateDirectory: location.stateDirectory, key: location.key, create: create)
-        } catch {
-            throw CLIFailure(vaultError: error)
-        }
+        try await StoreAccess.with(config, create: create) { store in try await body(store.items) }
     }
 }
 
-/// The fleet's database for one command: the store runs for the length of `body`.
-enum FleetStoreAccess {
-    /// Opens the database that `settings` names (its URL from the environment when `{env: NAME}`), runs
-    /// `body`, and closes it; failures become CLI failures.
+/// The store config.yaml names (``Assembly/StoreBackend``: the vault folder or a fleet's database) for one
+/// command: opened after ``VaultAccess/protectProcess()`` with the key's environment, open for the length of
+/// `body`; failures to open it become CLI failures.
+enum StoreAccess {
     static func with<T: Sendable>(
-        _ settings: PostgresStoreSettings, key: MasterKeySource, create: Bool, seed: VaultKeys? = nil,
-        _ body: @Sendable (PostgresStore) async throws -> T
+        _ config: DaemonConfig, create: Bool, _ body: @Sendable (StoreBackend) async throws -> T
     ) async throws -> T {
-        let url: DatabaseURL
+        let keyEnvironment = try keyEnvironment(of: config)
         do {
-            url = try settings.url.resolve(environment: ProcessInfo.processInfo.environment)
-        } catch {
-            throw CLIFailure.usage("store.postgres.url: \(error)")
+            return try await StoreBackend.withOpen(
+                config, create: create, environment: ProcessInfo.processInfo.environment, keyEnvironment: keyEnvironment, body)
+        } catch let error as AssemblyError {
+            throw CLIFailure(assemblyError: error)
         }
-        // Failures reach the user as the command's error; the store's own lines (reachability) would repeat them.
-        let logger = Logger(label: "sessionkeeper.store") { _ in SwiftLogNoOpLogHandler() }
+    }
+
+    /// What a command does before it opens the store: ``VaultAccess/protectProcess()``, then the environment the
+    /// key of `config` is read with (a passphrase variable leaves the process's environment before it is read).
+    static func keyEnvironment(of config: DaemonConfig) throws -> [String: String] {
         try VaultAccess.protectProcess()
-        do {
-            let store = try PostgresStore(
-                url: url, settings: settings, key: key, environment: VaultAccess.environment(for: key), logger: logger)
-            return try await PostgresStore.withRunning(store, createIfMissing: create, seed: seed, body)
-        } catch let error as PostgresStoreError {
-            throw CLIFailure(storeError: error)
-        }
+        return VaultAccess.environment(for: MasterKeySource(config.vault.key))
     }
 }
 
@@ -144,49 +96,22 @@ enum VaultAccess {
         }
     }
 
-    /// The session the vault holds for `site`, for a client when no daemon answers, after ``protectProcess()``.
+    /// The session the store holds for `site`, for a client when no daemon answers, after ``protectProcess()``.
     static func storedSession(site: SiteDefinition, config: DaemonConfig) async throws -> SessionRecord {
-        try protectProcess()
-        if case let .postgres(settings) = config.store {
-            let record = try await FleetStoreAccess.with(settings, key: MasterKeySource(config.vault.key), create: false) { store in
-                do {
-                    return try await VaultSessionStore(items: store.items).load(site: site.name)
-                } catch {
-                    throw CLIFailure.failed("\(error)")
-                }
-            }
-            guard let record else {
-                throw CLIFailure.failed(
-                    "no session of site '\(site.name)' is stored in the fleet's database; start a keeper ('sessionkeeper run')")
-            }
-            return record
+        let keyEnvironment = try StoreAccess.keyEnvironment(of: config)
+        do {
+            return try await StoreBackend.withOpen(
+                config, create: false, environment: ProcessInfo.processInfo.environment, keyEnvironment: keyEnvironment
+            ) { store in try await StoredSession.load(site: site, from: store.sessions) }
+        } catch AssemblyError.vault(let error as VaultError) where error.reason == .notInitialized {
+            return try await StoredSession.load(site: site, from: nil)
+        } catch let error as AssemblyError {
+            throw CLIFailure(assemblyError: error)
         }
-        return try await StoredSession.load(
-            site: site, config: config, environment: environment(for: MasterKeySource(config.vault.key)))
-    }
-
-    /// Opens (with `create`, creates when missing) the vault in `stateDirectory`, after ``protectProcess()``.
-    static func open(stateDirectory: String, key: MasterKeySource, create: Bool) throws -> Vault {
-        try protectProcess()
-        return try Vault.open(stateDirectory: stateDirectory, key: key, createIfMissing: create, environment: environment(for: key))
     }
 }
 
 extension CLIFailure {
-    /// A store error as a CLI failure: keys, configuration and a missing vault are usage errors (exit 2), an
-    /// unreachable database or a refused statement operation failures (exit 1). Never shows a password.
-    init(storeError error: PostgresStoreError) {
-        switch error.kind {
-        case let .vault(reason):
-            let code = CLIFailure(vaultError: VaultError(reason)).code
-            self = CLIFailure(message: error.description, code: code)
-        case .configuration, .schemaTooNew, .unsupported:
-            self = .usage(error.description)
-        default:
-            self = .failed(error.description)
-        }
-    }
-
     /// A vault error as a CLI failure: key and configuration problems are usage errors (exit 2), the
     /// rest operation failures (exit 1). The message names the item, never a value.
     init(vaultError error: any Error) {
@@ -194,12 +119,7 @@ extension CLIFailure {
             self = .failed("\(error)")
             return
         }
-        switch error.reason {
-        case .keySource, .wrongKey, .rekeyedElsewhere, .notInitialized, .alreadyInitialized, .invalidName:
-            self = .usage(error.description)
-        default:
-            self = .failed(error.description)
-        }
+        self.init(message: error.description, code: AssemblyError.isConfigurationProblem(error.reason) ? Exit.usage : Exit.failed)
     }
 }
 

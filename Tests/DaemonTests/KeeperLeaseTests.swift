@@ -33,24 +33,25 @@ import Vault
         func remove(site: String) async throws(SessionStoreError) -> Bool { try await inner.remove(site: site) }
     }
 
-    static func fleetKeeper(_ world: KeeperTests.World, log: CapturedLog) -> Keeper {
+    static func fleetKeeper(_ world: KeeperTests.World, log: CapturedLog, gate: LeaseGate = LeaseGate()) -> Keeper {
         Keeper(
             login: world.login, settings: SchedulerSettings(maxConcurrentLogins: 4, perHostInterval: .zero, jitter: 0),
-            logger: log.logger(), clock: world.clock, wallClock: { [clock = world.clock] in clock.wall }, leasesGateRuns: true)
+            logger: log.logger(), clock: world.clock, wallClock: { [clock = world.clock] in clock.wall }, siteGate: gate)
     }
 
     /// A fleet keeper of the world's demo site that holds the site's lease until `lease` from now (epoch
     /// `epoch`), writing through a stand that refuses every write when `stale`; with its log and the stand.
     static func holder(
         _ world: KeeperTests.World, lease: Duration, epoch: Int64 = 1, stale: Bool = false
-    ) async throws -> (Keeper, CapturedLog, FencedStand) {
+    ) async throws -> (Keeper, CapturedLog, FencedStand, LeaseGate) {
         let log = CapturedLog()
-        let keeper = fleetKeeper(world, log: log)
+        let gate = LeaseGate()
+        let keeper = fleetKeeper(world, log: log, gate: gate)
         await keeper.apply([try world.site()])
         let stand = FencedStand(inner: VaultSessionStore(vault: world.vault), stale: Locked(stale), writes: Locked(0))
-        await keeper.leasesChanged(
-            held: [HeldLease(site: "demo", epoch: epoch, deadline: world.clock.now + lease, store: stand)], lost: [])
-        return (keeper, log, stand)
+        await gate.leasesChanged(
+            held: [HeldLease(site: "demo", epoch: epoch, deadline: world.clock.now + lease, store: stand)], lost: [], in: keeper)
+        return (keeper, log, stand, gate)
     }
 
     @Test func withoutItsLeaseASiteIsNeverLoggedInAndServesWhatTheHolderStores() async throws {
@@ -79,7 +80,7 @@ import Vault
 
     @Test func underItsLeaseASiteLogsInOnceThroughTheLeasesStoreAndStopsWhenTheLeaseEnds() async throws {
         try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
-            let (keeper, log, stand) = try await Self.holder(world, lease: .seconds(5))
+            let (keeper, log, stand, gate) = try await Self.holder(world, lease: .seconds(5))
             try await KeeperTests.settle(keeper)
             #expect(world.requests.count("POST /login") == 1)
             #expect(stand.writes.withLock { $0 } == 1, "the login stored through the lease's store")
@@ -88,8 +89,8 @@ import Vault
 
             // No renewal: once the deadline passes the keeper stops acting on the site, and says so once.
             try await world.advance(keeper, by: .seconds(6))
-            await keeper.expireLeases()
-            await keeper.expireLeases()
+            await gate.expireLeases(in: keeper)
+            await gate.expireLeases(in: keeper)
             #expect(await keeper.status().first?.holdsLease == false)
             #expect(log.lines(containing: "lease lost").count == 1)
             let checks = world.requests.count("GET /api/me")
@@ -102,7 +103,7 @@ import Vault
 
     @Test func aWriteRefusedForAStaleEpochIsLoggedCountedAndDropped() async throws {
         try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
-            let (keeper, log, _) = try await Self.holder(world, lease: .seconds(60), epoch: 4, stale: true)
+            let (keeper, log, _, _) = try await Self.holder(world, lease: .seconds(60), epoch: 4, stale: true)
             try await KeeperTests.settle(keeper)
             #expect(world.requests.count("POST /login") == 1)
             #expect(await keeper.fleetState()?.staleWrites == 1)
@@ -118,9 +119,9 @@ import Vault
 
     @Test func aLostLeaseIsNoticedFromTheRenewalAndTheSiteFollows() async throws {
         try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
-            let (keeper, log, _) = try await Self.holder(world, lease: .seconds(60))
+            let (keeper, log, _, gate) = try await Self.holder(world, lease: .seconds(60))
             try await KeeperTests.settle(keeper)
-            await keeper.leasesChanged(held: [], lost: ["demo"])
+            await gate.leasesChanged(held: [], lost: ["demo"], in: keeper)
             #expect(await keeper.status().first?.holdsLease == false)
             #expect(log.lines(containing: "lease lost").count == 1)
             #expect(await keeper.releaseLeases(upTo: 1).isEmpty, "a site not held is not released")
@@ -130,7 +131,7 @@ import Vault
 
     @Test func aLeaseGivenBackForBalanceIsChosenAndReleasedInOneStep() async throws {
         try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
-            let (keeper, log, _) = try await Self.holder(world, lease: .seconds(3600))
+            let (keeper, log, _, _) = try await Self.holder(world, lease: .seconds(3600))
             try await KeeperTests.settle(keeper)
             #expect(world.requests.count("POST /login") == 1)
             #expect(await keeper.releaseLeases(upTo: 0).isEmpty)
@@ -148,10 +149,10 @@ import Vault
 
     @Test func aClientOfAFollowerWaitsForTheHoldersLogin() async throws {
         try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
-            let log = CapturedLog()
-            let follower = Self.fleetKeeper(world, log: log)
+            let gate = LeaseGate()
+            let follower = Self.fleetKeeper(world, log: CapturedLog(), gate: gate)
             let asked = Locked<[String]>([])
-            await follower.setLoginRequester { site, refresh in asked.withLock { $0.append("\(site) \(refresh)") } }
+            gate.setLoginRequester { site, refresh in asked.withLock { $0.append("\(site) \(refresh)") } }
             await follower.apply([try world.site()])
             let client = Task { try await follower.session(for: "demo", minValid: nil, wait: .seconds(30)) }
             #expect(try await waitUntil(.seconds(10)) { asked.withLock { $0 } == ["demo false"] }, "the holder was not asked")
@@ -171,9 +172,10 @@ import Vault
 
     @Test func aRefreshOfAFollowedSiteIsPassedToTheHolderAsAManagerOrAReaderAsked() async throws {
         try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
-            let follower = Self.fleetKeeper(world, log: CapturedLog())
+            let gate = LeaseGate()
+            let follower = Self.fleetKeeper(world, log: CapturedLog(), gate: gate)
             let asked = Locked<[String]>([])
-            await follower.setLoginRequester { site, refresh in asked.withLock { $0.append("\(site) \(refresh)") } }
+            gate.setLoginRequester { site, refresh in asked.withLock { $0.append("\(site) \(refresh)") } }
             await follower.apply([try world.site()])
             _ = try await follower.refresh("demo", wait: nil, byManager: true)
             _ = try await follower.refresh("demo", wait: nil, byManager: false)
@@ -186,15 +188,16 @@ import Vault
 
     @Test func theHolderActsOnAnotherKeepersClientByItsOwnRules() async throws {
         try await KeeperTests.withWorld(sessionMaxAge: 3600) { world in
-            let keeper = Self.fleetKeeper(world, log: CapturedLog())
+            let gate = LeaseGate()
+            let keeper = Self.fleetKeeper(world, log: CapturedLog(), gate: gate)
             await keeper.apply([try world.site()])
             // Not held: nothing happens.
             await keeper.loginRequested("demo", refresh: false)
             try await KeeperTests.settle(keeper)
             #expect(world.requests.count("POST /login") == 0)
             let stand = FencedStand(inner: VaultSessionStore(vault: world.vault), stale: Locked(false), writes: Locked(0))
-            await keeper.leasesChanged(
-                held: [HeldLease(site: "demo", epoch: 1, deadline: world.clock.now + .seconds(3600), store: stand)], lost: [])
+            await gate.leasesChanged(
+                held: [HeldLease(site: "demo", epoch: 1, deadline: world.clock.now + .seconds(3600), store: stand)], lost: [], in: keeper)
             try await KeeperTests.settle(keeper)
             #expect(world.requests.count("POST /login") == 1)
             // A client's need: one login, and a second ask within the report interval changes nothing.

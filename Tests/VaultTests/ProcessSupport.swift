@@ -68,6 +68,18 @@ final class CrashWriter: Sendable {
         }
     }
 
+    /// The writes the child acknowledged so far (whole lines after `ready`).
+    var acknowledgedWrites: Int { Self.acknowledgedWrites(in: child.outputText) }
+
+    /// Returns once the child acknowledged `count` writes beyond the first `since`.
+    func waitForWrites(_ count: Int, after since: Int) async throws {
+        try await readUntil { Self.acknowledgedWrites(in: $0) >= since + count }
+    }
+
+    private static func acknowledgedWrites(in printed: String) -> Int {
+        max(0, printed.utf8.reduce(0) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 } - 1)
+    }
+
     /// Waits until `done` holds for all the child printed. Throws with its stderr if it exited first.
     private func readUntil(_ done: @escaping @Sendable (String) -> Bool) async throws {
         guard await child.waitForOutput(within: .seconds(120), until: { done(String(decoding: $0, as: UTF8.self)) }) else {

@@ -97,7 +97,8 @@ import Testing
             in: folder.path)
         readsDone.add()
         let failures = await reads.value
-        try await Task.sleep(for: .milliseconds(200))
+        // The writer goes on after the rekey: two more rounds of its items written before it is killed.
+        try await writer.waitForWrites(4, after: writer.acknowledgedWrites)
         let acknowledged = await writer.kill()
 
         #expect(rekey.status == 0, "\(rekey.standardError)")

@@ -24,6 +24,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 BUILD = os.environ.get("SESSIONKEEPER_BUILD_DIR") or os.path.join(ROOT, ".build", "debug")
 PASSWORD = "client-Passw0rd-never-shown"
+# The client asks `sessionkeeper config --json` where the socket is: the build's CLI is the one on the PATH.
+os.environ["PATH"] = BUILD + os.pathsep + os.environ.get("PATH", os.defpath)
 
 
 def _die_with_parent() -> None:
