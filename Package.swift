@@ -182,6 +182,21 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // One HTTP/1.1 server core on SwiftNIO's own pipeline, for the socket, the egress listeners and the demo site:
+        // NIOHTTP1's codec and one channel handler per connection, answers written on the event loop.
+        .target(
+            name: "HTTPServer",
+            dependencies: [
+                "Locking",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOExtras", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "SocketAPI",
             dependencies: [
@@ -332,6 +347,18 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 "TestSupport",
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HTTPServerTests",
+            dependencies: [
+                "HTTPServer", "Locking", "TestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: strict
         ),
