@@ -202,13 +202,8 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "Daemon", "Scheduler", "Sessions", "SiteConfig", "CookieJar", "JSON", "Platform",
-                "Egress", "HTTPTransport", "LoginFlow",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
+                "Egress", "HTTPTransport", "LoginFlow", "HTTPServer",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -477,8 +472,7 @@ if fuzzing {
         (
             "FuzzSocketRequest",
             [
-                "SocketAPI", "CookieJar", "SiteConfig",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                "SocketAPI", "CookieJar", "SiteConfig", "HTTPServer",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
