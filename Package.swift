@@ -230,8 +230,10 @@ let package = Package(
         .target(
             name: "DemoSite",
             dependencies: [
-                "Locking",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                "Locking", "HTTPServer",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -337,8 +339,7 @@ let package = Package(
                 "Platform",
                 "CurlTransport",
                 "HTTPTransport",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 "TestSupport",

@@ -52,7 +52,7 @@ public struct ResponseBodyWriter: Sendable {
 public protocol HTTPResponder: Sendable {
     /// The answer to `request`, given now (written at once, with no hop off the event loop) or later (made in one
     /// task, then written on the connection's event loop).
-    func respond(to request: ServerRequest) -> Reply
+    func respond(to request: ServerRequest) -> ServerReply
 
     /// Whether `request`'s body streams on elsewhere, at the pace of whoever reads it, rather than being read
     /// whole by the responder: the request deadline then covers the head only. False unless a responder says so.
@@ -64,7 +64,7 @@ extension HTTPResponder {
 }
 
 /// An answer now, or the work that makes it.
-public enum Reply: Sendable {
+public enum ServerReply: Sendable {
     /// Known on the event loop: written at once.
     case now(ServerResponse)
     /// Needs to wait (for an actor, a login, the request's body): made in one task, written on the event loop.

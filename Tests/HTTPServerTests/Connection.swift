@@ -52,7 +52,7 @@ struct Connection {
 
 /// Answers every request at once with its method and path, and `POST /ignore` without reading its body.
 struct EchoPath: HTTPResponder {
-    func respond(to request: ServerRequest) -> Reply {
+    func respond(to request: ServerRequest) -> ServerReply {
         .now(ServerResponse(status: .ok, headers: [.contentType: "text/plain"], body: .text("\(request.method.rawValue) \(request.path)")))
     }
 }
@@ -72,7 +72,7 @@ final class HeldAnswers: HTTPResponder, Sendable {
 
     func release() { opener.yield() }
 
-    func respond(to request: ServerRequest) -> Reply {
+    func respond(to request: ServerRequest) -> ServerReply {
         let gate = gate
         count.withLock { $0 += 1 }
         return .later {
@@ -86,7 +86,7 @@ final class HeldAnswers: HTTPResponder, Sendable {
 
 /// Streams each request's body back as the answer's body, part by part.
 struct EchoBody: HTTPResponder {
-    func respond(to request: ServerRequest) -> Reply {
+    func respond(to request: ServerRequest) -> ServerReply {
         .now(ServerResponse(status: .ok, body: .stream { writer in
             for try await part in request.body { try await writer.write(part) }
         }))
@@ -97,7 +97,7 @@ struct EchoBody: HTTPResponder {
 
 /// Streams the request's path as its answer and ends the answer itself.
 struct SelfEndingStream: HTTPResponder {
-    func respond(to request: ServerRequest) -> Reply {
+    func respond(to request: ServerRequest) -> ServerReply {
         let path = String(request.path)
         return .now(ServerResponse(status: .ok, body: .stream { writer in
             try await writer.write(ByteBuffer(string: path))

@@ -14,7 +14,7 @@ struct LiveServerTests {
     struct Routes: HTTPResponder {
         let held: HeldAnswers
 
-        func respond(to request: ServerRequest) -> Reply {
+        func respond(to request: ServerRequest) -> ServerReply {
             switch request.path {
             case "/echo": EchoBody().respond(to: request)
             case "/held": held.respond(to: request)

@@ -127,7 +127,7 @@ final class EgressListeners: Sendable {
 
         func bodyStreams(_ request: ServerRequest) -> Bool { true }
 
-        func respond(to request: ServerRequest) -> Reply {
+        func respond(to request: ServerRequest) -> ServerReply {
             guard APIRoute.proxy.methods.contains(request.method) else {
                 let methods = APIRoute.proxy.methods.map(\.rawValue).joined(separator: ", ")
                 var response = APIError(.methodNotAllowed, .methodNotAllowed, "this listener takes \(methods), not \(request.method.rawValue)")

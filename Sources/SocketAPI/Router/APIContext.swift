@@ -31,7 +31,7 @@ struct APIResponder: HTTPResponder {
         APIRoute.streamsRequestBody(path: request.path)
     }
 
-    func respond(to request: ServerRequest) -> Reply {
+    func respond(to request: ServerRequest) -> ServerReply {
         let matched = APIRoute.matching(request.path)
         guard let route = matched.first(where: { $0.methods.contains(request.method) }) else {
             return .now(counted(Self.noRoute(request, matched: matched), route: matched.first?.pattern ?? "unmatched"))
