@@ -12,7 +12,6 @@
 import FuzzDriver
 import CookieJar
 import Foundation
-import HTTPServer
 import HTTPTypes
 @testable import SocketAPI
 import SiteConfig
@@ -31,21 +30,19 @@ func fuzzSocketRequest(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     var lines = bytes.split(separator: 0x0A, maxSplits: 2, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
     guard lines.count >= 2 else { return 0 }
     let rest = lines.count > 2 ? lines.removeLast() : ""
-    let method = HTTPRequest.Method(lines[0]) ?? .get
     let target = lines[1]
     let (_, body) = headersAndBody(rest)
 
-    _ = method
     let mark = target.firstIndex(of: "?")
     let path = target[..<(mark ?? target.endIndex)]
-    let query = mark.map { target[target.index(after: $0)...] }
+    let queryText = mark.map { target[target.index(after: $0)...] }
 
     let matched = APIRoute.matching(path)
     check(Set(matched.map(\.pattern)).count <= 1, "a path matched by routes of different patterns")
     var url = defaultURL
     for route in APIRoute.allCases {
         do {
-            let query = try RouteQuery(query: query, for: route)
+            let query = try RouteQuery(query: queryText, for: route)
             if let given = query.url {
                 check(route.parameters.contains(.url), "url= read for a route that takes none")
                 check(CookieRules.canonicalHost(of: given) != nil, "url= accepted without a host")
