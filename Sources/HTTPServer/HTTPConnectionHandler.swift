@@ -57,7 +57,14 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var bodyPaused = false
     /// A read the channel asked for while ``bodyPaused``.
     private var readHeld = false
+    /// The one idle timer of the connection. It is not cancelled when a request starts: a keep-alive client's
+    /// requests come closer together than the timeout, and one timer for the connection costs less than one
+    /// scheduled and cancelled for every request (NIO keeps its timers in a heap). When it fires it closes an
+    /// idle connection whose time is up, waits again for one idle since more recently, or ends while a request
+    /// is in progress (the request's end starts it again).
     private var idleTimer: Scheduled<Void>?
+    /// Since when the connection has had no request in progress; nil while one is.
+    private var idleSince: NIODeadline?
     private var isActive = false
     private var context: ChannelHandlerContext?
 
@@ -126,8 +133,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     private func received(_ nioHead: HTTPRequestHead, context: ChannelHandlerContext) {
-        idleTimer?.cancel()
-        idleTimer = nil
+        idleSince = nil
         let head: HTTPRequest
         do {
             head = try HTTPRequest(nioHead, secure: false, splitCookie: false)
@@ -351,14 +357,30 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     // MARK: Idleness
 
+    /// The connection is idle from now: the timer runs (one is kept, see ``idleTimer``).
     private func scheduleIdleTimer(context: ChannelHandlerContext) {
         guard let timeout = configuration.idleTimeout, isActive else { return }
-        idleTimer?.cancel()
+        idleSince = context.eventLoop.now
+        guard idleTimer == nil, let since = idleSince else { return }
+        armIdleTimer(at: since + TimeAmount(timeout), context: context)
+    }
+
+    private func armIdleTimer(at due: NIODeadline, context: ChannelHandlerContext) {
         let loopBound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
-        idleTimer = context.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
+        idleTimer = context.eventLoop.scheduleTask(deadline: due) {
             let (handler, context) = loopBound.value
-            handler.idleTimer = nil
-            if handler.request == nil { context.close(promise: nil) }
+            handler.idleTimerFired(context: context)
+        }
+    }
+
+    private func idleTimerFired(context: ChannelHandlerContext) {
+        idleTimer = nil
+        guard let timeout = configuration.idleTimeout, let since = idleSince, request == nil, isActive else { return }
+        let due = since + TimeAmount(timeout)
+        if context.eventLoop.now >= due {
+            context.close(promise: nil)
+        } else {
+            armIdleTimer(at: due, context: context)
         }
     }
 }
