@@ -9,7 +9,8 @@ import PackageDescription
 //   Sessions:   the one login path, the store seam (SessionStore, StoreChangeFeed), jar files
 //   Stores:     Vault (the folder, the item crypto)  PostgresStore (fleet mode: items, leases, changes on PostgreSQL)
 //   People:     Notify (notifications of sites that need a person)
-//   Daemon:     Scheduler (pure: SiteConfig only)  Daemon (the Keeper)  SocketAPI (the Unix-socket HTTP API, on Hummingbird)
+//   Serving:    HTTPServer (one HTTP/1.1 core on SwiftNIO's own pipeline: the socket, the egress listeners, the demo site)
+//   Daemon:     Scheduler (pure: SiteConfig only)  Daemon (the Keeper)  SocketAPI (the Unix-socket HTTP API, on HTTPServer)
 //               Assembly (the daemon put together: stores, keeper, fleet leases, socket, notifiers, signals)
 //   Clients:    SocketClient (the CLI's blocking HTTP/1.1 client on the socket)
 //   Programs:   sessionkeeper (CLI)  demo-site
@@ -53,12 +54,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        // Without the default trait ConfigurationSupport: nothing reads swift-configuration, and it is a package
-        // fewer to fetch and build.
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
-        // The socket's connection handlers read HTTP/1.1 parts as Hummingbird's pipeline carries them (NIOHTTPTypes).
+        // HTTPServer: NIO's quiescing helper for graceful shutdown, and NIOHTTP1's heads as HTTPTypes' requests.
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // GET /metrics: counters and histograms through swift-metrics, written by swift-prometheus.
@@ -182,18 +180,28 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // One HTTP/1.1 server core on SwiftNIO's own pipeline, for the socket, the egress listeners and the demo site:
+        // NIOHTTP1's codec and one channel handler per connection, answers written on the event loop.
+        .target(
+            name: "HTTPServer",
+            dependencies: [
+                "Locking",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOExtras", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "SocketAPI",
             dependencies: [
                 "Locking",
                 "Daemon", "Scheduler", "Sessions", "SiteConfig", "CookieJar", "JSON", "Platform",
-                "Egress", "HTTPTransport", "LoginFlow",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
+                "Egress", "HTTPTransport", "LoginFlow", "HTTPServer",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -220,8 +228,10 @@ let package = Package(
         .target(
             name: "DemoSite",
             dependencies: [
-                "Locking",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                "Locking", "HTTPServer",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -327,11 +337,22 @@ let package = Package(
                 "Platform",
                 "CurlTransport",
                 "HTTPTransport",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 "TestSupport",
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HTTPServerTests",
+            dependencies: [
+                "HTTPServer", "Locking", "TestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: strict
         ),
@@ -450,8 +471,7 @@ if fuzzing {
         (
             "FuzzSocketRequest",
             [
-                "SocketAPI", "CookieJar", "SiteConfig",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                "SocketAPI", "CookieJar", "SiteConfig", "HTTPServer",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),

@@ -11,8 +11,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "SessionKeeper", path: ".."),
-        // The socket benchmark's floor (HummingbirdFloor): the framework the daemon's socket is built on, alone.
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
+        // The socket benchmark's floor (NIOFloor): SwiftNIO's own HTTP/1 pipeline, which the daemon's socket is built on, alone.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
     ],
     targets: [
         // libcurl called directly, for its own cookie parser (target names are unique across the package graph,
@@ -69,8 +69,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .executableTarget(
-            name: "HummingbirdFloor",
-            dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
+            name: "NIOFloor",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
         // The floor for anything built on libcurl: the same login in plain C.

@@ -33,14 +33,14 @@ def build_release(*products):
 
 
 def build_floor():
-    """Benchmarks/Sources/HummingbirdFloor in release mode, as the other benchmark executables are built: the
-    daemon's socket stack (Hummingbird on one event loop) answering from a dictionary, with none of its work."""
+    """Benchmarks/Sources/NIOFloor in release mode, as the other benchmark executables are built: SwiftNIO's own
+    HTTP/1 pipeline on one event loop answering from a dictionary, with none of the daemon's work."""
     flags = ["-c", "release", "--static-swift-stdlib"]
-    subprocess.run(["swift", "build", *flags, "--product", "HummingbirdFloor"], cwd=os.path.dirname(HERE),
+    subprocess.run(["swift", "build", *flags, "--product", "NIOFloor"], cwd=os.path.dirname(HERE),
                    check=True, stdout=subprocess.DEVNULL)
     folder = subprocess.run(["swift", "build", *flags, "--show-bin-path"], cwd=os.path.dirname(HERE), check=True,
                             stdout=subprocess.PIPE, text=True).stdout.strip()
-    return os.path.join(folder, "HummingbirdFloor")
+    return os.path.join(folder, "NIOFloor")
 
 
 def start_floor(binary, work, root, cpu=None):
@@ -54,7 +54,32 @@ def start_floor(binary, work, root, cpu=None):
             return floor, sock
         time.sleep(0.1)
     floor.kill()
-    raise SystemExit("the Hummingbird floor did not start")
+    raise SystemExit("the SwiftNIO floor did not start")
+
+
+def build_go_peer():
+    """Benchmarks/go/peer.go built with Debian's golang-go (`apt-get install golang-go`) into Benchmarks/.build."""
+    out = os.path.join(os.path.dirname(HERE), ".build", "go-peer")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    env = dict(os.environ, GO111MODULE="off", GOCACHE=os.path.join(os.path.dirname(HERE), ".build", "go-cache"))
+    subprocess.run(["go", "build", "-o", out, os.path.join(os.path.dirname(HERE), "go", "peer.go")], check=True, env=env)
+    return out
+
+
+def start_go_peer(binary, work, arguments, cpu=None):
+    """The Go peer with GOMAXPROCS=1: `files` on `work`/go.sock (returns that path), or `proxy` on the address
+    `arguments` name (returns None); on CPU `cpu` when given. Returns the process and the socket's path."""
+    sock = os.path.join(work, "go.sock") if arguments[0] == "files" else None
+    command = [binary, arguments[0]] + ([sock] if sock else []) + arguments[1:]
+    pinning = ["taskset", "-c", str(cpu)] if cpu is not None else []
+    peer = subprocess.Popen(pinning + command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, GOMAXPROCS="1"))
+    for _ in range(100):
+        if sock is None or os.path.exists(sock):
+            return peer, sock
+        time.sleep(0.1)
+    peer.kill()
+    raise SystemExit("the Go peer did not start")
 
 
 def read_from_disk_next_time(path):

@@ -5,8 +5,8 @@ import Foundation
 /// JSON API, logout and server-side revocation, an optional TOTP second factor, a redirect chain across
 /// two host names, and a "down" switch. `CONTRACTS.md` section 3 and `docs/DEMO.md` list the routes.
 ///
-/// Build the Hummingbird application with ``buildApplication(configuration:now:requestLog:onServerRunning:)``
-/// (tests drive it with `app.test(.router)`), or run it on a socket with
+/// Build its listener (a `Service` on ``HTTPServer``) with ``buildApplication(configuration:now:requestLog:onServerRunning:)``,
+/// or run it on a socket with
 /// ``start(configuration:now:requestLog:)``, which returns once the server listens and tells its port.
 public enum DemoSite {
     /// The wall clock the site reads for session expiry, `expires_at` and TOTP steps; tests pass a

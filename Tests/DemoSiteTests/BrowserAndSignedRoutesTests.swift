@@ -1,7 +1,8 @@
 import Crypto
 import Foundation
 import HTTPTypes
-import Hummingbird
+import HTTPTypes
+import NIOCore
 import Testing
 
 @testable import DemoSite

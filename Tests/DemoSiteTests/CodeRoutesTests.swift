@@ -1,6 +1,7 @@
 import DemoSite
 import Foundation
-import Hummingbird
+import HTTPTypes
+import NIOCore
 import Testing
 
 @Suite("Sign-in with a code sent out of band")

@@ -1,6 +1,7 @@
 import DemoSite
 import Foundation
-import Hummingbird
+import HTTPTypes
+import NIOCore
 import Testing
 
 @Suite("Redirect chain across the main and SSO host names")

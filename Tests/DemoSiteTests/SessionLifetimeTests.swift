@@ -1,6 +1,7 @@
 import DemoSite
 import Foundation
-import Hummingbird
+import HTTPTypes
+import NIOCore
 import Testing
 
 @Suite("Session lifetime, revocation and the down switch")

@@ -3,7 +3,7 @@ import Testing
 @testable import SocketAPI
 
 /// The rules read from every request's head before it reaches the router: which route a path names, whether its
-/// body streams on (the request deadline then holds only the head), and whether it carries the `close` option.
+/// body streams on (the request deadline then holds only the head).
 struct RequestHeadRulesTests {
     @Test(arguments: [
         ("/v1/health", [APIRoute.health]),
@@ -29,15 +29,5 @@ struct RequestHeadRulesTests {
         #expect(!APIRoute.streamsRequestBody(path: "/v1/sites/demo/cookies"))
         #expect(!APIRoute.streamsRequestBody(path: "/v1/sites//proxy/x"))
         #expect(!APIRoute.streamsRequestBody(path: "/v2/sites/demo/proxy/x"))
-    }
-
-    @Test(arguments: [
-        ("close", true), ("Close", true), ("CLOSE", true), (" close ", true), ("keep-alive, close", true),
-        ("Upgrade,\tClose", true), (",,close,", true),
-        ("keep-alive", false), ("", false), ("closed", false), ("clos", false), ("x-close", false),
-        ("c lose", false), (",", false), ("CLOSE\u{00A0}", false),
-    ])
-    func theCloseOptionIsAnyTokenOfTheList(value: String, lists: Bool) {
-        #expect(ConnectionCloseOption.listsClose(value) == lists)
     }
 }

@@ -1,19 +1,18 @@
 // Fuzz target `socket-request`: the socket's request handling that does not need a running daemon.
 //
 // Input: line 1 the method, line 2 the request target (path and query string), then header lines up to an
-// empty line, then the body. The request is built as Hummingbird hands it to the routes; then the socket's
-// route table (APIRoute) matches its path (405 and the metrics' route label), every route of the table reads
+// empty line, then the body. The target is split into path and query as the server core hands them to the
+// routes; then the socket's route table (APIRoute) matches its path (405 and the metrics' route label), every route of the table reads
 // its query parameters as the route does (RouteQuery: unknown and repeated parameters, `format=`, `url=`,
 // `min_valid=`, `wait=`, `status=`), the `set-cookie` route's body is split into values and stored in a jar for
-// the `url=` (or a default) URL, each refusal is rendered as the JSON error the socket answers, and the request's
-// `Connection` field is read for the `close` option. Header limits are Hummingbird's own decoder settings
-// (SocketServer.Limits), not code of this project, so they are not fuzzed here. Nothing may crash; a refusal is
+// the `url=` (or a default) URL, and each refusal is rendered as the JSON error the socket answers. Header limits
+// and the `close` option are NIO's decoder's (SocketServer.Limits sets the limits), not code of this project, so
+// they are not fuzzed here. Nothing may crash; a refusal is
 // a 400 `bad_request` naming the parameter.
 import FuzzDriver
 import CookieJar
 import Foundation
 import HTTPTypes
-import Hummingbird
 @testable import SocketAPI
 import SiteConfig
 
@@ -31,20 +30,19 @@ func fuzzSocketRequest(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     var lines = bytes.split(separator: 0x0A, maxSplits: 2, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
     guard lines.count >= 2 else { return 0 }
     let rest = lines.count > 2 ? lines.removeLast() : ""
-    let method = HTTPRequest.Method(lines[0]) ?? .get
     let target = lines[1]
-    let (fields, body) = headersAndBody(rest)
+    let (_, body) = headersAndBody(rest)
 
-    let request = Request(
-        head: HTTPRequest(method: method, scheme: nil, authority: nil, path: target, headerFields: fields),
-        body: RequestBody(buffer: ByteBuffer(string: body)))
+    let mark = target.firstIndex(of: "?")
+    let path = target[..<(mark ?? target.endIndex)]
+    let queryText = mark.map { target[target.index(after: $0)...] }
 
-    let matched = APIRoute.matching(request.uri.path)
+    let matched = APIRoute.matching(path)
     check(Set(matched.map(\.pattern)).count <= 1, "a path matched by routes of different patterns")
     var url = defaultURL
     for route in APIRoute.allCases {
         do {
-            let query = try RouteQuery(request, for: route)
+            let query = try RouteQuery(query: queryText, for: route)
             if let given = query.url {
                 check(route.parameters.contains(.url), "url= read for a route that takes none")
                 check(CookieRules.canonicalHost(of: given) != nil, "url= accepted without a host")
@@ -61,10 +59,6 @@ func fuzzSocketRequest(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             _ = error.response()
         }
     }
-    if let connection = fields[.connection], ConnectionCloseOption.listsClose(connection) {
-        check(connection.lowercased().contains("close"), "the close option found in a field without it")
-    }
-
     let values = APIRoutes.setCookieValues(body)
     for value in values {
         check(!value.isEmpty && !value.contains(where: \.isNewline), "a set-cookie value empty or holding a line break")

@@ -1,5 +1,7 @@
 import Foundation
-import Hummingbird
+import HTTPServer
+import HTTPTypes
+import NIOCore
 
 /// Reading request bodies the site accepts.
 enum RequestBodyReader {
@@ -10,7 +12,7 @@ enum RequestBodyReader {
         case tooLarge
     }
 
-    static func collect(_ request: Request) async throws(Failure) -> ByteBuffer {
+    static func collect(_ request: ServerRequest) async throws(Failure) -> ByteBuffer {
         do {
             return try await request.body.collect(upTo: maximumBodyBytes)
         } catch {

@@ -1,22 +1,24 @@
 import Foundation
-import Hummingbird
+import HTTPServer
+import HTTPTypes
+import NIOCore
 
 /// Builders for the site's responses. Every one carries `Cache-Control: no-store`: pages with tokens
 /// and account data must not be cached.
 enum Reply {
-    static func html(_ page: String, status: HTTPResponse.Status = .ok, cookies: [String] = []) -> Response {
+    static func html(_ page: String, status: HTTPResponse.Status = .ok, cookies: [String] = []) -> ServerResponse {
         make(status, contentType: "text/html; charset=utf-8", body: page, cookies: cookies)
     }
 
-    static func javaScript(_ source: String) -> Response {
+    static func javaScript(_ source: String) -> ServerResponse {
         make(.ok, contentType: "text/javascript; charset=utf-8", body: source, cookies: [])
     }
 
-    static func text(_ status: HTTPResponse.Status, _ message: String) -> Response {
+    static func text(_ status: HTTPResponse.Status, _ message: String) -> ServerResponse {
         make(status, contentType: "text/plain; charset=utf-8", body: message + "\n", cookies: [])
     }
 
-    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok, cookies: [String] = []) -> Response {
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok, cookies: [String] = []) -> ServerResponse {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Encoding these plain structs of strings and numbers cannot fail; an empty object is the fallback.
@@ -24,28 +26,28 @@ enum Reply {
         return make(status, contentType: "application/json", body: body, cookies: cookies)
     }
 
-    static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
+    static func error(_ status: HTTPResponse.Status, _ message: String) -> ServerResponse {
         json(["error": message], status: status)
     }
 
     /// A redirect with an empty body; `status` is `.found` (302) or `.seeOther` (303).
-    static func redirect(_ status: HTTPResponse.Status, to location: String, cookies: [String] = []) -> Response {
+    static func redirect(_ status: HTTPResponse.Status, to location: String, cookies: [String] = []) -> ServerResponse {
         var response = make(status, contentType: nil, body: "", cookies: cookies)
         response.headers[.location] = location
         return response
     }
 
-    static func noContent(cookies: [String] = []) -> Response {
+    static func noContent(cookies: [String] = []) -> ServerResponse {
         make(.noContent, contentType: nil, body: nil, cookies: cookies)
     }
 
-    private static func make(_ status: HTTPResponse.Status, contentType: String?, body: String?, cookies: [String]) -> Response {
+    private static func make(_ status: HTTPResponse.Status, contentType: String?, body: String?, cookies: [String]) -> ServerResponse {
         var headers = HTTPFields()
         if let contentType { headers[.contentType] = contentType }
         headers[.cacheControl] = "no-store"
         headers[values: .setCookie].append(contentsOf: cookies)
-        guard let body else { return Response(status: status, headers: headers) }
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
+        guard let body else { return ServerResponse(status: status, headers: headers) }
+        return ServerResponse(status: status, headers: headers, body: .text(body))
     }
 }
 

@@ -1,5 +1,7 @@
 import Foundation
-import Hummingbird
+import HTTPServer
+import HTTPTypes
+import NIOCore
 
 /// A sign-in that only a browser can complete: `GET /app/login` is an empty page whose script builds the
 /// form; on submit the script fetches a nonce from `GET /app/challenge`, computes a proof from it
@@ -9,17 +11,17 @@ import Hummingbird
 struct BrowserRoutes: Sendable {
     let site: SiteContext
 
-    func register(on router: Router<BasicRequestContext>) {
-        router.get("/app/login") { _, _ in Reply.html(Pages.appLogin()) }
-        router.get("/app/login.js") { _, _ in Reply.javaScript(Self.script) }
-        router.get("/app/challenge") { _, _ in Reply.json(["nonce": self.site.challenges.issue(at: self.site.now())]) }
-        router.post("/app/session") { request, _ in await self.signIn(request) }
-        router.get("/app/home") { request, _ in await self.home(request) }
+    func register(on router: RouteTable) {
+        router.get("/app/login") { _ in Reply.html(Pages.appLogin()) }
+        router.get("/app/login.js") { _ in Reply.javaScript(Self.script) }
+        router.get("/app/challenge") { _ in Reply.json(["nonce": self.site.challenges.issue(at: self.site.now())]) }
+        router.post("/app/session") { request in await self.signIn(request) }
+        router.get("/app/home") { request in await self.home(request) }
     }
 
     /// Nonce and proof first (a scripted client fails there, whatever it knows), then the password. This
     /// sign-in has no second factor: with TOTP on it is refused.
-    func signIn(_ request: Request) async -> Response {
+    func signIn(_ request: ServerRequest) async -> ServerResponse {
         let body: ByteBuffer
         do {
             body = try await RequestBodyReader.collect(request)
@@ -45,7 +47,7 @@ struct BrowserRoutes: Sendable {
         return Reply.json(AppSignedIn(next: "/app/home", user: session.user), cookies: [SiteCookie.session(session.id, maxAge: maxAge)])
     }
 
-    func home(_ request: Request) async -> Response {
+    func home(_ request: ServerRequest) async -> ServerResponse {
         guard let session = await site.session(of: request) else { return Reply.redirect(.found, to: "/app/login") }
         return Reply.html(Pages.appHome(user: session.user))
     }

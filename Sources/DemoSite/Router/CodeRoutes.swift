@@ -1,5 +1,7 @@
 import Foundation
-import Hummingbird
+import HTTPServer
+import HTTPTypes
+import NIOCore
 
 /// A sign-in whose second factor is a one-time code sent out of band (a text message): `POST /login/code`
 /// checks the password and "sends" a six-digit code, which `GET /_control/sent-code` shows as the person's
@@ -8,21 +10,21 @@ import Hummingbird
 struct CodeRoutes: Sendable {
     let site: SiteContext
 
-    func register(on router: Router<BasicRequestContext>) {
-        router.post("/login/code") { request, _ in await self.sendCode(request) }
-        router.post("/login/code/verify") { request, _ in await self.verifyCode(request) }
-        router.get("/_control/sent-code") { _, _ in
+    func register(on router: RouteTable) {
+        router.post("/login/code") { request in await self.sendCode(request) }
+        router.post("/login/code/verify") { request in await self.verifyCode(request) }
+        router.get("/_control/sent-code") { _ in
             guard let code = await self.site.store.lastSentCode() else { return Reply.error(.notFound, "no code was sent") }
             return Reply.json(["code": code])
         }
     }
 
-    func sendCode(_ request: Request) async -> Response {
+    func sendCode(_ request: ServerRequest) async -> ServerResponse {
         let fields: [String: String]
         do {
             fields = RequestBodyReader.formFields(try await RequestBodyReader.collect(request))
         } catch {
-            return Reply.text(.contentTooLarge, "Request body too large")
+            return Reply.text(.contentTooLarge, "ServerRequest body too large")
         }
         guard site.credentialsMatch(user: fields["username"] ?? "", password: fields["password"] ?? "") else {
             await site.store.recordFailedLogin()
@@ -34,15 +36,15 @@ struct CodeRoutes: Sendable {
             Pages.message(title: "Code sent", text: "A code was sent to the phone ending 42"), cookies: [SiteCookie.pending(pendingID)])
     }
 
-    func verifyCode(_ request: Request) async -> Response {
-        guard let pendingID = request.cookies[SiteCookie.pending]?.value, await site.store.pendingLogin(id: pendingID) != nil else {
+    func verifyCode(_ request: ServerRequest) async -> ServerResponse {
+        guard let pendingID = request.cookie(SiteCookie.pending), await site.store.pendingLogin(id: pendingID) != nil else {
             return Reply.html(Pages.message(title: "Sign in", text: "Sign in again"), status: .unauthorized)
         }
         let fields: [String: String]
         do {
             fields = RequestBodyReader.formFields(try await RequestBodyReader.collect(request))
         } catch {
-            return Reply.text(.contentTooLarge, "Request body too large")
+            return Reply.text(.contentTooLarge, "ServerRequest body too large")
         }
         guard await site.store.takeCode(fields["code"] ?? "", pendingID: pendingID) else {
             _ = await site.store.recordFailedCode(pendingID: pendingID)

@@ -1,19 +1,21 @@
 import Foundation
-import Hummingbird
+import HTTPServer
+import HTTPTypes
+import NIOCore
 
 /// The JSON API: `POST /api/login`, `GET /api/me` and `GET /api/rotate`.
 struct JSONAPIRoutes: Sendable {
     let site: SiteContext
 
-    func register(on router: Router<BasicRequestContext>) {
-        router.post("/api/login") { request, _ in await self.login(request) }
-        router.get("/api/me") { request, _ in await self.me(request) }
-        router.get("/api/rotate") { request, _ in await self.rotate(request) }
+    func register(on router: RouteTable) {
+        router.post("/api/login") { request in await self.login(request) }
+        router.get("/api/me") { request in await self.me(request) }
+        router.get("/api/rotate") { request in await self.rotate(request) }
     }
 
     /// A JSON login: no CSRF token (a cross-site form cannot send a JSON body), the TOTP code in `code`
     /// when the second factor is on. The session id is both the cookie and the bearer `token`.
-    func login(_ request: Request) async -> Response {
+    func login(_ request: ServerRequest) async -> ServerResponse {
         let body: ByteBuffer
         do {
             body = try await RequestBodyReader.collect(request)
@@ -45,14 +47,14 @@ struct JSONAPIRoutes: Sendable {
         )
     }
 
-    func me(_ request: Request) async -> Response {
+    func me(_ request: ServerRequest) async -> ServerResponse {
         guard let session = await site.session(of: request) else { return Reply.error(.unauthorized, "not logged in") }
         return Reply.json(MeResponse(user: UserInfo(name: session.user), expiresAt: RFC3339.string(from: session.expires)))
     }
 
     /// `/api/me` of a site that rotates its session cookie on use: the session gets a new id (the old one stops
     /// working at once) and the answer sends it in `demo_session`, whose Max-Age is the session's remaining life.
-    func rotate(_ request: Request) async -> Response {
+    func rotate(_ request: ServerRequest) async -> ServerResponse {
         guard let session = await site.session(of: request), let renewed = await site.store.rotate(id: session.id) else {
             return Reply.error(.unauthorized, "not logged in")
         }

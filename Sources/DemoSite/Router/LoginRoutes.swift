@@ -1,28 +1,30 @@
 import Foundation
-import Hummingbird
+import HTTPServer
+import HTTPTypes
+import NIOCore
 
 /// The browser-facing routes: sign-in form, second factor, account page, ping, logout.
 struct LoginRoutes: Sendable {
     let site: SiteContext
 
-    func register(on router: Router<BasicRequestContext>) {
-        router.get("/login") { request, _ in await self.loginPage(request) }
-        router.post("/login") { request, _ in await self.submitLogin(request) }
-        router.get("/login/totp") { request, _ in await self.totpPage(request) }
-        router.post("/login/totp") { request, _ in await self.submitTOTP(request) }
-        router.get("/account") { request, _ in await self.account(request) }
-        router.get("/ping") { request, _ in await self.ping(request) }
-        router.post("/logout") { request, _ in await self.logout(request) }
+    func register(on router: RouteTable) {
+        router.get("/login") { request in await self.loginPage(request) }
+        router.post("/login") { request in await self.submitLogin(request) }
+        router.get("/login/totp") { request in await self.totpPage(request) }
+        router.post("/login/totp") { request in await self.submitTOTP(request) }
+        router.get("/account") { request in await self.account(request) }
+        router.get("/ping") { request in await self.ping(request) }
+        router.post("/logout") { request in await self.logout(request) }
     }
 
-    func loginPage(_ request: Request) async -> Response {
-        let next = SiteContext.safeNext(request.uri.queryParameters.get("next"))
+    func loginPage(_ request: ServerRequest) async -> ServerResponse {
+        let next = SiteContext.safeNext(request.queryParameter("next"))
         return loginForm(next: next, error: nil)
     }
 
     /// CSRF first (a forged post learns nothing about the credentials), then the password, then the
     /// second factor when it is on.
-    func submitLogin(_ request: Request) async -> Response {
+    func submitLogin(_ request: ServerRequest) async -> ServerResponse {
         let fields: [String: String]
         switch await site.csrfCheckedForm(request) {
         case .success(let posted): fields = posted
@@ -46,14 +48,14 @@ struct LoginRoutes: Sendable {
         )
     }
 
-    func totpPage(_ request: Request) async -> Response {
+    func totpPage(_ request: ServerRequest) async -> ServerResponse {
         guard site.totp != nil, await pendingLogin(of: request) != nil else {
             return Reply.redirect(.seeOther, to: "/login")
         }
         return totpForm(error: nil)
     }
 
-    func submitTOTP(_ request: Request) async -> Response {
+    func submitTOTP(_ request: ServerRequest) async -> ServerResponse {
         guard let totp = site.totp, let (pendingID, _) = await pendingLogin(of: request) else {
             return Reply.redirect(.seeOther, to: "/login", cookies: [SiteCookie.expired(SiteCookie.pending, sameSite: nil)])
         }
@@ -88,7 +90,7 @@ struct LoginRoutes: Sendable {
         )
     }
 
-    func account(_ request: Request) async -> Response {
+    func account(_ request: ServerRequest) async -> ServerResponse {
         guard let session = await site.session(of: request) else {
             return Reply.redirect(.found, to: "/login?next=/account")
         }
@@ -97,7 +99,7 @@ struct LoginRoutes: Sendable {
 
     /// Keep-alive: 204 for a live session; with sliding sessions it also restarts the session's Max-Age
     /// and sends the cookie again so the browser's copy lives as long.
-    func ping(_ request: Request) async -> Response {
+    func ping(_ request: ServerRequest) async -> ServerResponse {
         guard let session = await site.session(of: request) else { return Reply.error(.unauthorized, "not logged in") }
         guard site.configuration.sliding, await site.store.extend(id: session.id, maxAge: site.configuration.sessionMaxAge) != nil else {
             return Reply.noContent()
@@ -105,24 +107,24 @@ struct LoginRoutes: Sendable {
         return Reply.noContent(cookies: [SiteCookie.session(session.id, maxAge: site.configuration.sessionMaxAge)])
     }
 
-    func logout(_ request: Request) async -> Response {
+    func logout(_ request: ServerRequest) async -> ServerResponse {
         if let session = await site.session(of: request) { await site.store.revoke(id: session.id) }
         return Reply.redirect(.seeOther, to: "/login", cookies: [SiteCookie.expired(SiteCookie.session, sameSite: "Lax")])
     }
 
-    private func loginForm(next: String?, error: String?) -> Response {
+    private func loginForm(next: String?, error: String?) -> ServerResponse {
         let token = site.csrf.issue()
         return Reply.html(
             Pages.login(csrf: token, next: next, error: error, padding: site.loginPagePadding), cookies: [SiteCookie.csrf(token)])
     }
 
-    private func totpForm(error: String?) -> Response {
+    private func totpForm(error: String?) -> ServerResponse {
         let token = site.csrf.issue()
         return Reply.html(Pages.totp(csrf: token, error: error), cookies: [SiteCookie.csrf(token)])
     }
 
-    private func pendingLogin(of request: Request) async -> (String, PendingLogin)? {
-        guard let id = request.cookies[SiteCookie.pending]?.value, !id.isEmpty,
+    private func pendingLogin(of request: ServerRequest) async -> (String, PendingLogin)? {
+        guard let id = request.cookie(SiteCookie.pending), !id.isEmpty,
             let login = await site.store.pendingLogin(id: id)
         else { return nil }
         return (id, login)

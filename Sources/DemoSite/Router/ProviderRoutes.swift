@@ -1,5 +1,7 @@
 import Foundation
-import Hummingbird
+import HTTPServer
+import HTTPTypes
+import NIOCore
 
 /// The identity provider (`--idp-host`), an OpenID Connect-style authorization server on a host of its own, as a
 /// company's provider beside an internal app: its own sign-in form and session (cookies named as the app's,
@@ -12,12 +14,12 @@ struct ProviderRoutes: Sendable {
 
     let site: SiteContext
 
-    func register(on router: Router<BasicRequestContext>) {
-        router.get("/") { request, _ in await self.home(request) }
-        router.get("/login") { request, _ in self.loginPage(request) }
-        router.post("/login") { request, _ in await self.submitLogin(request) }
-        router.get("/authorize") { request, _ in await self.authorize(request) }
-        router.post("/authorize") { request, _ in await self.decide(request) }
+    func register(on router: RouteTable) {
+        router.get("/") { request in await self.home(request) }
+        router.get("/login") { request in self.loginPage(request) }
+        router.post("/login") { request in await self.submitLogin(request) }
+        router.get("/authorize") { request in await self.authorize(request) }
+        router.post("/authorize") { request in await self.decide(request) }
     }
 
     /// What an authorization request asks, checked: the known client, a callback on the app's host, a state.
@@ -43,18 +45,18 @@ struct ProviderRoutes: Sendable {
         return Authorization(redirectURI: redirect, state: state)
     }
 
-    func home(_ request: Request) async -> Response {
-        guard let user = await site.store.providerSession(id: request.cookies[SiteCookie.session]?.value) else {
+    func home(_ request: ServerRequest) async -> ServerResponse {
+        guard let user = await site.store.providerSession(id: request.cookie(SiteCookie.session)) else {
             return Reply.redirect(.found, to: "/login")
         }
         return Reply.html(Pages.message(title: "Identity provider", text: "Signed in to the identity provider as \(user)"))
     }
 
-    func loginPage(_ request: Request) -> Response {
-        loginForm(next: SiteContext.safeNext(request.uri.queryParameters.get("next")), error: nil)
+    func loginPage(_ request: ServerRequest) -> ServerResponse {
+        loginForm(next: SiteContext.safeNext(request.queryParameter("next")), error: nil)
     }
 
-    func submitLogin(_ request: Request) async -> Response {
+    func submitLogin(_ request: ServerRequest) async -> ServerResponse {
         let fields: [String: String]
         switch await site.csrfCheckedForm(request) {
         case .success(let posted): fields = posted
@@ -71,11 +73,11 @@ struct ProviderRoutes: Sendable {
     }
 
     /// Signs in first (the form, back here after), asks consent the first time, then sends the code back.
-    func authorize(_ request: Request) async -> Response {
+    func authorize(_ request: ServerRequest) async -> ServerResponse {
         var parameters: [String: String] = [:]
-        for (name, value) in request.uri.queryParameters { parameters[String(name)] = String(value) }
+        for (name, value) in request.queryParameters { parameters[name] = value }
         guard let authorization = authorization(parameters) else { return Self.badRequest }
-        guard let user = await site.store.providerSession(id: request.cookies[SiteCookie.session]?.value) else {
+        guard let user = await site.store.providerSession(id: request.cookie(SiteCookie.session)) else {
             return Reply.redirect(.found, to: "/login?next=" + SSORoutes.percentEncode("/authorize?" + authorization.query))
         }
         guard await site.store.hasConsent(user: user, client: Self.clientID) else {
@@ -86,14 +88,14 @@ struct ProviderRoutes: Sendable {
     }
 
     /// The consent form's answer: `allow` gives consent (remembered) and a code; anything else `access_denied`.
-    func decide(_ request: Request) async -> Response {
+    func decide(_ request: ServerRequest) async -> ServerResponse {
         let fields: [String: String]
         switch await site.csrfCheckedForm(request) {
         case .success(let posted): fields = posted
         case .failure(let refusal): return refusal.response
         }
         guard let authorization = authorization(fields) else { return Self.badRequest }
-        guard let user = await site.store.providerSession(id: request.cookies[SiteCookie.session]?.value) else {
+        guard let user = await site.store.providerSession(id: request.cookie(SiteCookie.session)) else {
             return Reply.redirect(.seeOther, to: "/login?next=" + SSORoutes.percentEncode("/authorize?" + authorization.query))
         }
         guard fields["allow"] != nil else {
@@ -104,14 +106,14 @@ struct ProviderRoutes: Sendable {
         return await redirectWithCode(user: user, authorization)
     }
 
-    private func redirectWithCode(user: String, _ authorization: Authorization) async -> Response {
+    private func redirectWithCode(user: String, _ authorization: Authorization) async -> ServerResponse {
         let code = await site.store.issueCode(user: user, redirectURI: authorization.redirectURI)
         return Reply.redirect(
             .found,
             to: authorization.redirectURI + "?code=\(code)&state=" + SSORoutes.percentEncode(authorization.state))
     }
 
-    private func loginForm(next: String?, error: String?) -> Response {
+    private func loginForm(next: String?, error: String?) -> ServerResponse {
         let csrf = site.csrf.issue()
         return Reply.html(Pages.login(csrf: csrf, next: next, error: error), cookies: [SiteCookie.csrf(csrf)])
     }
@@ -131,18 +133,18 @@ struct OIDCRoutes: Sendable {
 
     let site: SiteContext
 
-    func register(on router: Router<BasicRequestContext>) {
-        router.get("/oidc/start") { request, _ in await self.start(request) }
-        router.get(.init(ProviderRoutes.callbackPath)) { request, _ in await self.callback(request) }
+    func register(on router: RouteTable) {
+        router.get("/oidc/start") { request in await self.start(request) }
+        router.get(ProviderRoutes.callbackPath) { request in await self.callback(request) }
     }
 
     /// `http://HOST:PORT/oidc/callback` as the request reached the app.
-    func redirectURI(_ request: Request) -> String {
+    func redirectURI(_ request: ServerRequest) -> String {
         let host = site.host(of: request)
         return "http://\(host.name):\(host.port ?? site.publicPort(for: request))\(ProviderRoutes.callbackPath)"
     }
 
-    func start(_ request: Request) async -> Response {
+    func start(_ request: ServerRequest) async -> ServerResponse {
         guard let providerHost = site.configuration.idpHost, let port = site.providerPort.withLock({ $0 }) else {
             return Reply.html(Pages.message(title: "Not found", text: "This demo site runs no identity provider (--idp-host)."), status: .notFound)
         }
@@ -153,13 +155,12 @@ struct OIDCRoutes: Sendable {
             cookies: ["\(Self.pendingCookie)=\(cookie); Path=/; HttpOnly; SameSite=Lax"])
     }
 
-    func callback(_ request: Request) async -> Response {
-        let parameters = request.uri.queryParameters
-        guard await site.store.finishAppSignIn(cookie: request.cookies[Self.pendingCookie]?.value, state: parameters.get("state")) else {
+    func callback(_ request: ServerRequest) async -> ServerResponse {
+        guard await site.store.finishAppSignIn(cookie: request.cookie(Self.pendingCookie), state: request.queryParameter("state")) else {
             await site.store.recordFailedLogin()
             return Reply.html(Pages.message(title: "Forbidden", text: "Invalid or missing state"), status: .forbidden)
         }
-        guard let code = parameters.get("code"), let user = await site.store.redeemCode(code, redirectURI: redirectURI(request)) else {
+        guard let code = request.queryParameter("code"), let user = await site.store.redeemCode(code, redirectURI: redirectURI(request)) else {
             await site.store.recordFailedLogin()
             return Reply.html(Pages.message(title: "Forbidden", text: "Invalid or expired authorization code"), status: .forbidden)
         }

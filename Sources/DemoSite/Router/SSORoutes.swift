@@ -1,5 +1,7 @@
 import Foundation
-import Hummingbird
+import HTTPServer
+import HTTPTypes
+import NIOCore
 
 /// A redirect chain across two host names, like a single-sign-on login:
 /// main `/sso/start` → SSO `/sso/authorize` (sets `sso_id` there) → main `/sso/callback?ticket=T`
@@ -7,13 +9,13 @@ import Hummingbird
 struct SSORoutes: Sendable {
     let site: SiteContext
 
-    func register(on router: Router<BasicRequestContext>) {
-        router.get("/sso/start") { request, _ in self.start(request) }
-        router.get("/sso/authorize") { request, _ in await self.authorize(request) }
-        router.get("/sso/callback") { request, _ in await self.callback(request) }
+    func register(on router: RouteTable) {
+        router.get("/sso/start") { request in self.start(request) }
+        router.get("/sso/authorize") { request in await self.authorize(request) }
+        router.get("/sso/callback") { request in await self.callback(request) }
     }
 
-    func start(_ request: Request) -> Response {
+    func start(_ request: ServerRequest) -> ServerResponse {
         let port = site.publicPort(for: request)
         let callback = "http://\(site.configuration.mainHost):\(port)/sso/callback"
         let location = "http://\(site.configuration.ssoHost):\(port)/sso/authorize?return=\(Self.percentEncode(callback))"
@@ -21,8 +23,8 @@ struct SSORoutes: Sendable {
     }
 
     /// Only a callback URL on the main host is accepted as `return`, so the SSO host is no open redirect.
-    func authorize(_ request: Request) async -> Response {
-        guard let returnValue = request.uri.queryParameters.get("return"), let returnURL = URLComponents(string: returnValue),
+    func authorize(_ request: ServerRequest) async -> ServerResponse {
+        guard let returnValue = request.queryParameter("return"), let returnURL = URLComponents(string: returnValue),
             returnURL.scheme?.lowercased() == "http", returnURL.host?.lowercased() == site.configuration.mainHost.lowercased(),
             returnURL.path == "/sso/callback"
         else {
@@ -32,7 +34,7 @@ struct SSORoutes: Sendable {
             )
         }
         let ssoID = await site.store.ssoIdentity(
-            existing: request.cookies[SiteCookie.ssoID]?.value,
+            existing: request.cookie(SiteCookie.ssoID),
             user: site.configuration.user,
             lifetime: site.configuration.sessionMaxAge
         )
@@ -44,8 +46,8 @@ struct SSORoutes: Sendable {
         return Reply.redirect(.found, to: target.string ?? returnValue, cookies: [SiteCookie.ssoID(ssoID)])
     }
 
-    func callback(_ request: Request) async -> Response {
-        guard let ticket = request.uri.queryParameters.get("ticket"), let user = await site.store.redeemTicket(ticket) else {
+    func callback(_ request: ServerRequest) async -> ServerResponse {
+        guard let ticket = request.queryParameter("ticket"), let user = await site.store.redeemTicket(ticket) else {
             await site.store.recordFailedLogin()
             return Reply.html(Pages.message(title: "Forbidden", text: "Invalid or expired SSO ticket"), status: .forbidden)
         }

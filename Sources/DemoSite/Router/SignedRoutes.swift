@@ -1,19 +1,21 @@
 import Foundation
-import Hummingbird
+import HTTPServer
+import HTTPTypes
+import NIOCore
 
 /// `GET /api/signed`: an API call authenticated by a request signature instead of a session
 /// (``RequestSignature``), as many APIs do; `plugins/sign-request.py` produces it.
 struct SignedRoutes: Sendable {
     let site: SiteContext
 
-    func register(on router: Router<BasicRequestContext>) {
-        router.get("/api/signed") { request, _ in self.signed(request) }
+    func register(on router: RouteTable) {
+        router.get("/api/signed") { request in self.signed(request) }
     }
 
-    func signed(_ request: Request) -> Response {
+    func signed(_ request: ServerRequest) -> ServerResponse {
         let header = { (name: String) in request.headers.first { $0.name.canonicalName == name.lowercased() }?.value }
         let verdict = site.requestSignature.check(
-            method: request.method.rawValue, path: request.uri.path, timestamp: header(RequestSignature.timestampHeader),
+            method: request.method.rawValue, path: String(request.path), timestamp: header(RequestSignature.timestampHeader),
             signature: header(RequestSignature.signatureHeader), now: site.now())
         switch verdict {
         case .valid: return Reply.json(["signed": "ok"])

@@ -1,5 +1,7 @@
 import Foundation
-import Hummingbird
+import HTTPServer
+import HTTPTypes
+import NIOCore
 import Locking
 
 /// Which of the two host names a request was sent to.
@@ -35,24 +37,24 @@ final class SiteContext: Sendable {
     }
 
     /// The `Host` header (HTTP/1.1) or `:authority` (what HTTPTypes moves it to), split into name and port.
-    func host(of request: Request) -> (name: String, port: Int?) {
+    func host(of request: ServerRequest) -> (name: String, port: Int?) {
         if let header = request.headers.first(where: { $0.name.canonicalName == "host" })?.value { return HostName.split(header) }
         return HostName.split(request.head.authority ?? "")
     }
 
-    func role(of request: Request) -> HostRole {
+    func role(of request: ServerRequest) -> HostRole {
         host(of: request).name == configuration.ssoHost.lowercased() ? .sso : .main
     }
 
     /// The port to put in cross-host redirects: the one the client used, else the one bound, else the configured one.
-    func publicPort(for request: Request) -> Int {
+    func publicPort(for request: ServerRequest) -> Int {
         host(of: request).port ?? boundPort.withLock { $0 } ?? configuration.port
     }
 
     /// The live session of a request: the `demo_session` cookie, or an `Authorization: Bearer` token
     /// (the `token` that `/api/login` returns).
-    func session(of request: Request) async -> Session? {
-        if let cookie = request.cookies[SiteCookie.session]?.value, !cookie.isEmpty,
+    func session(of request: ServerRequest) async -> Session? {
+        if let cookie = request.cookie(SiteCookie.session), !cookie.isEmpty,
             let session = await store.session(id: cookie)
         {
             return session
@@ -73,14 +75,14 @@ final class SiteContext: Sendable {
 
     /// A posted form's fields once its CSRF field matches its cookie (checked first, so a forged post learns
     /// nothing); else the answer to send instead: 413 for a body over the limit, 403 for a failed check.
-    func csrfCheckedForm(_ request: Request) async -> Result<[String: String], FormRefusal> {
+    func csrfCheckedForm(_ request: ServerRequest) async -> Result<[String: String], FormRefusal> {
         let fields: [String: String]
         do {
             fields = RequestBodyReader.formFields(try await RequestBodyReader.collect(request))
         } catch {
-            return .failure(FormRefusal(response: Reply.text(.contentTooLarge, "Request body too large")))
+            return .failure(FormRefusal(response: Reply.text(.contentTooLarge, "ServerRequest body too large")))
         }
-        guard csrf.check(field: fields["csrf"], cookie: request.cookies[SiteCookie.csrf]?.value) else {
+        guard csrf.check(field: fields["csrf"], cookie: request.cookie(SiteCookie.csrf)) else {
             return .failure(FormRefusal(response: Reply.html(Pages.message(title: "Forbidden", text: "CSRF check failed"), status: .forbidden)))
         }
         return .success(fields)
@@ -88,7 +90,7 @@ final class SiteContext: Sendable {
 
     /// The answer to a form ``csrfCheckedForm(_:)`` refused.
     struct FormRefusal: Error {
-        let response: Response
+        let response: ServerResponse
     }
 
     /// A `next` target for after login: only a local absolute path, so the login page is no open redirect.

@@ -1,10 +1,39 @@
 import Foundation
-import Hummingbird
+import HTTPServer
 import Logging
+import NIOPosix
 import ServiceLifecycle
 
 extension DemoSite {
-    /// Builds the demo site's Hummingbird application.
+    /// One listener of the demo site as a `Service`: it binds its address when it runs, reports the bound port,
+    /// serves until graceful shutdown (or cancellation), then lets the requests in progress finish.
+    public struct Listener: Service {
+        /// The address it binds; port 0 for a free one.
+        public let host: String
+        public let port: Int
+        let responder: SiteResponder
+        let onRunning: @Sendable (Int) async -> Void
+
+        public func run() async throws {
+            let server = try await HTTPServer.start(
+                address: .tcp(host: host, port: port), group: MultiThreadedEventLoopGroup.singleton,
+                configuration: ServerConfiguration(requestDeadline: .seconds(30), idleTimeout: .seconds(60)), responder: responder)
+            await onRunning(server.port ?? port)
+            try? await gracefulShutdown()
+            await server.shutdown()
+        }
+
+        /// The same site on `host`:`port`, telling `report` the bound port after what it reported before.
+        public func listening(host: String, port: Int, then report: @escaping @Sendable (Int) async -> Void) -> Listener {
+            let before = onRunning
+            return Listener(host: host, port: port, responder: responder) { bound in
+                await before(bound)
+                await report(bound)
+            }
+        }
+    }
+
+    /// Builds the demo site's listener.
     ///
     /// - Parameters:
     ///   - configuration: validated here; an invalid one throws before anything is built.
@@ -17,14 +46,14 @@ extension DemoSite {
         now: @escaping WallClock = { Date() },
         requestLog: (@Sendable (RequestLogEntry) -> Void)? = nil,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) throws(ConfigurationError) -> some ApplicationProtocol {
+    ) throws(ConfigurationError) -> Listener {
         let totpSecret = try configuration.validate()
         let site = SiteContext(configuration: configuration, totpSecret: totpSecret, now: now)
         return application(site: site, requestLog: requestLog, onServerRunning: onServerRunning)
     }
 
-    /// The site's application and, with `--idp-host`, the identity provider's, sharing one state; each reports
-    /// its bound port (the provider's through `onProviderRunning`).
+    /// The site's listener and, with `--idp-host`, the identity provider's, sharing one state; each reports its
+    /// bound port (the provider's through `onProviderRunning`).
     static func buildServices(
         configuration: Configuration,
         now: @escaping WallClock,
@@ -36,20 +65,15 @@ extension DemoSite {
         let site = SiteContext(configuration: configuration, totpSecret: totpSecret, now: now)
         var services: [any Service] = [application(site: site, requestLog: requestLog, onServerRunning: onServerRunning)]
         if let providerHost = configuration.idpHost {
-            let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
-            router.add(middleware: SiteMiddleware(site: site, log: requestLog))
-            ProviderRoutes(site: site).register(on: router)
-            ControlRoutes(site: site).register(on: router)
-            services.append(Application(
-                router: router,
-                configuration: ApplicationConfiguration(
-                    address: .hostname(providerHost, port: configuration.idpPort), serverName: "demo-site-idp"),
-                onServerRunning: { channel in
-                    let port = channel.localAddress?.port ?? configuration.idpPort
-                    site.providerPort.withLock { $0 = port }
-                    await onProviderRunning(port)
-                }
-            ))
+            let routes = RouteTable()
+            ProviderRoutes(site: site).register(on: routes)
+            ControlRoutes(site: site).register(on: routes)
+            services.append(Listener(
+                host: providerHost, port: configuration.idpPort, responder: SiteResponder(site: site, routes: routes, log: requestLog)
+            ) { port in
+                site.providerPort.withLock { $0 = port }
+                await onProviderRunning(port)
+            })
         }
         return services
     }
@@ -57,34 +81,25 @@ extension DemoSite {
     private static func application(
         site: SiteContext, requestLog: (@Sendable (RequestLogEntry) -> Void)?,
         onServerRunning: @escaping @Sendable (Int) async -> Void
-    ) -> some ApplicationProtocol {
+    ) -> Listener {
         let configuration = site.configuration
-        return Application(
-            router: buildRouter(site: site, requestLog: requestLog),
-            configuration: ApplicationConfiguration(
-                address: .hostname(configuration.host, port: configuration.port),
-                serverName: "demo-site"
-            ),
-            onServerRunning: { channel in
-                let port = channel.localAddress?.port ?? configuration.port
-                site.boundPort.withLock { $0 = port }
-                await onServerRunning(port)
-            }
-        )
+        return Listener(host: configuration.host, port: configuration.port, responder: SiteResponder(site: site, routes: buildRoutes(site: site), log: requestLog)) { port in
+            site.boundPort.withLock { $0 = port }
+            await onServerRunning(port)
+        }
     }
 
-    static func buildRouter(site: SiteContext, requestLog: (@Sendable (RequestLogEntry) -> Void)?) -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
-        router.add(middleware: SiteMiddleware(site: site, log: requestLog))
-        LoginRoutes(site: site).register(on: router)
-        CodeRoutes(site: site).register(on: router)
-        JSONAPIRoutes(site: site).register(on: router)
-        SSORoutes(site: site).register(on: router)
-        OIDCRoutes(site: site).register(on: router)
-        BrowserRoutes(site: site).register(on: router)
-        SignedRoutes(site: site).register(on: router)
-        ControlRoutes(site: site).register(on: router)
-        return router
+    static func buildRoutes(site: SiteContext) -> RouteTable {
+        let routes = RouteTable()
+        LoginRoutes(site: site).register(on: routes)
+        CodeRoutes(site: site).register(on: routes)
+        JSONAPIRoutes(site: site).register(on: routes)
+        SSORoutes(site: site).register(on: routes)
+        OIDCRoutes(site: site).register(on: routes)
+        BrowserRoutes(site: site).register(on: routes)
+        SignedRoutes(site: site).register(on: routes)
+        ControlRoutes(site: site).register(on: routes)
+        return routes
     }
 }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Hummingbird
 import Logging
 import ServiceLifecycle
 
@@ -9,7 +8,7 @@ extension DemoSite {
         /// The address that was to be bound.
         public let host: String
         public let port: Int
-        /// The error Hummingbird or the system reported, e.g. "Address already in use".
+        /// The error the system reported, e.g. "Address already in use".
         public let underlying: String
 
         public var description: String { "demo-site could not listen on \(host):\(port): \(underlying)" }

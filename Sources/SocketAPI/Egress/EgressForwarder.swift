@@ -3,9 +3,8 @@ import Daemon
 import Egress
 import Foundation
 import HTTPTransport
+import HTTPServer
 import HTTPTypes
-import Hummingbird
-import HummingbirdCore
 import Locking
 import LoginFlow
 import Logging
@@ -53,7 +52,7 @@ struct EgressForwarder: Sendable {
         /// The route's own prefix, for `Location` (``ProxyAddress/prefix``).
         var prefix: String
         var headers: HTTPFields
-        var body: Hummingbird.RequestBody
+        var body: ServerRequest.Body
         var peer: PeerCredentials
         /// The peer manages the site (``AccessControl/manages(_:)``): its answers' cookies are the session's
         /// as they come. A reader's change of whose session it is waits for the site's check
@@ -63,7 +62,7 @@ struct EgressForwarder: Sendable {
 
     /// The site's answer to `request`, or the daemon's JSON error when the request cannot be sent (a bad path
     /// 400, no session 503/504, the site unreachable 502, silent 504).
-    func forward(_ request: ClientRequest) async throws -> Response {
+    func forward(_ request: ClientRequest) async throws -> ServerResponse {
         let started = ContinuousClock.now
         let site = request.site
         let audit = AuditRecord(peer: request.peer, site: site.name, method: request.method, path: Self.pathWithoutQuery(request.target))
@@ -199,7 +198,7 @@ struct EgressForwarder: Sendable {
     private func respond(
         _ answer: StreamingResponse, prefix: Data, request: ClientRequest, address: ProxyAddress, audit: AuditRecord, renewed: Bool,
         bodyNotKept: Bool, added: Duration
-    ) -> Response {
+    ) -> ServerResponse {
         var fields = HTTPFields()
         for field in ProxyHeaders.response(answer.headers) {
             guard let name = HTTPField.Name(field.name) else { continue }
@@ -215,9 +214,9 @@ struct EgressForwarder: Sendable {
         let upstream = answer.body
         let hasBody = LoggedOutJudge.hasBody(status: answer.status, method: request.method)
         let declaredLength = answer.headers["Content-Length"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-        return Response(
+        return ServerResponse(
             status: HTTPTypes.HTTPResponse.Status(code: answer.status), headers: fields,
-            body: HummingbirdCore.ResponseBody { writer in
+            body: .stream { writer in
                 var sent = 0
                 // Which side an error comes from: the site's body as it is read, the client as it is written to, or
                 // the end of the exchange once the site's whole answer was handed on.
@@ -240,7 +239,7 @@ struct EgressForwarder: Sendable {
                         upstream.cancel()
                     }
                     stage = .ending
-                    try await writer.finish(nil)
+                    try await writer.finish()
                 } catch {
                     upstream.cancel()
                     audit.addDown(sent)
@@ -327,7 +326,7 @@ struct EgressForwarder: Sendable {
         return OutgoingBody(requestBody: .stream(length: length, chunks: counted), isKept: false, refusedForMemory: refusedForMemory)
     }
 
-    /// Hummingbird's fields as the transport's, in order.
+    /// The request's fields as the transport's, in order.
     static func headers(_ fields: HTTPFields) -> HTTPHeaders {
         var headers = HTTPHeaders()
         headers.reserveCapacity(fields.count)

@@ -1,14 +1,12 @@
 import Daemon
 import Egress
-import Hummingbird
+import HTTPServer
 import HTTPTypes
-import HummingbirdCore
 import Locking
 import Logging
 import NIOCore
 import NIOPosix
 import Platform
-import ServiceLifecycle
 import SiteConfig
 
 /// The loopback listeners of `egress.listen` (SPEC section 10): for each site that names one, the egress route
@@ -33,8 +31,8 @@ import SiteConfig
 final class EgressListeners: Sendable {
     private struct Running: Sendable {
         var address: LoopbackListenAddress
-        var group: ServiceGroup
-        var task: Task<Void, Never>
+        /// Nil while it binds, and for an address that could not be bound.
+        var server: HTTPServer?
     }
 
     private let keeper: Keeper
@@ -82,7 +80,7 @@ final class EgressListeners: Sendable {
             await stop(name)
         }
         for (name, address) in wanted.sorted(by: { $0.key < $1.key }) where running.withLock({ $0[name] == nil }) {
-            start(name, address: address)
+            await start(name, address: address)
         }
     }
 
@@ -98,59 +96,67 @@ final class EgressListeners: Sendable {
 
     private func stop(_ name: String) async {
         problems.withLock { $0[name] = nil }
-        guard let listener = running.withLock({ $0.removeValue(forKey: name) }) else { return }
-        await listener.group.triggerGracefulShutdown()
-        await listener.task.value
+        guard let listener = running.withLock({ $0.removeValue(forKey: name) }), let server = listener.server else { return }
+        await server.shutdown()
         logger.info("egress listener stopped", metadata: ["site": "\(name)", "address": "\(listener.address)"])
     }
 
-    private func start(_ name: String, address: LoopbackListenAddress) {
-        let application = Application(
-            router: router(for: name, address: address),
-            server: .socketHTTP1(admission: admission, everyBodyStreams: true),
-            configuration: ApplicationConfiguration(address: .hostname(address.host, port: Int(address.port)), serverName: nil),
-            onServerRunning: { [logger, problems] _ in
-                problems.withLock { $0[name] = nil }
-                logger.info("egress listener listening", metadata: ["site": "\(name)", "address": "\(address)"])
-            },
-            eventLoopGroupProvider: .shared(eventLoop),
-            logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [application], logger: logger))
-        let task = Task { [logger, problems] in
-            do {
-                try await group.run()
-            } catch {
-                problems.withLock { $0[name] = "cannot listen on \(address): \(error)" }
-                logger.error("egress listener failed; the site is served on the socket only", metadata: [
-                    "site": "\(name)", "address": "\(address)", "file": "\(address.mark.map { "\($0)" } ?? "-")", "error": "\(error)",
-                ])
-            }
+    private func start(_ name: String, address: LoopbackListenAddress) async {
+        running.withLock { $0[name] = Running(address: address, server: nil) }
+        let responder = ListenerResponder(listeners: self, site: name, rule: ListenerRequestRule(listen: address))
+        do {
+            let server = try await HTTPServer.start(
+                address: .tcp(host: address.host, port: Int(address.port)), group: eventLoop, configuration: admission.serverConfiguration,
+                gate: admission, responder: responder)
+            problems.withLock { $0[name] = nil }
+            running.withLock { $0[name]?.server = server }
+            logger.info("egress listener listening", metadata: ["site": "\(name)", "address": "\(address)"])
+        } catch {
+            problems.withLock { $0[name] = "cannot listen on \(address): \(error)" }
+            logger.error("egress listener failed; the site is served on the socket only", metadata: [
+                "site": "\(name)", "address": "\(address)", "file": "\(address.mark.map { "\($0)" } ?? "-")", "error": "\(error)",
+            ])
         }
-        running.withLock { $0[name] = Running(address: address, group: group, task: task) }
     }
 
-    /// Every path and method of the listener goes to the site named `name`.
-    private func router(for name: String, address: LoopbackListenAddress) -> Router<ListenerContext> {
-        let router = Router(context: ListenerContext.self)
-        let rule = ListenerRequestRule(listen: address)
-        for method in APIRoute.proxy.methods {
-            for pattern in ["/", "/**"] {
-                router.on(RouterPath(pattern), method: method) { request, context in
-                    try await self.forward(request, context: context, site: name, rule: rule)
+    /// Every path and method of a listener goes to its site; the route's methods only.
+    private struct ListenerResponder: HTTPResponder {
+        let listeners: EgressListeners
+        let site: String
+        let rule: ListenerRequestRule
+
+        func bodyStreams(_ request: ServerRequest) -> Bool { true }
+
+        func respond(to request: ServerRequest) -> ServerReply {
+            guard APIRoute.proxy.methods.contains(request.method) else {
+                let methods = APIRoute.proxy.methods.map(\.rawValue).joined(separator: ", ")
+                var response = APIError(.methodNotAllowed, .methodNotAllowed, "this listener takes \(methods), not \(request.method.rawValue)")
+                    .response()
+                response.headers[.allow] = methods
+                return .now(response)
+            }
+            // Judged before anything else, the peer's process included: a web page's request costs a lookup of fields.
+            if let refusal = EgressListeners.refusal(of: request, rule: rule) {
+                listeners.logRefusal(refusal, site: site, channel: request.channel)
+                return .now(APIError(.forbidden, .forbidden, refusal).response())
+            }
+            return .later {
+                do {
+                    return try await listeners.forward(request, site: site)
+                } catch let error as APIError {
+                    return error.response()
+                } catch {
+                    listeners.logger.error("request failed", metadata: ["site": "\(site)", "error": "\(error)"])
+                    return APIError(.internalServerError, .internal, "the daemon failed to answer; see its log").response()
                 }
             }
         }
-        return router
     }
 
-    private func forward(_ request: Request, context: ListenerContext, site name: String, rule: ListenerRequestRule) async throws -> Response {
-        // Judged before anything else, the peer's process included: a web page's request costs a lookup of fields.
-        if let refusal = Self.refusal(of: request, rule: rule) {
-            logRefusal(refusal, site: name, channel: context.channel)
-            throw APIError(.forbidden, .forbidden, refusal)
-        }
+    private func forward(_ request: ServerRequest, site name: String) async throws -> ServerResponse {
         let hidden = APIError.unknownSite(name)
-        guard let entry = keeper.board.entry(of: name), let admitted = admission.peer(of: context.channel), admitted.uid != .max else {
+        let channel = request.channel
+        guard let entry = keeper.board.entry(of: name), let admitted = admission.peer(of: channel), admitted.uid != .max else {
             throw hidden
         }
         // The uid the kernel named at accept is judged first: a manager or a uid in `access.uids` is let in, and
@@ -160,13 +166,13 @@ final class EgressListeners: Sendable {
         if access.allows(admitted, site: entry.site) {
             peer = admitted
         } else {
-            guard !entry.site.access.groups.isEmpty, let found = await peerWithGroups(of: context.channel, uid: admitted.uid) else { throw hidden }
+            guard !entry.site.access.groups.isEmpty, let found = await peerWithGroups(of: channel, uid: admitted.uid) else { throw hidden }
             // Group names the site's `access` lists are turned into gids off the event loop, once.
             if !access.hasResolvedGroups(of: entry.site) { await access.resolveMissingGroups(of: [entry.site]) }
             guard access.allows(found, site: entry.site) else { throw hidden }
             peer = found
         }
-        let target = EgressTarget.rest(of: request.uri, after: "")
+        let target = EgressTarget.rest(of: request, after: "")
         return try await forwarder.forward(EgressForwarder.ClientRequest(
             site: entry.site, method: request.method.rawValue, target: target, prefix: "", headers: request.headers,
             body: request.body, peer: peer, byManager: access.manages(peer)))
@@ -174,7 +180,7 @@ final class EgressListeners: Sendable {
 
     /// Why `rule` refuses `request`; nil when it may be served. HTTPTypes holds the first `Host` field as the
     /// request's authority and leaves any further one among the fields.
-    static func refusal(of request: Request, rule: ListenerRequestRule) -> String? {
+    static func refusal(of request: ServerRequest, rule: ListenerRequestRule) -> String? {
         let fields = request.headers
         let hosts = (request.head.authority.map { [$0] } ?? []) + fields[values: Self.hostField]
         return rule.refusal(hostFields: hosts, originFields: fields[values: Self.originField], fetchSiteFields: fields[values: Self.fetchSiteField])
@@ -186,7 +192,7 @@ final class EgressListeners: Sendable {
 
     /// A refused request is a warning with its peer (the uid admission read), at most one line per
     /// ``LogThrottle/interval``: a page can send them as fast as a browser allows.
-    private func logRefusal(_ reason: String, site: String, channel: any Channel) {
+    fileprivate func logRefusal(_ reason: String, site: String, channel: any Channel) {
         guard let count = refusals.count() else { return }
         let peer = admission.peer(of: channel)
         logger.warning("egress listener: a request refused (403)", metadata: [
@@ -225,16 +231,5 @@ final class EgressListeners: Sendable {
         peers.withLock { $0[key] = peer }
         channel.closeFuture.whenComplete { [peers] _ in _ = peers.withLock { $0.removeValue(forKey: key) } }
         return peer
-    }
-}
-
-/// A listener request's context: Hummingbird's core and the connection, whose peer is found by its addresses.
-struct ListenerContext: RequestContext {
-    var coreContext: CoreRequestContextStorage
-    let channel: any Channel
-
-    init(source: ApplicationRequestContextSource) {
-        coreContext = CoreRequestContextStorage(source: source)
-        channel = source.channel
     }
 }

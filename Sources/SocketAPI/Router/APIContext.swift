@@ -1,69 +1,77 @@
 import Daemon
-import Hummingbird
+import HTTPServer
+import HTTPTypes
+import Logging
 import NIOCore
 import Platform
 
-/// A request's context: Hummingbird's core plus the peer that sent it (filled by ``APIMiddleware`` before any
-/// route runs).
-struct APIContext: RequestContext {
-    var coreContext: CoreRequestContextStorage
-    /// The connection the request came on (its peer credentials are looked up by it).
+/// What a route knows of its request beside the request itself: the peer that sent it (read when its connection
+/// was admitted) and the site its path names.
+struct APIContext: Sendable {
+    /// The connection the request came on.
     let channel: any Channel
-    /// Nobody until ``APIMiddleware`` sets the real peer: an unknown peer may see nothing.
-    var peer = PeerCredentials(pid: 0, uid: .max, gid: .max)
-
-    init(source: ApplicationRequestContextSource) {
-        coreContext = CoreRequestContextStorage(source: source)
-        channel = source.channel
-    }
+    let peer: PeerCredentials
+    /// The path's `{name}` segment; "" for a route without one.
+    let name: String
 }
 
-/// Runs around every request: puts the peer into the context, turns every error into the JSON error body
-/// (unknown route 404, wrong method 405, body too large 413, a daemon fault 500), and counts the answer.
-struct APIMiddleware: RouterMiddleware {
-    typealias Context = APIContext
-
+/// The socket's ``HTTPResponder``: finds the route of each request in ``APIRoute``'s table (unknown route 404,
+/// wrong method 405), gives it the peer its connection was admitted with, turns every error into the JSON error
+/// body (a daemon fault 500), and counts the answer in the metrics.
+///
+/// A route that can answer from what the event loop reads without a hop (a session on the Keeper's board, the
+/// `reload` signal) answers at once; any other waits for the Keeper in one task (``APIRoutes/answerNow(_:_:_:)``).
+struct APIResponder: HTTPResponder {
+    let routes: APIRoutes
     let peers: PeerRegistry
     let metrics: DaemonMetrics
+    let logger: Logger
 
-    func handle(_ request: Request, context: APIContext, next: (Request, APIContext) async throws -> Response) async throws -> Response {
-        // The route Hummingbird matched, by its pattern (read before `next`, which names an unmatched one
-        // "NotFound"); a path with no route for this method, or none at all, is looked up in the table.
-        let matched = context.endpointPath
-        let response = await answer(request, context: context, next: next)
-        let route = matched ?? APIRoute.matching(request.uri.path).first?.pattern ?? "unmatched"
+    func bodyStreams(_ request: ServerRequest) -> Bool {
+        APIRoute.streamsRequestBody(path: request.path)
+    }
+
+    func respond(to request: ServerRequest) -> ServerReply {
+        let matched = APIRoute.matching(request.path)
+        guard let route = matched.first(where: { $0.methods.contains(request.method) }) else {
+            return .now(counted(Self.noRoute(request, matched: matched), route: matched.first?.pattern ?? "unmatched"))
+        }
+        guard let peer = peers.known(of: request.channel) else {
+            return .now(counted(APIError(.forbidden, .forbidden, "the peer's credentials could not be read").response(), route: route.pattern))
+        }
+        let context = APIContext(channel: request.channel, peer: peer, name: APIRoute.siteName(in: request.path))
+        do {
+            if let response = try routes.answerNow(route, request, context) { return .now(counted(response, route: route.pattern)) }
+        } catch {
+            return .now(counted(error.response(), route: route.pattern))
+        }
+        return .later {
+            let response: ServerResponse
+            do {
+                response = try await routes.answer(route, request, context)
+            } catch let error as APIError {
+                response = error.response()
+            } catch {
+                logger.error("request failed", metadata: ["route": "\(route.pattern)", "error": "\(error)"])
+                response = APIError(.internalServerError, .internal, "the daemon failed to answer; see its log").response()
+            }
+            return counted(response, route: route.pattern)
+        }
+    }
+
+    private func counted(_ response: ServerResponse, route: String) -> ServerResponse {
         metrics.requestAnswered(route: route, status: response.status.code)
         return response
     }
 
-    private func answer(
-        _ request: Request, context: APIContext, next: (Request, APIContext) async throws -> Response
-    ) async -> Response {
-        var context = context
-        guard let peer = await peers.peer(of: context.channel) else {
-            return APIError(.forbidden, .forbidden, "the peer's credentials could not be read").response()
+    /// 405 for a path whose routes take other methods (with `Allow`), else 404.
+    static func noRoute(_ request: ServerRequest, matched: [APIRoute]) -> ServerResponse {
+        guard let pattern = matched.first?.pattern else {
+            return APIError(.notFound, .notFound, "no route \(request.method.rawValue) \(request.path)").response()
         }
-        context.peer = peer
-        do {
-            return try await next(request, context)
-        } catch let error as APIError {
-            return error.response()
-        } catch let error as HTTPError where error.status == .notFound {
-            let routes = APIRoute.matching(request.uri.path)
-            if let pattern = routes.first?.pattern, !routes.contains(where: { $0.methods.contains(request.method) }) {
-                let methods = routes.flatMap(\.methods).map(\.rawValue).joined(separator: ", ")
-                var response = APIError(
-                    .methodNotAllowed, .methodNotAllowed, "\(pattern) takes \(methods), not \(request.method.rawValue)"
-                ).response()
-                response.headers[.allow] = methods
-                return response
-            }
-            return APIError(.notFound, .notFound, "no route \(request.method.rawValue) \(request.uri.path)").response()
-        } catch let error as HTTPError where error.status == .contentTooLarge {
-            return APIError(.contentTooLarge, .tooLarge, "the request body is too large").response()
-        } catch {
-            context.logger.error("request failed", metadata: ["route": "\(context.endpointPath ?? "unmatched")", "error": "\(error)"])
-            return APIError(.internalServerError, .internal, "the daemon failed to answer; see its log").response()
-        }
+        let methods = matched.flatMap(\.methods).map(\.rawValue).joined(separator: ", ")
+        var response = APIError(.methodNotAllowed, .methodNotAllowed, "\(pattern) takes \(methods), not \(request.method.rawValue)").response()
+        response.headers[.allow] = methods
+        return response
     }
 }

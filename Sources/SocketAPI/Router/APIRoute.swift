@@ -1,7 +1,7 @@
 import CookieJar
 import Foundation
-import Hummingbird
-import HummingbirdCore
+import HTTPServer
+import HTTPTypes
 import SiteConfig
 
 /// The socket's routes (SPEC section 8): each one's method, path pattern and query parameters, in one table.
@@ -82,8 +82,21 @@ enum APIRoute: CaseIterable, Sendable {
     private static let streamingPatterns = patterns.filter { $0.0.streamsRequestBody }
 
     /// The routes whose pattern `path` matches, whatever their method.
+    static func matching(_ path: Substring) -> [APIRoute] {
+        patterns.compactMap { route, parts in matches(parts, path.utf8) ? route : nil }
+    }
+
     static func matching(_ path: String) -> [APIRoute] {
-        patterns.compactMap { route, parts in matches(parts, path[...].utf8) ? route : nil }
+        matching(path[...])
+    }
+
+    /// The `{name}` segment of a path its route's pattern matched (the third: `/v1/sites/{name}/...`),
+    /// percent-decoded; "" for a route without one.
+    static func siteName(in path: Substring) -> String {
+        var segments = PathSegments(path.utf8)
+        for _ in 0..<3 { _ = segments.next() }
+        guard let segment = segments.next() else { return "" }
+        return PercentDecoding.decode(Substring(segment))
     }
 
     /// Whether `path` (without its query) names a route whose body streams on to a site.
@@ -150,14 +163,15 @@ struct RouteQuery: Sendable {
     var status: Int?
     var name: String?
 
-    init(_ request: Request, for route: APIRoute) throws(APIError) {
-        try self.init(request.uri, for: route)
+    init(_ request: ServerRequest, for route: APIRoute) throws(APIError) {
+        try self.init(query: request.query, for: route)
     }
 
-    init(_ uri: URI, for route: APIRoute) throws(APIError) {
+    /// - Parameter query: the request target's query, without its `?`.
+    init(query: Substring?, for route: APIRoute) throws(APIError) {
         let allowed = route.parameters
         var values: [QueryParameter: String] = [:]
-        for (key, value) in uri.queryParameters {
+        for (key, value) in ServerRequest.parameters(in: query) {
             guard let parameter = QueryParameter(rawValue: String(key)), allowed.contains(parameter) else {
                 let known = allowed.isEmpty ? "this route takes none" : "expected \(allowed.map(\.rawValue).sorted().joined(separator: ", "))"
                 throw APIError.badParameter(String(key), "unknown parameter (\(known))")

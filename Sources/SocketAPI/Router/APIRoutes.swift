@@ -1,8 +1,8 @@
 import CookieJar
 import Daemon
 import Foundation
-import Hummingbird
-import HummingbirdCore
+import HTTPServer
+import HTTPTypes
 import JSON
 import Logging
 import NIOCore
@@ -29,23 +29,20 @@ struct APIRoutes: Sendable {
     /// The loopback listeners, for a site's `listen_error`.
     let listeners: EgressListeners?
 
-    /// Every route of ``APIRoute``, on the methods and path its table gives (the egress route also on its
-    /// prefix alone, which `**` does not match).
-    func register(on router: Router<APIContext>) {
-        for route in APIRoute.allCases {
-            var patterns = [route.pattern]
-            if route.pattern.hasSuffix("/**") { patterns.append(String(route.pattern.dropLast(3))) }
-            for pattern in patterns {
-                for method in route.methods {
-                    router.on(RouterPath(pattern), method: method) { request, context in
-                        try await answer(route, request, context)
-                    }
-                }
-            }
+    /// The answer of a route that needs no hop off the event loop, or nil when it must wait
+    /// (``answer(_:_:_:)``): a session fit to serve is read from the Keeper's board, the event stream subscribes
+    /// to the hub, and a reload is a signal.
+    func answerNow(_ route: APIRoute, _ request: ServerRequest, _ context: APIContext) throws(APIError) -> ServerResponse? {
+        switch route {
+        case .cookies: try cookiesNow(request, context)
+        case .events: try events(request, context)
+        case .reload: try reload(request, context)
+        default: nil
         }
     }
 
-    private func answer(_ route: APIRoute, _ request: Request, _ context: APIContext) async throws -> Response {
+    /// The answer of `route`, for what ``answerNow(_:_:_:)`` did not answer.
+    func answer(_ route: APIRoute, _ request: ServerRequest, _ context: APIContext) async throws -> ServerResponse {
         switch route {
         case .health: try await health(request)
         case .sites: try await sites(request, context)
@@ -64,7 +61,7 @@ struct APIRoutes: Sendable {
 
     // MARK: Routes
 
-    private func health(_ request: Request) async throws -> Response {
+    private func health(_ request: ServerRequest) async throws -> ServerResponse {
         _ = try RouteQuery(request, for: .health)
         let uptime = (ContinuousClock.now - started).components.seconds
         var members: [(key: String, value: JSONValue)] = [
@@ -75,7 +72,7 @@ struct APIRoutes: Sendable {
         return WireBody.json(.object(members))
     }
 
-    private func sites(_ request: Request, _ context: APIContext) async throws -> Response {
+    private func sites(_ request: ServerRequest, _ context: APIContext) async throws -> ServerResponse {
         _ = try RouteQuery(request, for: .sites)
         let snapshots = await keeper.snapshots()
         await access.resolveMissingGroups(of: snapshots.map(\.site))
@@ -87,14 +84,24 @@ struct APIRoutes: Sendable {
         return WireBody.json(.object(members))
     }
 
-    private func site(_ request: Request, _ context: APIContext) async throws -> Response {
+    private func site(_ request: ServerRequest, _ context: APIContext) async throws -> ServerResponse {
         let snapshot = try await visibleSite(context)
         _ = try RouteQuery(request, for: .site)
         return WireBody.json(SiteWire.detail(snapshot, now: now(), listenError: listeners?.problem(of: snapshot.site.name)))
     }
 
-    private func cookies(_ request: Request, _ context: APIContext) async throws -> Response {
-        let name = context.parameters.get("name") ?? ""
+    /// A session fit to serve, from the Keeper's board, to a peer whose access is known without a lookup of
+    /// groups: answered on the event loop. Nil for anything else.
+    private func cookiesNow(_ request: ServerRequest, _ context: APIContext) throws(APIError) -> ServerResponse? {
+        guard let parameters = try? RouteQuery(request, for: .cookies),
+              let served = keeper.servedNow(context.name, minValid: parameters.minValid), access.hasResolvedGroups(of: served.site)
+        else { return nil }
+        guard access.allows(context.peer, site: served.site) else { throw APIError.unknownSite(served.site.name) }
+        return CookieAnswer(served, format: parameters.format ?? .header, url: parameters.url, now: now).response
+    }
+
+    private func cookies(_ request: ServerRequest, _ context: APIContext) async throws -> ServerResponse {
+        let name = context.name
         let query = Result { () throws(APIError) in try RouteQuery(request, for: .cookies) }
         // A session fit to serve comes from the Keeper's board, without an actor hop.
         if case .success(let parameters) = query, let served = keeper.servedNow(name, minValid: parameters.minValid) {
@@ -115,7 +122,7 @@ struct APIRoutes: Sendable {
         return CookieAnswer(served, format: parameters.format ?? .header, url: parameters.url, now: now).response
     }
 
-    private func refresh(_ request: Request, _ context: APIContext) async throws -> Response {
+    private func refresh(_ request: ServerRequest, _ context: APIContext) async throws -> ServerResponse {
         let snapshot = try await visibleSite(context)
         let byManager = access.manages(context.peer)
         if snapshot.status.phase == .needsAttention {
@@ -132,7 +139,7 @@ struct APIRoutes: Sendable {
         return WireBody.json(SiteWire.refreshed(status, sessionServed: keeper.servedNow(status.name, minValid: nil) != nil))
     }
 
-    private func report(_ request: Request, _ context: APIContext) async throws -> Response {
+    private func report(_ request: ServerRequest, _ context: APIContext) async throws -> ServerResponse {
         let snapshot = try await visibleSite(context)
         let status = try RouteQuery(request, for: .report).status
         let answer: Keeper.ReportAnswer
@@ -148,7 +155,7 @@ struct APIRoutes: Sendable {
         return WireBody.json(.object([("status", .string(answer == .checking ? "checking" : "ignored"))]), status: .accepted)
     }
 
-    private func setCookie(_ request: Request, _ context: APIContext) async throws -> Response {
+    private func setCookie(_ request: ServerRequest, _ context: APIContext) async throws -> ServerResponse {
         let snapshot = try await visibleSite(context)
         try requireManager(context, to: "set cookies of site '\(snapshot.site.name)' (they change what every reader is served)")
         guard let url = try RouteQuery(request, for: .setCookie).url else { throw APIError.badParameter("url", "required: the URL of the response that carried the values") }
@@ -164,28 +171,27 @@ struct APIRoutes: Sendable {
         ]))
     }
 
-    private func events(_ request: Request, _ context: APIContext) throws -> Response {
+    private func events(_ request: ServerRequest, _ context: APIContext) throws(APIError) -> ServerResponse {
         _ = try RouteQuery(request, for: .events)
         let channel = context.channel
         let stream = try hub.subscribe(context.peer, close: { channel.close(promise: nil) })
-        return Response(
+        return ServerResponse(
             status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
-            body: ResponseBody { writer in
+            body: .stream { writer in
                 // A comment first, so a reader knows it is subscribed before any event comes.
                 try await writer.write(ByteBuffer(string: ": subscribed\n\n"))
                 for await text in stream { try await writer.write(ByteBuffer(string: text)) }
-                try await writer.finish(nil)
             })
     }
 
-    private func reload(_ request: Request, _ context: APIContext) throws -> Response {
+    private func reload(_ request: ServerRequest, _ context: APIContext) throws(APIError) -> ServerResponse {
         try requireManager(context, to: "reload the configuration")
         _ = try RouteQuery(request, for: .reload)
         reload()
         return WireBody.json(.object([("status", .string("reloading"))]), status: .accepted)
     }
 
-    private func metricsText(_ request: Request, _ context: APIContext) async throws -> Response {
+    private func metricsText(_ request: ServerRequest, _ context: APIContext) async throws -> ServerResponse {
         guard let metrics else { throw APIError(.notFound, .notFound, "metrics are off (metrics: false in config.yaml)") }
         try requireManager(context, to: "read the metrics (they name every site)")
         _ = try RouteQuery(request, for: .metrics)
@@ -195,9 +201,9 @@ struct APIRoutes: Sendable {
 
     /// `ANY /v1/sites/NAME/proxy/PATH`: the request goes to the site with its session (SPEC section 10). The
     /// query is the site's, not the route's.
-    private func proxy(_ request: Request, _ context: APIContext) async throws -> Response {
+    private func proxy(_ request: ServerRequest, _ context: APIContext) async throws -> ServerResponse {
         guard let egress else { throw APIError(.notFound, .notFound, "this server sends no requests to sites") }
-        let name = context.parameters.get("name") ?? ""
+        let name = context.name
         // The site's definition from the Keeper's board when it is there, without an actor hop.
         let site: SiteDefinition
         if let entry = keeper.board.entry(of: name) {
@@ -207,7 +213,7 @@ struct APIRoutes: Sendable {
             site = try await visibleSite(context).site
         }
         let prefix = "/v1/sites/\(name)/proxy"
-        let target = EgressTarget.rest(of: request.uri, after: prefix)
+        let target = EgressTarget.rest(of: request, after: prefix)
         return try await egress.forward(EgressForwarder.ClientRequest(
             site: site, method: request.method.rawValue, target: target, prefix: prefix, headers: request.headers,
             body: request.body, peer: context.peer, byManager: access.manages(context.peer)))
@@ -216,20 +222,21 @@ struct APIRoutes: Sendable {
     // MARK: Helpers
 
     /// The request's body as text, at most ``SocketServer/Limits/maxBodyBytes`` (413 beyond).
-    func bodyText(_ request: Request) async throws(APIError) -> String {
-        var request = request
+    func bodyText(_ request: ServerRequest) async throws(APIError) -> String {
         let body: ByteBuffer
         do {
-            body = try await request.collectBody(upTo: limits.maxBodyBytes)
+            body = try await request.body.collect(upTo: limits.maxBodyBytes)
+        } catch let error as BodyTooLarge {
+            throw APIError(.contentTooLarge, .tooLarge, error.description)
         } catch {
-            throw APIError(.contentTooLarge, .tooLarge, "the request body is larger than \(limits.maxBodyBytes) bytes")
+            throw APIError(.badRequest, .badRequest, "the request body could not be read: \(error)")
         }
         return String(decoding: body.readableBytesView, as: UTF8.self)
     }
 
     /// The site named in the path, when it exists and the peer may read it; else the 404 of a missing site.
     func visibleSite(_ context: APIContext) async throws(APIError) -> SiteSnapshot {
-        let name = context.parameters.get("name") ?? ""
+        let name = context.name
         guard let snapshot = await keeper.snapshot(of: name) else { throw APIError.unknownSite(name) }
         try await requireAccess(context, to: snapshot.site)
         return snapshot

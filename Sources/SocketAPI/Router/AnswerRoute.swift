@@ -1,6 +1,6 @@
 import Daemon
 import Foundation
-import Hummingbird
+import HTTPServer
 import JSON
 
 // MARK: POST /v1/sites/NAME/answer?name=V: a person's answer to a waiting prompt (SPEC section 12)
@@ -8,7 +8,7 @@ import JSON
 extension APIRoutes {
     /// The body is the value (one trailing newline dropped, so `echo 123456 | curl --data-binary @-` works); it
     /// goes to the waiting login alone, never to a log or an answer. 409 when no prompt (of that name) waits.
-    func answerPrompt(_ request: Request, _ context: APIContext) async throws -> Response {
+    func answerPrompt(_ request: ServerRequest, _ context: APIContext) async throws -> ServerResponse {
         let snapshot = try await visibleSite(context)
         try requireManager(context, to: "answer the prompts of site '\(snapshot.site.name)'")
         let prompt = try RouteQuery(request, for: .answer).name

@@ -1,7 +1,7 @@
 import CookieJar
 import Daemon
 import Foundation
-import Hummingbird
+import HTTPServer
 import Sessions
 
 /// The answer to `GET /v1/sites/NAME/cookies` for a session fit to serve.
@@ -43,5 +43,5 @@ struct CookieAnswer: Sendable {
     }
 
     /// The answer as the route sends it.
-    var response: Response { WireBody.text(text, contentType: contentType) }
+    var response: ServerResponse { WireBody.text(text, contentType: contentType) }
 }

@@ -1,3 +1,4 @@
+import HTTPServer
 import Locking
 import Logging
 import NIOCore
@@ -11,13 +12,12 @@ import SiteConfig
 ///
 /// Each new connection's peer is read once before any byte of it is parsed (on the socket SO_PEERCRED and
 /// SO_PEERGROUPS; on a loopback listener the uid from the kernel's socket diagnostics, ``LoopbackPeer``), and
-/// counted; one over a cap gets ``RefusedConnection`` in front of its pipeline, which answers a short 503 as soon
-/// as the connection is active and closes it (the connection must still be set up and registered: NIO registers
-/// an accepted connection only after its setup succeeded, and leaves one whose setup failed open). An admitted
+/// counted; one over a cap gets a short 503 as soon as the connection is active, and the end of it
+/// (``ConnectionGate``). An admitted
 /// connection's peer goes into the ``PeerRegistry`` its requests are judged by, and its place is freed when it
 /// closes.
-final class ConnectionAdmission: Sendable {
-    /// The caps it counts against, and the deadlines of the connections it admits (``HTTPServerBuilder/socketHTTP1(admission:everyBodyStreams:)``).
+final class ConnectionAdmission: ConnectionGate {
+    /// The caps it counts against, and the deadlines of the connections it admits (``serverConfiguration``).
     let limits: SocketServer.Limits
     private let peers: PeerRegistry
     private let logger: Logger
@@ -33,9 +33,25 @@ final class ConnectionAdmission: Sendable {
         self.logger = logger
     }
 
+    /// The server core's bounds for the connections it admits: the request deadline and idle timeout, the header
+    /// limits, and the JSON answers of what the core refuses by itself.
+    var serverConfiguration: ServerConfiguration {
+        var configuration = ServerConfiguration(
+            requestDeadline: limits.requestDeadline, idleTimeout: limits.idleTimeout, refusalAnswer: APIError.answer(to:),
+            onRequestCutOff: { [weak self] channel in self?.requestCutOff(on: channel) })
+        configuration.maxHeaderFieldBytes = limits.maxHeaderFieldBytes
+        configuration.maxHeaderListBytes = limits.maxHeaderListBytes
+        configuration.maxHeaderFieldCount = limits.maxHeaderFieldCount
+        return configuration
+    }
+
     /// Reads the peer of `channel`, counts it and registers it; for a connection over a cap (or whose peer
     /// cannot be read), the refusal to answer it with. Never fails. Runs on the channel's event loop.
-    func admit(_ channel: any Channel) -> EventLoopFuture<APIError?> {
+    func admit(_ channel: any Channel) -> EventLoopFuture<ServerResponse?> {
+        admitting(channel).map { refusal in refusal?.response() }
+    }
+
+    private func admitting(_ channel: any Channel) -> EventLoopFuture<APIError?> {
         guard let peerRead = Self.readPeer(of: channel) else { return channel.eventLoop.makeSucceededFuture(nil) }
         return peerRead.map { peer in
             if let refusal = self.take(peer) {
@@ -96,7 +112,7 @@ final class ConnectionAdmission: Sendable {
         ])
     }
 
-    /// A request on `channel` did not arrive whole within the request deadline (``RequestDeadline`` answered it
+    /// A request on `channel` did not arrive whole within the request deadline (the server core answered it
     /// 408): logged with its peer, as a refusal is, so that an operator can tell which client trickles.
     func requestCutOff(on channel: any Channel) {
         guard let count = lateRequests.count() else { return }
@@ -122,37 +138,4 @@ final class ConnectionAdmission: Sendable {
 
     /// Connections admitted and open now (for tests and the metrics).
     var open: Int { counts.withLock { $0.total } }
-}
-
-/// The whole pipeline of a connection refused at admission: its answer (a 503) written as soon as the connection
-/// is active, then the end. Its writing side is shut at once; its reading side stays open (what the peer sends
-/// is dropped) until the peer closes or for ``linger`` at most, so a client that sends its request after the
-/// answer came still reads the answer rather than a broken pipe.
-final class RefusedConnection: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
-
-    /// How long a refused connection's reading side stays open for the client to finish sending.
-    static let linger = TimeAmount.seconds(1)
-
-    private let answer: String
-    private var closing: Scheduled<Void>?
-
-    init(answer: String) {
-        self.answer = answer
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        let channel = context.channel
-        context.writeAndFlush(NIOAny(ByteBuffer(string: answer))).whenComplete { _ in channel.close(mode: .output, promise: nil) }
-        closing = context.eventLoop.scheduleTask(in: Self.linger) { channel.close(promise: nil) }
-        context.fireChannelActive()
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
-
-    func channelInactive(context: ChannelHandlerContext) {
-        closing?.cancel()
-        closing = nil
-        context.fireChannelInactive()
-    }
 }

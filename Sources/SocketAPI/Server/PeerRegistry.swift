@@ -1,4 +1,3 @@
-import Hummingbird
 import Locking
 import NIOCore
 import Platform
@@ -8,13 +7,6 @@ import Platform
 /// never make a system call of their own for it.
 final class PeerRegistry: Sendable {
     private let peers = Locked<[ObjectIdentifier: PeerCredentials]>([:])
-
-    /// The peer of `channel`: from the registry, or read now for a connection the registry does not hold.
-    func peer(of channel: any Channel) async -> PeerCredentials? {
-        if let known = known(of: channel) { return known }
-        guard let provider = channel as? any SocketOptionProvider else { return nil }
-        return try? await provider.peerCredentials().get()
-    }
 
     /// The peer of `channel` as it was admitted; nil for a connection the registry does not hold.
     func known(of channel: any Channel) -> PeerCredentials? {

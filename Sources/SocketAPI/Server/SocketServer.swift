@@ -1,8 +1,7 @@
 import Daemon
 import Foundation
+import HTTPServer
 import HTTPTransport
-import Hummingbird
-import HummingbirdCore
 import Locking
 import Logging
 import NIOCore
@@ -87,14 +86,8 @@ public final class SocketServer: Service, Sendable {
     ///
     /// One thread: a request costs microseconds on it (the cookies are read from the Keeper's board, logins run
     /// elsewhere), and with a second loop on the same core the two took turns by the scheduler's time slice
-    /// (p99 at 16 connections about 4 ms instead of 1 ms, no gain in throughput).
-    ///
-    /// For the life of the process, never shut down: the server's graceful shutdown ends in a task of
-    /// Hummingbird's own (`Server.shutdownGracefully`, started from its graceful-shutdown handler) that awaits
-    /// a future of this loop, and `Application.run()` returns without waiting for it. A loop shut down when
-    /// ``run()`` returns may be gone before that task asks it to run its callback (NIO refuses: "Cannot schedule
-    /// tasks on an EventLoop that has already shut down"); this one ends with the process, after everything
-    /// that runs on it.
+    /// (p99 at 16 connections about 4 ms instead of 1 ms, no gain in throughput). Several servers of one process
+    /// (tests run many) share it, so it is never shut down.
     private static let eventLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     /// - Parameters:
@@ -153,35 +146,26 @@ public final class SocketServer: Service, Sendable {
     ///   holds something else, a system call failed), or the error that stopped the server.
     public func run() async throws {
         let gid = try SocketFile.prepare(settings)
-        let bound = BoundFlag()
-        let (ready, readyFeed) = AsyncStream.makeStream(of: SocketFileError?.self)
-        let application = Application(
-            router: buildRouter(),
-            server: .socketHTTP1(admission: admission),
-            configuration: ApplicationConfiguration(address: .unixDomainSocket(path: settings.path), serverName: nil),
-            onServerRunning: { [settings] _ in
-                bound.set()
-                do throws(SocketFileError) {
-                    try SocketFile.protect(settings, gid: gid)
-                    readyFeed.yield(nil)
-                } catch {
-                    readyFeed.yield(error)
-                }
-                readyFeed.finish()
-            },
-            eventLoopGroupProvider: .shared(Self.eventLoop),
-            logger: logger)
-        defer {
-            if bound.isSet { SocketFile.remove(settings.path) }
+        let responder = APIResponder(routes: APIRoutes(
+            keeper: keeper, access: access, hub: hub, metrics: metricsEnabled ? metrics : nil, reload: reload, limits: limits,
+            started: .now, logger: logger, now: now, egress: egress, listeners: listeners
+        ), peers: peers, metrics: metrics, logger: logger)
+        let server = try await HTTPServer.start(
+            address: .unixDomainSocket(path: settings.path), group: Self.eventLoop, configuration: admission.serverConfiguration,
+            gate: admission, responder: responder)
+        defer { SocketFile.remove(settings.path) }
+        do throws(SocketFileError) {
+            try SocketFile.protect(settings, gid: gid)
+        } catch {
+            await server.shutdown()
+            throw error
         }
-        try await withGracefulShutdownHandler {
-            // Each child says whether its end is the server's: the server stopping ends the hub too, and a
-            // socket file that could not be protected stops the server.
-            try await withThrowingTaskGroup(of: Bool.self) { group in
-                group.addTask {
-                    try await application.run()
-                    return true
-                }
+        logger.info("socket listening", metadata: ["path": "\(settings.path)", "mode": "\(String(settings.mode, radix: 8))"])
+        onListening()
+        await withGracefulShutdownHandler {
+            // The hub and the listeners run until the graceful shutdown (or the task's cancellation): each child
+            // says whether its end is that.
+            await withTaskGroup(of: Bool.self) { group in
                 group.addTask {
                     await self.hub.run()
                     return false
@@ -194,23 +178,20 @@ public final class SocketServer: Service, Sendable {
                     }
                 }
                 group.addTask {
-                    for await failure in ready {
-                        if let failure { throw failure }
-                        self.logger.info("socket listening", metadata: [
-                            "path": "\(self.settings.path)", "mode": "\(String(self.settings.mode, radix: 8))",
-                        ])
-                        self.onListening()
-                    }
-                    return false
+                    try? await gracefulShutdown()
+                    return true
                 }
-                while let serverEnded = try await group.next() {
-                    if serverEnded { group.cancelAll() }
+                while let stopping = await group.next() {
+                    if stopping { group.cancelAll() }
                 }
             }
         } onGracefulShutdown: {
-            // Event streams never end by themselves: they end now, so their responses finish.
+            // Event streams never end by themselves: they end now, so their answers finish.
             self.hub.closeAll()
         }
+        hub.closeAll()
+        // No new connection; the requests in progress finish, then their connections close.
+        await server.shutdown()
     }
 
     /// Counts a notification that ended, for `sessionkeeper_notifications_total{notifier,event,outcome}` (the
@@ -218,21 +199,4 @@ public final class SocketServer: Service, Sendable {
     public func notificationEnded(notifier: String, event: String, outcome: String) {
         metrics.notificationEnded(notifier: notifier, event: event, outcome: outcome)
     }
-
-    private func buildRouter() -> Router<APIContext> {
-        let router = Router(context: APIContext.self)
-        router.add(middleware: APIMiddleware(peers: peers, metrics: metrics))
-        APIRoutes(
-            keeper: keeper, access: access, hub: hub, metrics: metricsEnabled ? metrics : nil, reload: reload, limits: limits,
-            started: .now, logger: logger, now: now, egress: egress, listeners: listeners
-        ).register(on: router)
-        return router
-    }
-}
-
-/// Whether the server bound the socket: only then is the file at the path its own to remove.
-private final class BoundFlag: Sendable {
-    private let value = Locked(false)
-    func set() { value.withLock { $0 = true } }
-    var isSet: Bool { value.withLock { $0 } }
 }

@@ -1,11 +1,13 @@
 import Daemon
-import Hummingbird
+import HTTPServer
+import HTTPTypes
 import JSON
+import SiteConfig
 import NIOCore
 
 /// Every error the socket answers, as `{"error":{"code":"...","message":"..."}}` (SPEC section 8). Messages
 /// name sites, parameters and states, never a cookie value.
-public struct APIError: Error, HTTPResponseError, Sendable, Hashable {
+public struct APIError: Error, Sendable, Hashable {
     /// The machine-readable codes a client can rely on.
     public enum Code: String, Sendable, Hashable, CaseIterable {
         /// 400: a query parameter is unknown or its value is invalid (the message names it).
@@ -55,25 +57,13 @@ public struct APIError: Error, HTTPResponseError, Sendable, Hashable {
         self.message = message
     }
 
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
-        response()
-    }
-
     /// The JSON error response.
-    func response() -> Response {
+    func response() -> ServerResponse {
         WireBody.json(body, status: status)
     }
 
     private var body: JSONValue {
         .object([("error", .object([("code", .string(code.rawValue)), ("message", .string(message))]))])
-    }
-
-    /// The whole HTTP/1.1 answer as bytes, ending the connection: for what the server answers itself, before
-    /// or beside the HTTP pipeline (a connection over a cap, a request past its deadline).
-    var closingResponseBytes: String {
-        let text = JSONWriter.write(body) + "\n"
-        return "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nContent-Type: application/json\r\n" +
-            "Content-Length: \(text.utf8.count)\r\nConnection: close\r\n\r\n" + text
     }
 
     /// The 404 of a site that does not exist, which a site the peer may not read answers too, byte for byte.
@@ -108,15 +98,27 @@ public struct APIError: Error, HTTPResponseError, Sendable, Hashable {
 
 /// Response bodies in the socket's formats.
 enum WireBody {
-    static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok) -> Response {
+    static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok) -> ServerResponse {
         var text = JSONWriter.write(value)
         text += "\n"
-        return Response(
-            status: status, headers: [.contentType: "application/json"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+        return ServerResponse(status: status, headers: [.contentType: "application/json"], body: .text(text))
     }
 
-    static func text(_ text: String, contentType: String, status: HTTPResponse.Status = .ok) -> Response {
-        Response(status: status, headers: [.contentType: contentType], body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    static func text(_ text: String, contentType: String, status: HTTPResponse.Status = .ok) -> ServerResponse {
+        ServerResponse(status: status, headers: [.contentType: contentType], body: .text(text))
+    }
+}
+
+extension APIError {
+    /// The JSON answer to what the server core refuses by itself, before a request reaches a route.
+    @Sendable static func answer(to refusal: ServerRefusal) -> ServerResponse {
+        switch refusal {
+        case .requestTimeout(let deadline):
+            APIError(.requestTimeout, .requestTimeout, "the request did not arrive whole within \(DurationText.format(deadline))").response()
+        case .headerTooLarge:
+            APIError(.requestHeaderFieldsTooLarge, .tooLarge, "the request's header fields are larger than the daemon reads").response()
+        case .malformed:
+            APIError(.badRequest, .badRequest, "the request is not HTTP/1.1").response()
+        }
     }
 }

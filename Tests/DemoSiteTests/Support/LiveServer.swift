@@ -2,8 +2,7 @@ import CurlTransport
 import Foundation
 import HTTPTransport
 import HTTPTypes
-import Hummingbird
-import HummingbirdCore
+import DemoSite
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -24,7 +23,7 @@ struct SiteClient: Sendable {
     /// `uri` sent to the server, with `authority` as its `Host` when given (the site's other host names, which
     /// all lead to 127.0.0.1 here).
     func execute(
-        uri: String, method: HTTPRequest.Method, authority: String? = nil, headers: HTTPFields = [:], body: ByteBuffer? = nil
+        uri: String, method: HTTPTypes.HTTPRequest.Method, authority: String? = nil, headers: HTTPFields = [:], body: ByteBuffer? = nil
     ) async throws -> TestResponse {
         guard let url = URL(string: uri, relativeTo: baseURL)?.absoluteURL else { throw SiteClientError.badURI(uri) }
         var fields = HTTPHeaders()
@@ -69,35 +68,16 @@ enum SiteClientError: Error, CustomStringConvertible {
     }
 }
 
-/// An application as it is, except that it listens on 127.0.0.1 at a port the kernel picks and says which.
-private struct LoopbackApplication<Base: ApplicationProtocol>: ApplicationProtocol {
-    let base: Base
-    let bound: @Sendable (Int) -> Void
-
-    var responder: Base.Responder { get async throws { try await base.responder } }
-    var server: HTTPServerBuilder { base.server }
-    var eventLoopGroup: any EventLoopGroup { base.eventLoopGroup }
-    var configuration: ApplicationConfiguration { base.configuration.with(address: .hostname("127.0.0.1", port: 0)) }
-    var logger: Logger { base.logger }
-    var services: [any Service] { base.services }
-    var processesRunBeforeServerStart: [@Sendable () async throws -> Void] { base.processesRunBeforeServerStart }
-
-    @Sendable func onServerRunning(_ channel: any Channel) async {
-        await base.onServerRunning(channel)
-        bound(channel.localAddress?.port ?? 0)
-    }
-}
-
-extension ApplicationProtocol {
-    /// Runs the application on a real socket on 127.0.0.1 for the length of `body`, which talks to it through
-    /// libcurl; the server is stopped, its requests finished, before this returns.
+extension DemoSite.Listener {
+    /// Runs the site on a real socket on 127.0.0.1 (a port the kernel picks) for the length of `body`, which talks
+    /// to it through libcurl; the server is stopped, its requests finished, before this returns.
     func withLiveServer<Result: Sendable>(_ body: (SiteClient) async throws -> Result) async throws -> Result {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let application = LoopbackApplication(base: self) { port in
+        let listener = listening(host: "127.0.0.1", port: 0) { port in
             continuation.yield(port)
             continuation.finish()
         }
-        let group = ServiceGroup(configuration: .init(services: [application], gracefulShutdownSignals: [], logger: Logger(label: "demo-site-test")))
+        let group = ServiceGroup(configuration: .init(services: [listener], gracefulShutdownSignals: [], logger: Logger(label: "demo-site-test")))
         let running = Task {
             defer { continuation.finish() }
             try await group.run()

@@ -1,7 +1,8 @@
 import DemoSite
 import Foundation
 import HTTPTypes
-import Hummingbird
+import HTTPTypes
+import NIOCore
 import Testing
 import TestSupport
 
