@@ -12,7 +12,7 @@ import PackageDescription
 //   Serving:    HTTPServer (one HTTP/1.1 core on SwiftNIO's own pipeline: the socket, the egress listeners, the demo site)
 //   Daemon:     Scheduler (pure: SiteConfig only)  Daemon (the Keeper)  SocketAPI (the Unix-socket HTTP API, on HTTPServer)
 //               Assembly (the daemon put together: stores, keeper, fleet leases, socket, notifiers, signals)
-//   Clients:    SocketClient (the CLI's blocking HTTP/1.1 client on the socket)
+//   Clients:    SocketClient (the CLI's blocking HTTP/1.1 client on the socket)  SocketRoutes (the route table, server and clients)
 //   Programs:   sessionkeeper (CLI)  demo-site
 // Dependencies point one way: LoginFlow never imports CurlTransport, Scheduler never imports Sessions, Daemon never
 // imports PostgresStore; only Assembly and the CLI wire real parts together.
@@ -105,6 +105,9 @@ let package = Package(
         ),
         // The CLI's blocking HTTP/1.1 client on the daemon's Unix socket, with its Server-Sent Events reader.
         .target(name: "SocketClient", dependencies: ["Locking", "Platform"], swiftSettings: strict),
+        // The socket's route table, defined once for the server and its clients (methods, patterns, parameters,
+        // targets); pure, no NIO, no Foundation. docs/socket-routes.json describes it for the Python client.
+        .target(name: "SocketRoutes", swiftSettings: strict),
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "CookieJar", dependencies: ["Locking", "CPSL", "JSON"], swiftSettings: strict),
         .target(name: "XMLQuery", dependencies: ["Locking", "CXML2"], swiftSettings: strict + libxml2Headers),
@@ -200,7 +203,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "Daemon", "Scheduler", "Sessions", "SiteConfig", "CookieJar", "JSON", "Platform",
-                "Egress", "HTTPTransport", "LoginFlow", "HTTPServer",
+                "Egress", "HTTPTransport", "LoginFlow", "HTTPServer", "SocketRoutes",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -245,7 +248,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "CookieJar", "SiteConfig", "HTTPTransport", "CurlTransport", "LoginFlow", "Vault", "Credentials",
-                "Platform", "Sessions", "Daemon", "JSON", "SocketClient", "PostgresStore", "BrowserCookies", "Assembly",
+                "Platform", "Sessions", "Daemon", "JSON", "SocketClient", "SocketRoutes", "PostgresStore", "BrowserCookies", "Assembly",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -357,6 +360,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "PlatformTests", dependencies: ["Locking", "Platform", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SocketRoutesTests", dependencies: ["SocketRoutes", "JSON"], swiftSettings: strict),
         .testTarget(name: "SocketClientTests", dependencies: ["SocketClient", "TestSupport"], resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(
             name: "VaultTests", dependencies: ["Locking", "Vault", "Credentials", "Platform", "SiteConfig", "TestSupport"],
@@ -388,7 +392,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "SocketAPI", "Daemon", "Scheduler", "Sessions", "SiteConfig", "CurlTransport", "DemoSite", "Vault", "Platform",
-                "JSON", "LoginFlow", "TestSupport", "CookieJar", "SocketClient",
+                "JSON", "LoginFlow", "TestSupport", "CookieJar", "SocketClient", "SocketRoutes",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -471,7 +475,7 @@ if fuzzing {
         (
             "FuzzSocketRequest",
             [
-                "SocketAPI", "CookieJar", "SiteConfig", "HTTPServer",
+                "SocketAPI", "SocketRoutes", "CookieJar", "SiteConfig", "HTTPServer",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),

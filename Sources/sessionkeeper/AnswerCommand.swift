@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import JSON
 import Platform
+import SocketRoutes
 
 /// `sessionkeeper answer SITE [NAME]` (SPEC section 12): gives the running daemon a person's answer to the
 /// `prompt` step a site's login waits on.
@@ -41,7 +42,7 @@ struct AnswerCommand: ParsableCommand {
             let client = DaemonClient(daemon)
             let answer: JSONValue
             do throws(DaemonClientError) {
-                answer = try client.json("POST", DaemonClient.sitePath(site, "/answer"), query: [("name", name)], body: bytes)
+                answer = try client.json(.answer, site: site, query: [(.name, name)], body: bytes)
             } catch {
                 throw CLIFailure(error, site: site)
             }

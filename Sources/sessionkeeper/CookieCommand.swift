@@ -4,6 +4,7 @@ import Daemon
 import Foundation
 import Sessions
 import SiteConfig
+import SocketRoutes
 
 /// `sessionkeeper cookie SITE [--url U] [--format F] [--min-valid M] [--wait D]` (SPEC section 9): a site's
 /// current cookies from the running daemon, else from the vault.
@@ -50,8 +51,7 @@ struct CookieCommand: ParsableCommand {
             let client = DaemonClient(daemon).waiting(waitFor)
             do throws(DaemonClientError) {
                 let answer = try client.request(
-                    "GET", DaemonClient.sitePath(site, "/cookies"),
-                    query: [("format", outputFormat.rawValue), ("url", url), ("min_valid", minValid), ("wait", wait)])
+                    .cookies, site: site, query: [(.format, outputFormat.rawValue), (.url, url), (.minValid, minValid), (.wait, wait)])
                 Console.outRaw(String(decoding: answer.body, as: UTF8.self))
             } catch .unreachable(_) {
                 try printStored(format: outputFormat, url: requestURL, minimum: minimum, waits: waitFor != nil, socket: path)

@@ -4,6 +4,7 @@ import JSON
 import Platform
 import SiteConfig
 import SocketClient
+import SocketRoutes
 
 /// `--socket` and `--config`, shared by the commands that talk to the running daemon.
 struct SocketOptions: ParsableArguments {
@@ -56,13 +57,14 @@ struct DaemonClient {
         DaemonClient(DaemonSocket(path: socket, trust: trust), timeout: .seconds(30) + (wait ?? .zero))
     }
 
-    /// Sends one request; a 2xx answer is returned, anything else thrown.
+    /// Sends one request of `route` (its method, its target for `site` with the parameters whose value is set);
+    /// a 2xx answer is returned, anything else thrown.
     func request(
-        _ method: String, _ path: String, query: [(String, String?)] = [], body: [UInt8] = []
+        _ route: SocketRoute, site: String? = nil, query: [(QueryParameter, String?)] = [], body: [UInt8] = []
     ) throws(DaemonClientError) -> UnixSocketHTTPResponse {
         let response: UnixSocketHTTPResponse
         do {
-            response = try http.send(method, path + Self.queryString(query), body: body)
+            response = try http.send(route.method, route.target(site: site, query: query), body: body)
         } catch {
             if case .notReachable = error { throw .unreachable(error) }
             throw .exchange(error)
@@ -72,8 +74,10 @@ struct DaemonClient {
     }
 
     /// A JSON answer, parsed.
-    func json(_ method: String, _ path: String, query: [(String, String?)] = [], body: [UInt8] = []) throws(DaemonClientError) -> JSONValue {
-        let response = try request(method, path, query: query, body: body)
+    func json(
+        _ route: SocketRoute, site: String? = nil, query: [(QueryParameter, String?)] = [], body: [UInt8] = []
+    ) throws(DaemonClientError) -> JSONValue {
+        let response = try request(route, site: site, query: query, body: body)
         do {
             return try JSONValue.parse(response.body)
         } catch {
@@ -81,28 +85,10 @@ struct DaemonClient {
         }
     }
 
-    /// `/v1/sites/NAME` and below, the name percent-encoded.
-    static func sitePath(_ site: String, _ rest: String = "") -> String {
-        "/v1/sites/" + percentEncoded(site) + rest
-    }
-
-    /// `?a=1&b=2` of the pairs whose value is set.
-    static func queryString(_ pairs: [(String, String?)]) -> String {
-        let set = pairs.compactMap { name, value in value.map { "\(name)=\(percentEncoded($0))" } }
-        return set.isEmpty ? "" : "?" + set.joined(separator: "&")
-    }
-
-    /// RFC 3986 unreserved characters stay, every other byte is percent-encoded.
-    static func percentEncoded(_ text: String) -> String {
-        var unreserved = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
-        unreserved.insert(charactersIn: "-._~")
-        return text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
-    }
-
     /// The events of `GET /v1/events`.
     func events() throws(DaemonClientError) -> ServerSentEventStream {
         do {
-            switch try http.openEventStream("/v1/events") {
+            switch try http.openEventStream(SocketRoute.events.target()) {
             case .opened(let stream): return stream
             case .refused(let answer): throw DaemonClientError(answer: answer)
             }
@@ -177,7 +163,7 @@ extension CLIFailure {
     init(_ error: DaemonClientError, site: String, client: DaemonClient) {
         self.init(error, site: site)
         guard case .answered(404, "unknown_site"?, _) = error,
-              case .array(let sites)? = try? client.json("GET", "/v1/sites")["sites"] else { return }
+              case .array(let sites)? = try? client.json(.sites)["sites"] else { return }
         let names = sites.compactMap { site -> String? in
             if case .string(let name)? = site["name"] { return name }
             return nil

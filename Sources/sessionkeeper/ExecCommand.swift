@@ -7,6 +7,7 @@ import Platform
 import Sessions
 import SiteConfig
 import SocketClient
+import SocketRoutes
 
 /// `sessionkeeper exec SITE [--url U] [--signal SIG] -- CMD...` (SPEC section 9): runs a command with a
 /// site's session in its environment and in a private cookie file.
@@ -170,18 +171,18 @@ struct ExecSession {
     /// vault path does), the header for `url` or, without it, as the daemon answers it for `base_url`, and
     /// its User-Agent.
     static func fetch(site: String, client: DaemonClient, url: URL?) throws(DaemonClientError) -> ExecSession {
-        let info = SiteStatus(try client.json("GET", DaemonClient.sitePath(site)))
+        let info = SiteStatus(try client.json(.site, site: site))
         let cookies = try cookies(site: site, client: client, url: url)
         var header = CookieCodec.encode(cookies, as: .header)
         if url == nil {
-            let body = try client.request("GET", DaemonClient.sitePath(site, "/cookies"), query: [("format", "header")]).body
+            let body = try client.request(.cookies, site: site, query: [(.format, "header")]).body
             header = String(decoding: body, as: UTF8.self).trimmingCharacters(in: .newlines)
         }
         return ExecSession(cookies: cookies, header: header, userAgent: info.userAgent)
     }
 
     static func cookies(site: String, client: DaemonClient, url: URL?) throws(DaemonClientError) -> [Cookie] {
-        let body = try client.request("GET", DaemonClient.sitePath(site, "/cookies"), query: [("format", "json")]).body
+        let body = try client.request(.cookies, site: site, query: [(.format, "json")]).body
         do {
             let cookies = try CookieCodec.decode(String(decoding: body, as: UTF8.self), as: .json, url: nil, now: Date())
             return SessionCookies.select(cookies, url: url, now: Date())

@@ -2,6 +2,7 @@ import ArgumentParser
 import CookieJar
 import Foundation
 import JSON
+import SocketRoutes
 
 /// `sessionkeeper refresh SITE [--wait D]` (SPEC section 9): a login through the running daemon.
 struct RefreshCommand: ParsableCommand {
@@ -31,7 +32,7 @@ struct RefreshCommand: ParsableCommand {
             let client = DaemonClient(try socket.daemonSocket()).waiting(waitFor)
             let answer: JSONValue
             do throws(DaemonClientError) {
-                answer = try client.json("POST", DaemonClient.sitePath(site, "/refresh"), query: [("wait", wait)])
+                answer = try client.json(.refresh, site: site, query: [(.wait, wait)])
             } catch {
                 throw CLIFailure(error, site: site, client: client)
             }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Platform
 import SocketClient
+import SocketRoutes
 
 /// `sessionkeeper request SITE PATH [-X M] [-H H]... [-d D | --data-binary @FILE|@-] [-i] [-o FILE]` (SPEC
 /// sections 9 and 10): one request to a site through the daemon's egress route, which attaches the session; the
@@ -94,7 +95,7 @@ struct RequestCommand: ParsableCommand {
         guard !rest.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true }) else {
             throw CLIFailure.usage("PATH '\(path)' holds a space or a control character: percent-encode it (%20)")
         }
-        return DaemonClient.sitePath(site, "/proxy") + rest
+        return SocketRoute.proxy.target(site: site, rest: rest)
     }
 
     /// `Name: value` as a field.

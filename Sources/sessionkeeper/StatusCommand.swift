@@ -4,6 +4,7 @@ import Foundation
 import JSON
 import Platform
 import SiteConfig
+import SocketRoutes
 
 /// `sessionkeeper status [SITE] [--json]` (SPEC section 9): the daemon's sites table, or one site in full.
 struct StatusCommand: ParsableCommand {
@@ -33,10 +34,11 @@ struct StatusCommand: ParsableCommand {
     func run() throws {
         try reportingFailuresOnThisThread {
             let client = DaemonClient(try socket.daemonSocket())
-            let path = site.map { DaemonClient.sitePath($0) } ?? "/v1/sites"
+            let route: SocketRoute = site == nil ? .sites : .site
+            let path = route.target(site: site)
             let body: [UInt8]
             do throws(DaemonClientError) {
-                body = Array(try client.request("GET", path).body)
+                body = Array(try client.request(route, site: site).body)
             } catch {
                 throw CLIFailure(error)
             }
@@ -50,7 +52,7 @@ struct StatusCommand: ParsableCommand {
                 if !json { for line in SiteStatus(answer).fullLines(now: Date()) { Console.out(line) } }
             } else {
                 guard case .array(let sites)? = answer["sites"] else {
-                    throw CLIFailure.failed("the daemon's answer to GET /v1/sites has no 'sites' list")
+                    throw CLIFailure.failed("the daemon's answer to GET \(path) has no 'sites' list")
                 }
                 statuses = sites.map(SiteStatus.init)
                 if !json { Self.printTable(statuses, answer: answer) }

@@ -2,7 +2,7 @@
 //
 // Input: line 1 the method, line 2 the request target (path and query string), then header lines up to an
 // empty line, then the body. The target is split into path and query as the server core hands them to the
-// routes; then the socket's route table (APIRoute) matches its path (405 and the metrics' route label), every route of the table reads
+// routes; then the socket's route table (SocketRoute) matches its path (405 and the metrics' route label), every route of the table reads
 // its query parameters as the route does (RouteQuery: unknown and repeated parameters, `format=`, `url=`,
 // `min_valid=`, `wait=`, `status=`), the `set-cookie` route's body is split into values and stored in a jar for
 // the `url=` (or a default) URL, and each refusal is rendered as the JSON error the socket answers. Header limits
@@ -15,6 +15,7 @@ import Foundation
 import HTTPTypes
 @testable import SocketAPI
 import SiteConfig
+import SocketRoutes
 
 private let now = Date(timeIntervalSince1970: 1_700_000_000)
 private let defaultURL = URL(string: "https://app.example.com/")!
@@ -37,10 +38,10 @@ func fuzzSocketRequest(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let path = target[..<(mark ?? target.endIndex)]
     let queryText = mark.map { target[target.index(after: $0)...] }
 
-    let matched = APIRoute.matching(path)
+    let matched = SocketRoute.matching(path)
     check(Set(matched.map(\.pattern)).count <= 1, "a path matched by routes of different patterns")
     var url = defaultURL
-    for route in APIRoute.allCases {
+    for route in SocketRoute.allCases {
         do {
             let query = try RouteQuery(query: queryText, for: route)
             if let given = query.url {

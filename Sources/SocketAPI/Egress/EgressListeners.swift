@@ -8,6 +8,7 @@ import NIOCore
 import NIOPosix
 import Platform
 import SiteConfig
+import SocketRoutes
 
 /// The loopback listeners of `egress.listen` (SPEC section 10): for each site that names one, the egress route
 /// as a plain-HTTP reverse proxy on that loopback address, where `http://127.0.0.1:8481/PATH` goes to
@@ -128,8 +129,8 @@ final class EgressListeners: Sendable {
         func bodyStreams(_ request: ServerRequest) -> Bool { true }
 
         func respond(to request: ServerRequest) -> ServerReply {
-            guard APIRoute.proxy.methods.contains(request.method) else {
-                let methods = APIRoute.proxy.methods.map(\.rawValue).joined(separator: ", ")
+            guard SocketRoute.proxy.httpMethods.contains(request.method) else {
+                let methods = SocketRoute.proxy.methods.joined(separator: ", ")
                 var response = APIError(.methodNotAllowed, .methodNotAllowed, "this listener takes \(methods), not \(request.method.rawValue)")
                     .response()
                 response.headers[.allow] = methods

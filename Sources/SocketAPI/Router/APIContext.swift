@@ -4,6 +4,7 @@ import HTTPTypes
 import Logging
 import NIOCore
 import Platform
+import SocketRoutes
 
 /// What a route knows of its request beside the request itself: the peer that sent it (read when its connection
 /// was admitted) and the site its path names.
@@ -15,7 +16,7 @@ struct APIContext: Sendable {
     let name: String
 }
 
-/// The socket's ``HTTPResponder``: finds the route of each request in ``APIRoute``'s table (unknown route 404,
+/// The socket's ``HTTPResponder``: finds the route of each request in ``SocketRoute``'s table (unknown route 404,
 /// wrong method 405), gives it the peer its connection was admitted with, turns every error into the JSON error
 /// body (a daemon fault 500), and counts the answer in the metrics.
 ///
@@ -28,18 +29,18 @@ struct APIResponder: HTTPResponder {
     let logger: Logger
 
     func bodyStreams(_ request: ServerRequest) -> Bool {
-        APIRoute.streamsRequestBody(path: request.path)
+        SocketRoute.streamsRequestBody(path: request.path)
     }
 
     func respond(to request: ServerRequest) -> ServerReply {
-        let matched = APIRoute.matching(request.path)
-        guard let route = matched.first(where: { $0.methods.contains(request.method) }) else {
+        let matched = SocketRoute.matching(request.path)
+        guard let route = matched.first(where: { $0.httpMethods.contains(request.method) }) else {
             return .now(counted(Self.noRoute(request, matched: matched), route: matched.first?.pattern ?? "unmatched"))
         }
         guard let peer = peers.known(of: request.channel) else {
             return .now(counted(APIError(.forbidden, .forbidden, "the peer's credentials could not be read").response(), route: route.pattern))
         }
-        let context = APIContext(channel: request.channel, peer: peer, name: APIRoute.siteName(in: request.path))
+        let context = APIContext(channel: request.channel, peer: peer, name: SocketRoute.siteName(in: request.path))
         do {
             if let response = try routes.answerNow(route, request, context) { return .now(counted(response, route: route.pattern)) }
         } catch {
@@ -65,11 +66,11 @@ struct APIResponder: HTTPResponder {
     }
 
     /// 405 for a path whose routes take other methods (with `Allow`), else 404.
-    static func noRoute(_ request: ServerRequest, matched: [APIRoute]) -> ServerResponse {
+    static func noRoute(_ request: ServerRequest, matched: [SocketRoute]) -> ServerResponse {
         guard let pattern = matched.first?.pattern else {
             return APIError(.notFound, .notFound, "no route \(request.method.rawValue) \(request.path)").response()
         }
-        let methods = matched.flatMap(\.methods).map(\.rawValue).joined(separator: ", ")
+        let methods = matched.flatMap(\.methods).joined(separator: ", ")
         var response = APIError(.methodNotAllowed, .methodNotAllowed, "\(pattern) takes \(methods), not \(request.method.rawValue)").response()
         response.headers[.allow] = methods
         return response

@@ -9,6 +9,7 @@ import NIOCore
 import Scheduler
 import Sessions
 import SiteConfig
+import SocketRoutes
 
 /// The routes of SPEC section 8. Every site route checks the peer against the site's access first (404 for a
 /// site that does not exist and, byte for byte the same, for one the peer may not read), then whether the
@@ -32,7 +33,7 @@ struct APIRoutes: Sendable {
     /// The answer of a route that needs no hop off the event loop, or nil when it must wait
     /// (``answer(_:_:_:)``): a session fit to serve is read from the Keeper's board, the event stream subscribes
     /// to the hub, and a reload is a signal.
-    func answerNow(_ route: APIRoute, _ request: ServerRequest, _ context: APIContext) throws(APIError) -> ServerResponse? {
+    func answerNow(_ route: SocketRoute, _ request: ServerRequest, _ context: APIContext) throws(APIError) -> ServerResponse? {
         switch route {
         case .cookies: try cookiesNow(request, context)
         case .events: try events(request, context)
@@ -42,7 +43,7 @@ struct APIRoutes: Sendable {
     }
 
     /// The answer of `route`, for what ``answerNow(_:_:_:)`` did not answer.
-    func answer(_ route: APIRoute, _ request: ServerRequest, _ context: APIContext) async throws -> ServerResponse {
+    func answer(_ route: SocketRoute, _ request: ServerRequest, _ context: APIContext) async throws -> ServerResponse {
         switch route {
         case .health: try await health(request)
         case .sites: try await sites(request, context)
@@ -212,7 +213,7 @@ struct APIRoutes: Sendable {
         } else {
             site = try await visibleSite(context).site
         }
-        let prefix = "/v1/sites/\(name)/proxy"
+        let prefix = SocketRoute.proxy.target(site: name)
         let target = EgressTarget.rest(of: request, after: prefix)
         return try await egress.forward(EgressForwarder.ClientRequest(
             site: site, method: request.method.rawValue, target: target, prefix: prefix, headers: request.headers,
