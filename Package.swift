@@ -375,7 +375,10 @@ let package = Package(
             resources: [.copy("Fixtures")],
             swiftSettings: strict
         ),
-        .testTarget(name: "EgressTests", dependencies: ["Egress", "SiteConfig", "HTTPTransport"], swiftSettings: strict),
+        .testTarget(
+            name: "EgressTests", dependencies: ["Egress", "SiteConfig", "HTTPTransport", "JSON"], resources: [.copy("Fixtures")],
+            swiftSettings: strict
+        ),
         .testTarget(name: "SchedulerTests", dependencies: ["Scheduler", "SiteConfig"], swiftSettings: strict),
         .testTarget(
             name: "DaemonTests",

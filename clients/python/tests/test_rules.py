@@ -19,27 +19,31 @@ def detail(egress=None) -> SiteDetail:
     return SiteDetail.from_json(data)
 
 
+PAGE = "https://wiki.example.com/api/pages?id=7"
+
+
 def test_without_a_rule_a_401_is_logged_out():
     rule = detail().logged_out
-    assert rule.judge(401, [], b"")
-    assert not rule.judge(403, ["https://wiki/login"], b"Please sign in")
+    assert rule.judge(401, PAGE, body=b"") == "status"
+    assert rule.judge(403, PAGE, "https://wiki.example.com/login", b"Please sign in") is None
     assert detail().retry == "idempotent"
 
 
 def test_a_rule_is_any_one_of_its_parts():
     rule = detail({"logged_out": {"status": [401, 419], "url_matches": "/login", "body_contains": "Please sign in"},
                    "retry": "always"}).logged_out
-    assert rule.judge(419, [], None)
-    assert rule.judge(302, ["https://wiki.example.com/login?next=/"], None)
-    assert rule.judge(200, [], b"<p>Please sign in</p>")
-    assert not rule.judge(200, ["https://wiki.example.com/home"], b"Welcome")
-    assert not rule.judge(200, [], None), "an unread body is not judged"
+    assert rule.judge(419, PAGE) == "status"
+    assert rule.judge(302, PAGE, "/login?next=/") == "location"
+    assert rule.judge(200, "https://wiki.example.com/login?next=/") == "url"
+    assert rule.judge(200, PAGE, body=b"<p>Please sign in</p>") == "body"
+    assert rule.judge(200, PAGE, body=b"Welcome") is None
+    assert rule.judge(200, PAGE) is None, "an unread body is not judged"
 
 
 def test_a_rule_without_status_does_not_count_401():
     rule = detail({"logged_out": {"url_matches": "/signin"}}).logged_out
-    assert not rule.judge(401, [], None)
-    assert rule.judge(303, ["http://x/signin"], None)
+    assert rule.judge(401, PAGE) is None
+    assert rule.judge(303, "http://x/home", "http://x/signin") == "location"
 
 
 def test_the_default_rule_knows_the_login_page_and_the_check():
@@ -49,18 +53,19 @@ def test_the_default_rule_knows_the_login_page_and_the_check():
                                   "check": {"method": "GET", "path": "/api/me", "status": [200],
                                             "follows_redirects": False}}}).logged_out
     page = "https://app.example.com/private/"
-    assert rule.judge(302, ["https://app.example.com/accounts/login/?next=/private/"], None, page, "GET")
-    assert not rule.judge(302, ["https://other.example.com/accounts/login/"], None, page, "GET"), "another origin"
-    assert not rule.judge(302, ["https://app.example.com/home/"], None, page, "GET")
-    assert rule.judge(403, [], None, "https://app.example.com/api/me", "GET")
-    assert not rule.judge(200, [], None, "https://app.example.com/api/me", "GET")
-    assert not rule.judge(403, [], None, "https://app.example.com/api/me", "POST"), "not the check's request"
-    assert not rule.judge(403, [], None, page, "GET"), "not the check's URL"
+    assert rule.judge(302, page, "/accounts/login/?next=/private/") == "login_redirect"
+    assert rule.judge(302, page, "https://other.example.com/accounts/login/") is None, "another origin"
+    assert rule.judge(302, page, "https://app.example.com/home/") is None
+    assert rule.judge(200, "https://app.example.com/accounts/login/") is None, "the login page itself"
+    assert rule.judge(403, "https://app.example.com/api/me") == "check"
+    assert rule.judge(200, "https://app.example.com/api/me") is None
+    assert rule.judge(403, "https://app.example.com/api/me", method="POST") is None, "not the check's request"
+    assert rule.judge(403, page) is None, "not the check's URL"
 
 
 def test_a_regex_python_cannot_read_judges_no_url(caplog):
     rule = LoggedOutRule.from_json({"status": [401], "url_matches": "(?<name"})
-    assert rule.url_matches is None and rule.judge(401, [], None)
+    assert rule.url_matches is None and rule.judge(401, PAGE) == "status"
     assert "url_matches" in caplog.text
 
 

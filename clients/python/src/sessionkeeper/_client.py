@@ -9,7 +9,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
 from . import _config, _transport
 from .errors import (AccessDeniedError, DaemonError, NoSessionError, RequestRefusedError, SessionKeeperError,
@@ -128,12 +128,26 @@ def _same_origin(one: str, other: str) -> bool:
     return (a.scheme.lower(), a.hostname, a.port) == (b.scheme.lower(), b.hostname, b.port)
 
 
+def _inspectable(content_encoding: Sequence[str]) -> bool:
+    """Whether a body is the text the site wrote: no Content-Encoding but `identity` (the daemon passes a coded body
+    on as it is and cannot read it, so neither does the client, though its library may have decoded it)."""
+    return all(part.strip().lower() == "identity" for value in content_encoding for part in value.split(","))
+
+
+#: How much of a body `body_contains` looks at: the daemon's limit (SiteConfig's `LoggedOutRule.bodyPrefixLimit`).
+BODY_PREFIX_LIMIT = 64 * 1024
+
+
 @dataclass(frozen=True)
 class LoggedOutRule:
     """How a logged-out answer looks (a site's `egress.logged_out`, SPEC section 10): any one of a status in
     `status`, a URL matching `url_matches`, a body containing `body_contains`. Without the site saying, the daemon's
     default: a 401, a redirect to the login page (`login_paths`), or the check's own request answered with a status
-    the check does not accept (`check`)."""
+    the check does not accept (`check`).
+
+    `judge` is the daemon's judge (`Egress.LoggedOutJudge`) in Python: both give every verdict of the shared cases in
+    `Tests/EgressTests/Fixtures/logged-out-answers.json`. One difference remains: `url_matches` is read as a Python
+    regular expression here and as an ICU one by the daemon; the two agree on the common syntax."""
 
     status: FrozenSet[int] = frozenset({401})
     url_matches: Optional["re.Pattern[str]"] = None
@@ -162,22 +176,32 @@ class LoggedOutRule:
         return cls(status=statuses, url_matches=pattern, body_contains=body or None, login_paths=login_paths,
                    check=CheckShape.from_json(data.get("check")))
 
-    def judge(self, status: int, urls: Sequence[str], body: Optional[bytes], url: Optional[str] = None,
-              method: str = "GET") -> bool:
-        """Whether an answer is logged out: its `status`, the `urls` it sends the client to or came from through a
-        redirect, and its `body` (None: not read, so not judged); `url` and `method` are the request's, for the
-        default rule's login page and check."""
+    def judge(self, status: int, url: str, location: Optional[str] = None, body: Optional[bytes] = None,
+              method: str = "GET", content_encoding: Sequence[str] = ()) -> Optional[str]:
+        """Why one answer is logged out, as the daemon names it (`status`, `login_redirect`, `check`, `url`,
+        `location`, `body`), or None when it is not. `url`: the URL that answered; `method`: its request's;
+        `location`: the answer's Location header (only a redirect's counts, resolved against `url`); `body`: its
+        bytes (None: not read, so not judged; only the first BODY_PREFIX_LIMIT are looked at); `content_encoding`:
+        its Content-Encoding values (a coded body is not looked at)."""
         if status in self.status:
-            return True
-        if url is not None and any(_same_origin(u, url) and _path(u, False) in self.login_paths for u in urls):
-            return True
+            return "status"
+        redirect = 300 <= status < 400
+        target = urljoin(url, location) if redirect and location else None
+        if self.login_paths and target is not None and _same_origin(target, url) and _path(target, False) in self.login_paths:
+            return "login_redirect"
         check = self.check
-        if (check is not None and url is not None and method == check.method and not check.accepts(status)
-                and not (check.follows_redirects and 300 <= status < 400) and _path(url, True) == check.path):
-            return True
-        if self.url_matches is not None and any(self.url_matches.search(url) for url in urls):
-            return True
-        return self.body_contains is not None and body is not None and self.body_contains in body
+        if (check is not None and method == check.method and not check.accepts(status)
+                and not (check.follows_redirects and redirect) and _path(url, True) == check.path):
+            return "check"
+        if self.url_matches is not None:
+            if self.url_matches.search(url):
+                return "url"
+            if target is not None and self.url_matches.search(target):
+                return "location"
+        if (self.body_contains is not None and body is not None and _inspectable(content_encoding)
+                and self.body_contains in body[:BODY_PREFIX_LIMIT]):
+            return "body"
+        return None
 
 
 #: After a logged-out answer, which requests are sent once more (SPEC section 10's `egress.retry`).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import AsyncGenerator, Generator, List, Optional
+from typing import AsyncGenerator, Generator, Optional
 
 import anyio.to_thread
 import httpx
@@ -22,8 +22,8 @@ class HTTPXAuth(httpx.Auth):
     from a worker thread, so the event loop never blocks on it.
 
     httpx follows redirects outside an Auth: with `follow_redirects=True` the hops after the first carry the
-    client's own cookies, not the daemon's. A logged-out answer at the end of the chain is still recognised (its
-    URL is judged); Set-Cookie values of every hop are handed back.
+    client's own cookies, not the daemon's. Each hop of the chain is still judged (a redirect to the login page, the
+    URL it ends at); Set-Cookie values of every hop are handed back.
     """
 
     def __init__(self, site: str, *, socket: Optional[str] = None, wait: Duration = 30.0,
@@ -42,8 +42,7 @@ class HTTPXAuth(httpx.Auth):
         response = yield request
         self._hand_back(response)
         body = response.read() if served.detail.logged_out.body_contains is not None else None
-        if not self.keeper.is_logged_out(served, response.status_code, _urls(request, response), body, url,
-                                      request.method):
+        if not _logged_out(self.keeper, served, response, body):
             return
         if not replays:
             self.keeper.report(response.status_code)
@@ -66,8 +65,7 @@ class HTTPXAuth(httpx.Auth):
         response = yield request
         await anyio.to_thread.run_sync(self._hand_back, response)
         body = await response.aread() if served.detail.logged_out.body_contains is not None else None
-        if not self.keeper.is_logged_out(served, response.status_code, _urls(request, response), body, url,
-                                      request.method):
+        if not _logged_out(self.keeper, served, response, body):
             return
         if not replays:
             await anyio.to_thread.run_sync(self.keeper.report, response.status_code)
@@ -94,11 +92,10 @@ def _attach(request: httpx.Request, served: Served, own_cookie: Optional[str]) -
         request.headers["User-Agent"] = served.detail.user_agent
 
 
-def _urls(request: httpx.Request, response: httpx.Response) -> List[str]:
-    """Where the answer sends the client (a redirect's Location) or came from through followed redirects."""
-    urls: List[str] = []
-    if response.has_redirect_location:
-        urls.append(str(response.url.join(response.headers["Location"])))
-    if response.history and response.url != request.url:
-        urls.append(str(response.url))
-    return urls
+def _logged_out(keeper: SiteKeeper, served: Served, response: httpx.Response, body: Optional[bytes]) -> bool:
+    """Whether the answer, or a redirect httpx followed on the way to it, is logged out, each hop judged as the
+    daemon judges one answer (only the last one's body is read)."""
+    return any(keeper.is_logged_out(served, hop.status_code, str(hop.url), hop.headers.get("Location"),
+                                    body if hop is response else None, hop.request.method,
+                                    hop.headers.get_list("Content-Encoding"))
+               for hop in [*response.history, response])

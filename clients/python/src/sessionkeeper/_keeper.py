@@ -57,9 +57,14 @@ class SiteKeeper:
         self._detail = (cookie, detail, now)
         return detail
 
-    def is_logged_out(self, served: Served, status: int, urls: Sequence[str], body: Optional[bytes],
-                      url: Optional[str] = None, method: str = "GET") -> bool:
-        return served.detail.logged_out.judge(status, urls, body, url, method)
+    def is_logged_out(self, served: Served, status: int, url: str, location: Optional[str], body: Optional[bytes],
+                      method: str, content_encoding: Sequence[str]) -> bool:
+        """Whether one answer (see `LoggedOutRule.judge`) is logged out by the site's rule as the daemon hands it
+        out; the reason is logged (a name, never a value)."""
+        reason = served.detail.logged_out.judge(status, url, location, body, method, content_encoding)
+        if reason is not None:
+            logger.debug("site %s: a logged-out answer (%s, status %d)", self.site, reason, status)
+        return reason is not None
 
     def renewed(self, url: str, failed: Served, status: int) -> Optional[Served]:
         """After a logged-out answer to a request to `url` carrying `failed`: reports it and waits for a session

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Union
-from urllib.parse import urljoin
 
 import requests
 from requests.adapters import BaseAdapter
@@ -65,8 +64,8 @@ class _KeptAdapter(BaseAdapter):
         self.keeper.hand_back(url, _set_cookie_values(response))
         rule = served.detail.logged_out
         body = response.content if rule.body_contains is not None and not stream else None
-        if not self.keeper.is_logged_out(served, response.status_code, _urls(response), body, url,
-                                      request.method or "GET"):
+        if not self.keeper.is_logged_out(served, response.status_code, url, response.headers.get("Location"), body,
+                                         request.method or "GET", _content_encoding(response)):
             return response
         if not (served.detail.replays(request.method or "GET") and _replayable(request.body)):
             self.keeper.report(response.status_code)
@@ -104,12 +103,14 @@ def _set_cookie_values(response: requests.Response) -> List[str]:
     return list(getlist("Set-Cookie")) if getlist is not None else []
 
 
-def _urls(response: requests.Response) -> List[str]:
-    """Where the answer sends the client: the Location of a redirect, made absolute."""
-    location = response.headers.get("Location")
-    if location and response.is_redirect:
-        return [urljoin(response.url or "", location)]
-    return []
+def _content_encoding(response: requests.Response) -> List[str]:
+    """The answer's Content-Encoding values as the site sent them (requests decodes the body, the header stays)."""
+    headers = getattr(response.raw, "headers", None)
+    getlist = getattr(headers, "getlist", None)
+    if getlist is not None:
+        return list(getlist("Content-Encoding"))
+    value = response.headers.get("Content-Encoding")
+    return [value] if value else []
 
 
 def _replayable(body: Any) -> bool:
