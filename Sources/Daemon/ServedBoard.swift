@@ -77,9 +77,13 @@ public final class ServedBoard: Sendable {
     /// `.distantFuture` when none of them expires.
     static func essentialCookiesLiveUntil(site: SiteDefinition, record: SessionRecord) -> Date {
         var until = Date.distantFuture
-        for entry in site.cookies.essential {
+        // Read from the site's box once: `site.cookies` copies the whole cookie policy, and this runs for every
+        // cookie a client asks for.
+        let essential = site.cookies.essential
+        let baseURL = site.baseURL
+        for entry in essential {
             var latest = Date.distantPast
-            for cookie in record.cookies where entry.matches(cookie, baseURL: site.baseURL) {
+            for cookie in record.cookies where entry.matches(cookie, baseURL: baseURL) {
                 latest = max(latest, cookie.expires ?? .distantFuture)
             }
             until = min(until, latest)

@@ -109,29 +109,17 @@ public enum SocketRoute: String, CaseIterable, Sendable {
 
     // MARK: Matching a request's path (the server's side)
 
-    /// A segment of a route's pattern, as a path's segment is compared with it.
-    private enum PatternPart {
-        /// The segment itself, as bytes.
-        case literal([UInt8])
-        /// `{name}`: any non-empty segment.
-        case name
-        /// A last `**`: any rest, also none.
-        case rest
-    }
-
-    /// Each route's pattern, split into segments once.
-    private static let patterns = allCases.map { route in
-        let parts = route.pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { part -> PatternPart in
-            part == "**" ? .rest : part.hasPrefix("{") ? .name : .literal(Array(part.utf8))
-        }
-        return (route, parts)
-    }
+    /// Each route's pattern as bytes, read once.
+    private static let patterns = allCases.map { ($0, Array($0.pattern.utf8)) }
     /// Those of the routes whose body streams on to a site: every request's head is matched against them only.
     private static let streamingPatterns = patterns.filter { $0.0.streamsRequestBody }
 
     /// The routes whose pattern `path` (without its query) matches, whatever their method.
     public static func matching(_ path: Substring) -> [SocketRoute] {
-        patterns.compactMap { route, parts in matches(parts, path.utf8) ? route : nil }
+        var path = path
+        return path.withUTF8 { given in
+            patterns.compactMap { route, pattern in pattern.withUnsafeBufferPointer { matches($0, given) } ? route : nil }
+        }
     }
 
     public static func matching(_ path: String) -> [SocketRoute] {
@@ -141,46 +129,48 @@ public enum SocketRoute: String, CaseIterable, Sendable {
     /// The `{name}` segment of a path its route's pattern matched (the third: `/v1/sites/{name}/...`), as
     /// written (still percent-encoded); nil for a path without one.
     public static func siteSegment(in path: Substring) -> Substring? {
-        var segments = PathSegments(path.utf8)
-        for _ in 0..<3 { _ = segments.next() }
-        return segments.next().map { Substring($0) }
+        let bytes = path.utf8
+        var start = bytes.startIndex
+        for _ in 0..<3 {
+            guard let slash = bytes[start...].firstIndex(of: UInt8(ascii: "/")) else { return nil }
+            start = bytes.index(after: slash)
+        }
+        let end = bytes[start...].firstIndex(of: UInt8(ascii: "/")) ?? bytes.endIndex
+        // `/` is ASCII, so both ends are character boundaries.
+        return path[start..<end]
     }
 
     /// Whether `path` (without its query) names a route whose body streams on to a site.
     public static func streamsRequestBody(path: Substring) -> Bool {
-        streamingPatterns.contains { matches($0.1, path.utf8) }
+        var path = path
+        return path.withUTF8 { given in streamingPatterns.contains { $0.1.withUnsafeBufferPointer { matches($0, given) } } }
     }
 
-    /// Whether a pattern's segments match a path's (those after its first `/`). The path is read as bytes, one
-    /// segment at a time, without an array or a `Character`: this runs for every request's head.
-    private static func matches(_ parts: [PatternPart], _ path: Substring.UTF8View) -> Bool {
-        var given = PathSegments(path)
-        _ = given.next()
-        for part in parts {
-            switch part {
-            case .rest: return true
-            case .name: guard let segment = given.next(), !segment.isEmpty else { return false }
-            case .literal(let bytes): guard let segment = given.next(), segment.elementsEqual(bytes) else { return false }
+    /// Whether `path` matches `pattern`, both read as bytes in one pass: a literal byte matches itself, `{...}` one
+    /// non-empty segment (up to the next `/`), and a last `/**` any rest, also none (`/proxy` as `/proxy/`). This
+    /// runs for every request's head against every route: no array, no `Character`, no reference counting.
+    private static func matches(_ pattern: UnsafeBufferPointer<UInt8>, _ path: UnsafeBufferPointer<UInt8>) -> Bool {
+        let slash = UInt8(ascii: "/"), star = UInt8(ascii: "*"), open = UInt8(ascii: "{"), close = UInt8(ascii: "}")
+        var p = 0
+        var q = 0
+        while p < pattern.count {
+            let byte = pattern[p]
+            if byte == slash, p + 1 < pattern.count, pattern[p + 1] == star {
+                return q == path.count || path[q] == slash
             }
+            if byte == open {
+                let segmentStart = q
+                while q < path.count, path[q] != slash { q += 1 }
+                guard q > segmentStart else { return false }
+                while p < pattern.count, pattern[p] != close { p += 1 }
+                p += 1
+                continue
+            }
+            guard q < path.count, path[q] == byte else { return false }
+            p += 1
+            q += 1
         }
-        return given.next() == nil
-    }
-}
-
-/// A path's segments between its `/`s, in order (`/a//b` gives "", "a", "", "b"), as bytes.
-private struct PathSegments: IteratorProtocol {
-    private var rest: Substring.UTF8View?
-
-    init(_ path: Substring.UTF8View) { rest = path }
-
-    mutating func next() -> Substring.UTF8View? {
-        guard let remaining = rest else { return nil }
-        guard let slash = remaining.firstIndex(of: UInt8(ascii: "/")) else {
-            rest = nil
-            return remaining
-        }
-        rest = remaining[remaining.index(after: slash)...]
-        return remaining[..<slash]
+        return q == path.count
     }
 }
 
