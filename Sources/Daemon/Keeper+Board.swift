@@ -9,8 +9,7 @@ extension Keeper {
     /// disabled): then only `session(for:minValid:wait:)` knows what to do and what to say.
     public nonisolated func servedNow(_ name: String, minValid: Duration?) -> ServedSession? {
         guard let entry = board.entry(of: name), entry.phase != .disabled else { return nil }
-        return ServedBoard.usable(
-            site: entry.site, record: entry.record, session: entry.session, minValid: minValid, now: wallClock())
+        return entry.usable(minValid: minValid, now: wallClock())
     }
 
     /// Publishes `name`'s entry as it is now to the ``board``.

@@ -24,12 +24,26 @@ public final class ServedBoard: Sendable {
         /// The schedule's view of the session (nil: none it would serve).
         public let session: SessionSummary?
         public let phase: SiteSchedule.Phase
+        /// ``ServedBoard/fitUntil(site:record:session:)`` of this publication, worked out once: it depends on
+        /// nothing else, and every request for the site's cookies asks it (`.distantPast` without a session).
+        let fitUntil: Date
 
         public init(site: SiteDefinition, record: SessionRecord?, session: SessionSummary?, phase: SiteSchedule.Phase) {
             self.site = site
             self.record = record
             self.session = session
             self.phase = phase
+            if let record, let session {
+                fitUntil = ServedBoard.fitUntil(site: site, record: record, session: session)
+            } else {
+                fitUntil = .distantPast
+            }
+        }
+
+        /// ``ServedBoard/usable(site:record:session:minValid:now:)`` of this publication.
+        func usable(minValid: Duration?, now: Date) -> ServedSession? {
+            guard let record, ServedSession.isFit(until: fitUntil, at: now, minValid: minValid) else { return nil }
+            return ServedSession(site: site, record: record)
         }
     }
 

@@ -57,6 +57,9 @@ import Testing
             case .none: #expect(until == .distantPast, "\(essential)")
             case .at(let seconds): #expect(until == Self.start.addingTimeInterval(seconds), "\(essential)")
             }
+            // A publication on the board works the end out once, and serves by it.
+            let entry = ServedBoard.Entry(site: site, record: record, session: session, phase: .valid)
+            #expect(entry.fitUntil == until, "\(essential)")
             // Every horizon from before the start to after the last expiry, by half seconds: the two agree.
             for step in -4...90 {
                 let horizon = Self.start.addingTimeInterval(Double(step) / 2)
@@ -65,6 +68,7 @@ import Testing
                 let served = ServedBoard.usable(
                     site: site, record: record, session: session, minValid: .seconds(3), now: horizon.addingTimeInterval(-3))
                 #expect((served != nil) == (horizon < until))
+                #expect((entry.usable(minValid: .seconds(3), now: horizon.addingTimeInterval(-3)) != nil) == (horizon < until))
             }
         }
     }
