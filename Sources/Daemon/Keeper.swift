@@ -35,6 +35,8 @@ public actor Keeper {
         public var prompt: PromptRequest? = nil
         /// Fleet mode: whether this keeper holds the site's lease (false: it follows the holder); nil outside.
         public var holdsLease: Bool? = nil
+        /// What was learned of the site's idle timeout and lifetime (SPEC section 7); nil with `learn: false`.
+        public var learned: LearnedLifetimes? = nil
     }
 
     struct Entry {
@@ -47,6 +49,8 @@ public actor Keeper {
         var lastAttempt: LoginAttempt?
         /// Fleet mode: the site's lease while this keeper holds it.
         var lease: HeldLease?
+        /// What the site's sessions taught so far (``Keeper+Learning``); nil with `learn: false`.
+        var learner: LifetimeLearner?
     }
 
     let login: SiteLogin
@@ -74,6 +78,10 @@ public actor Keeper {
     var sleeper: Task<Void, Never>?
     var sleeperDeadline: ContinuousClock.Instant?
     var seed: UInt64 = 0x5E55_10E5
+    /// How cautiously each site's learner explores (``setLearnerSettings(_:)``).
+    var learnerSettings = LifetimeLearner.Settings()
+    /// Sites whose learned values are being written to the store.
+    var learningWrites: Set<String> = []
     /// Set by ``stopAll()``: a run that ends after it (cancelled or not) starts nothing new and arms no timer.
     var stopped = false
     /// Each site's earliest deadline, kept beside `entries` so that arming the one timer and finding the
@@ -189,7 +197,7 @@ public actor Keeper {
             lastError: entry.schedule.lastError, siteDown: entry.schedule.siteDown, attention: attention(of: entry),
             nextRun: entry.schedule.nextRun(now: now), failures: entry.schedule.failures, retryAt: entry.schedule.retryAt(now: now),
             lastAttempt: entry.lastAttempt, prompt: entry.schedule.prompt,
-            holdsLease: entry.lease != nil ? true : (entry.schedule.following ? false : nil))
+            holdsLease: entry.lease != nil ? true : (entry.schedule.following ? false : nil), learned: entry.learner?.learned)
     }
 
     /// The session currently served for `site` (nil: none, or no such site).
@@ -224,6 +232,7 @@ public actor Keeper {
             logger.warning("stored session unreadable; logging in anew", metadata: ["site": "\(site.name)", "error": "\(error)"])
         }
         let summary = entry.record.map { Self.summary($0, site: site, now: wallClock()) }
+        entry.learner = makeLearner(for: site, record: entry.record)
         entries[site.name] = entry
         dispatch(.start(session: summary, enabled: site.enabled), to: site.name)
         logger.info("site added", metadata: ["site": "\(site.name)", "state": "\(entries[site.name]?.schedule.phase.rawValue ?? "-")"])
@@ -231,6 +240,7 @@ public actor Keeper {
 
     func update(_ site: SiteDefinition) {
         entries[site.name]?.site = site
+        relearnIfAsked(site)
         dispatch(.siteChanged(SitePolicy(site: site, settings: settings), enabled: site.enabled), to: site.name)
         logger.info("site changed", metadata: ["site": "\(site.name)"])
     }
@@ -257,6 +267,7 @@ public actor Keeper {
     func dispatch(_ event: SiteSchedule.Event, to name: String, notice: String? = nil) {
         guard !stopped, let before = entries[name]?.schedule.phase else { return }
         let now = now
+        updateLearnedTimings(of: name, now: now)
         // In place: a copy of the entry would make the schedule's collections copy on write.
         let actions = entries[name]?.schedule.handle(event, now: now) ?? []
         guard let schedule = entries[name]?.schedule else { return }
