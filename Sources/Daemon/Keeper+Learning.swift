@@ -38,7 +38,7 @@ extension Keeper {
     func updateLearnedTimings(of name: String, now: Now) {
         guard let entry = entries[name] else { return }
         guard let learner = entry.learner else {
-            if entry.schedule.learned != nil { entries[name]?.schedule.learn(nil) }
+            if entry.schedule.learned != nil { entries[name]?.schedule.learn(nil, now: now) }
             return
         }
         var timings = LearnedTimings()
@@ -48,7 +48,7 @@ extension Keeper {
             timings.checkGapIsTrial = next.trying
         }
         if let age = learner.renewalAge { timings.renewAfter = .milliseconds(Int64((age * 1000).rounded())) }
-        if entry.schedule.learned != timings { entries[name]?.schedule.learn(timings) }
+        if entry.schedule.learned != timings { entries[name]?.schedule.learn(timings, now: now) }
     }
 
     /// What a check or keepalive that started at `usedAt` found. A check that verifies a login just made says

@@ -129,10 +129,15 @@ public struct SiteSchedule: Sendable {
         self.following = following
     }
 
-    /// Takes what the learner says now; it applies from the next plan (the driver sets it before the event whose
-    /// handling plans: a check's end, a login's).
-    public mutating func learn(_ timings: LearnedTimings?) {
+    /// Takes what the learner says now. The check gap applies from the next check planned (the driver sets it before
+    /// the event whose handling plans one: a check's end, a login's); a renewal age that changed plans the next login
+    /// again at once, as the session planned before it was known would otherwise live on to its death.
+    public mutating func learn(_ timings: LearnedTimings?, now: Now) {
+        let renewalChanged = timings?.renewAfter != learned?.renewAfter
         learned = timings
+        if renewalChanged, !following, !loginRunning, phase != .needsAttention, phase != .disabled, !siteDown {
+            planLogin(now: now)
+        }
     }
 
     /// The earliest deadline, when the driver must wake up.

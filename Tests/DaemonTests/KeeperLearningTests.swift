@@ -201,14 +201,15 @@ import Vault
             try await world.timeouts(idle: nil, lifetime: 60)
             let keeper = world.keeper()
             await keeper.apply([try world.site()])
-            try await world.advance([keeper], by: .seconds(240))
+            try await world.advance([keeper], by: .seconds(300))
             let learned = try await Self.learned(keeper)
             let life = try #require(learned.lifetime.atMost, "\(learned)")
             #expect(learned.lifetime.atLeast < 60 && life >= 60, "\(learned)")
             let before = try await world.stats().logins
             let dead = try await world.deadFraction(keeper, over: .seconds(300))
             let logins = try await world.stats().logins - before
-            #expect(dead <= 0.02, "\(dead)")
+            let now = try await Self.learned(keeper)
+            #expect(dead <= 0.02, "\(dead): \(now) \(world.log.all.filter { $0.contains("learn") || $0.contains("login finished") || $0.contains("check failed") })")
             #expect(logins >= 300 / 60 && logins <= 300 / 60 + 3, "\(logins) logins in 5 min")
             await keeper.stopAll()
         }
@@ -270,7 +271,9 @@ import Vault
             let second = world.keeper()
             await second.apply([try world.site()])
             try await KeeperTests.settle(second)
-            #expect(try await Self.learned(second).sameBounds(as: learned))
+            // Its restored session, checked at once, may have been older than any seen: only the idle bounds are as stored.
+            #expect(try await Self.learned(second).idle.atMost == learned.idle.atMost)
+            #expect(try await Self.learned(second).idle.atLeast == learned.idle.atLeast)
             let checks = try await world.stats().checks
             // The restored session is checked at once; then every learned gap (about 15 s), not after 5 s and 10 s.
             try await world.advance([second], by: .seconds(60))
