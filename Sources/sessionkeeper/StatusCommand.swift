@@ -3,6 +3,7 @@ import CookieJar
 import Foundation
 import JSON
 import Platform
+import Sessions
 import SiteConfig
 
 /// `sessionkeeper status [SITE] [--json]` (SPEC section 9): the daemon's sites table, or one site in full.
@@ -283,4 +284,7 @@ struct LearnedBounds {
     static func text(_ seconds: Double) -> String {
         DurationText.format(.seconds(Int64(seconds.rounded(.down))))
     }
+
+    /// As the daemon's learner holds it.
+    var lifetimeBounds: LearnedLifetimes.Bounds { LearnedLifetimes.Bounds(atLeast: alive, atMost: dead, observations: observations) }
 }
