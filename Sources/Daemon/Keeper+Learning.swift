@@ -87,13 +87,19 @@ extension Keeper {
         storeLearned(of: name)
     }
 
-    /// A session became the one served: a new login's (here or in another process) is watched from its login,
-    /// and what another keeper stored with it is taken when newer than what this keeper learned; what the record
-    /// lacks of this keeper's learning is written back.
+    /// This keeper's login made `record`: the session is watched from its login, its first use.
+    func learnerSawLogin(of record: SessionRecord, site name: String) {
+        entries[name]?.learner?.sessionStarted(at: record.lastLogin)
+    }
+
+    /// A session became the one served. One made elsewhere (a CLI login, another keeper of a fleet) is watched from
+    /// its login, but when it was last used is unknown: its first finding tells only its age. What another keeper
+    /// stored with it is taken when newer than what this keeper learned; what the record lacks of this keeper's
+    /// learning is written back.
     func learn(from record: SessionRecord, site name: String) {
         guard var learner = entries[name]?.learner else { return }
         if learner.lastLogin != record.lastLogin, record.lastLogin > (learner.lastLogin ?? .distantPast) {
-            learner.sessionStarted(at: record.lastLogin)
+            learner.sessionRestored(lastLogin: record.lastLogin)
         }
         if let stored = record.learned, learner.adopt(stored) {
             logger.info("took what another process learned", metadata: [

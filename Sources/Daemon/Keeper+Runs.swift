@@ -85,7 +85,10 @@ extension Keeper {
         gate.finish(site: name)
         guard let entry = entries[name] else { return }
         entries[name]?.runs[.logIn] = nil
-        if let record { serve(record, site: name) }
+        if let record {
+            learnerSawLogin(of: record, site: name)
+            serve(record, site: name)
+        }
         log("login", site: name, outcome: outcome, duration: duration)
         entries[name]?.lastAttempt = LoginAttempt(outcome: outcome, endedAt: wallClock())
         publish(.loginFinished(site: name, outcome: outcome.name, duration: duration))

@@ -257,6 +257,12 @@ struct LearnedBounds {
     var dead: Double?
     var observations: Int
 
+    init(_ bounds: LearnedLifetimes.Bounds) {
+        alive = bounds.atLeast
+        dead = bounds.atMost
+        observations = bounds.observations
+    }
+
     init?(_ value: JSONValue?) {
         guard let value, case .number(let alive)? = value["alive_s"], let aliveSeconds = Double(alive),
               case .number(let count)? = value["observations"], let observations = Int(count)

@@ -2,6 +2,7 @@ import CurlTransport
 @testable import Daemon
 import Foundation
 import HTTPTransport
+import Locking
 import LoginFlow
 import Logging
 import Scheduler
@@ -46,13 +47,21 @@ import Vault
                 text: yaml, file: folder.appendingPathComponent("\(name).yaml").path, config: loader.defaultConfig(directory: folder.path))
         }
 
-        func keeper(store: (any SessionStore)? = nil) -> Keeper {
+        /// A keeper on the world's vault; `fleet`: one of a fleet, running a site only under its lease.
+        func keeper(fleet: Bool = false, log: CapturedLog? = nil) -> Keeper {
             let login = SiteLogin(
-                client: client, store: store ?? VaultSessionStore(vault: vault), credentials: { _ in NoCredentials() },
+                client: client, store: VaultSessionStore(vault: vault), credentials: { _ in NoCredentials() },
                 environment: [:], now: { [clock] in clock.wall })
             return Keeper(
                 login: login, settings: SchedulerSettings(maxConcurrentLogins: 4, perHostInterval: .zero, jitter: 0.1),
-                logger: log.logger(level: .info), clock: clock, wallClock: { [clock] in clock.wall })
+                logger: (log ?? self.log).logger(level: .info), clock: clock, wallClock: { [clock] in clock.wall },
+                leasesGateRuns: fleet)
+        }
+
+        /// Hands `keeper` the site's lease (epoch `epoch`) for an hour, writing through the vault as the fleet's store.
+        func lease(_ keeper: Keeper, epoch: Int64, site: String = "demo") async {
+            let stand = KeeperLeaseTests.FencedStand(inner: VaultSessionStore(vault: vault), stale: Locked(false), writes: Locked(0))
+            await keeper.leasesChanged(held: [HeldLease(site: site, epoch: epoch, deadline: clock.now + .seconds(3600), store: stand)], lost: [])
         }
 
         /// The server's timeouts for `site` (nil: none), for its live sessions too.
@@ -173,6 +182,8 @@ import Vault
             let checksPerHour = Double(after.checks - before.checks) * 6
             #expect(checksPerHour <= 1.5 * 3600 / 20, "\(checksPerHour) checks an hour")
             #expect(world.log.lines(containing: "learned how long sessions live").isEmpty == false)
+            let value = try #require(await keeper.record(for: "demo")?.cookies.first?.value)
+            #expect(!world.log.all.contains { $0.contains(value) }, "no cookie value in the log")
             await keeper.stopAll()
         }
     }
@@ -290,6 +301,39 @@ import Vault
             try await world.advance([off], by: .seconds(120), step: .seconds(5))
             #expect(try await world.stats().checks - offChecks <= 1, "learn: false checks every 15 min")
             await off.stopAll()
+        }
+    }
+
+    /// Two keepers of a fleet: the holder learns and stores; the follower reads what was learned with the session,
+    /// and once it takes the lease over it keeps the session alive by it at once, with no exploration.
+    @Test func twoKeepersOfAFleetShareWhatWasLearned() async throws {
+        try await Self.withWorld { world in
+            try await world.timeouts(idle: 20, lifetime: nil)
+            let holder = world.keeper(fleet: true)
+            let follower = world.keeper(fleet: true, log: CapturedLog())
+            await holder.apply([try world.site()])
+            await follower.apply([try world.site()])
+            await world.lease(holder, epoch: 1)
+            try await world.advance([holder, follower], by: .seconds(150))
+            let learned = try await Self.learned(holder)
+            #expect(learned.idle.isBounded, "\(learned)")
+            // The store's change feed tells the follower; it reads the session and what was learned with it.
+            await follower.storeChanged([.session(site: "demo")])
+            try await KeeperTests.settle(follower)
+            let shared = try await Self.learned(follower)
+            #expect(shared.idle.atLeast == learned.idle.atLeast && shared.idle.atMost == learned.idle.atMost, "\(shared)")
+
+            await holder.leasesChanged(held: [], lost: ["demo"])
+            await world.lease(follower, epoch: 2)
+            try await KeeperTests.settle(follower)
+            let checks = try await world.stats().checks
+            let logins = try await world.stats().logins
+            #expect(try await world.deadFraction(follower, over: .seconds(90)) == 0)
+            let made = try await world.stats().checks - checks
+            #expect(made >= 4 && made <= 8, "checks every learned gap, not the first short steps: \(made) in 90 s")
+            #expect(try await world.stats().logins == logins, "the session the holder made is kept, not replaced")
+            await holder.stopAll()
+            await follower.stopAll()
         }
     }
 
