@@ -10,18 +10,16 @@ seconds after its login (0: never), set per site and changeable at any time. Its
   POST /_control/clock?now=EPOCH                 the server's time from now on
   GET  /_control/alive?site=S  {"alive": bool} for the request's cookie, without using the session
   GET  /_control/stats?site=S  {"logins": n, "checks": n, "deaths": n}
+Benchmarks/run-learning imports it and serves from its own process (``start``), reading the sessions directly.
 """
+import http.server
+import json
 import os
+import secrets
 import sys
-
-os.closerange(3, 65536)
-
-import http.server  # noqa: E402
-import json  # noqa: E402
-import secrets  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-import urllib.parse  # noqa: E402
+import threading
+import time
+import urllib.parse
 
 lock = threading.Lock()
 clock = [None]
@@ -125,6 +123,21 @@ class Server(http.server.ThreadingHTTPServer):
     request_queue_size = 256
 
 
-server = Server((sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1", 0), Handler)
-print(server.server_address[1], flush=True)
-server.serve_forever()
+def start(address="127.0.0.1"):
+    """Serves on a free port in a background thread; returns the server (its port: server.server_address[1])."""
+    server = Server((address, 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def alive(site, cookie_header):
+    """Whether the session the Cookie header names for `site` lives now, without using it."""
+    with lock:
+        return session_of(site, cookie_header) is not None
+
+
+if __name__ == "__main__":
+    os.closerange(3, 65536)
+    server = Server((sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1", 0), Handler)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
