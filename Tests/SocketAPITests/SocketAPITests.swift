@@ -535,6 +535,13 @@ import TestSupport
                     let lines = (try? await world.curl("/metrics").body)?.split(separator: "\n") ?? []
                     return lines.contains { $0.hasPrefix("sessionkeeper_checks_total{") && $0.contains("site=\"demo\"") && $0.contains("outcome=\"ok\"") }
                 })
+                // That check is the learner's first observation (SPEC section 7): its bounds and counts are metrics, and
+                // the site's JSON carries them.
+                let learned = try await world.curl("/metrics").body.split(separator: "\n")
+                #expect(learned.contains { $0.hasPrefix("sessionkeeper_learned_observations{") && $0.contains("what=\"idle_timeout\"") })
+                #expect(learned.contains { $0.hasPrefix("sessionkeeper_learned_seconds{") && $0.contains("bound=\"alive\"") })
+                let site = try await world.curl("/v1/sites/demo").body
+                #expect(site.contains("\"learned\"") && site.contains("\"alive_s\"") && site.contains("\"observations\""), "\(site)")
             }
         }
     }
