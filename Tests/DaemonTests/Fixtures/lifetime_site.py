@@ -26,6 +26,7 @@ clock = [None]
 timeouts = {}  # site -> (idle, lifetime)
 sessions = {}  # token -> [site, created, last_use]
 stats = {}  # site -> {"logins", "checks", "deaths"}
+events = {}  # site -> [(time, "login" | "alive" | "dead")], for the benchmark's timeline
 
 
 def now():
@@ -86,6 +87,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 site = parts[0]
                 counter(site)["checks"] += 1
                 entry = session_of(site, self.headers.get("Cookie"))
+                events.setdefault(site, []).append((now(), "alive" if entry else "dead"))
                 if entry is None:
                     return self.answer(401, b'{"error":"logged out"}')
                 entry[2] = now()
@@ -114,6 +116,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 t = now()
                 sessions[token] = [site, t, t]
                 counter(site)["logins"] += 1
+                events.setdefault(site, []).append((t, "login"))
                 return self.answer(200, b"welcome", [("Set-Cookie", "s_%s=%s; Path=/; HttpOnly" % (site, token))])
         self.answer(404)
 
