@@ -42,7 +42,7 @@ import TestSupport
                 #expect(site["last_error"] == .null)
                 let keys = [
                     "name", "state", "expires_at", "last_login", "next_refresh", "last_error", "next_run", "failures", "retry_at",
-                    "attention",
+                    "attention", "learned",
                 ]
                 if case .object(let members) = site { #expect(members.map(\.key) == keys) }
                 // The check planned, or while the check that follows the login still runs, the next login.
