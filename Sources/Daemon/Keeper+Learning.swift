@@ -79,6 +79,8 @@ extension Keeper {
             "site": "\(name)", "idle_timeout": "\(Self.boundsText(learned.idle))", "lifetime": "\(Self.boundsText(learned.lifetime))",
         ]
         switch change {
+        case .survived:
+            logger.debug("a session lived longer than seen before", metadata: metadata)
         case .narrowed:
             logger.info("learned how long sessions live", metadata: metadata)
         case .widened(let what):

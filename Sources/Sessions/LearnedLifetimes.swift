@@ -44,10 +44,19 @@ public struct LearnedLifetimes: Sendable, Hashable {
     /// Nothing learned yet.
     public var isEmpty: Bool { self == LearnedLifetimes() }
 
-    /// The bounds alone, without the counts: what is worth storing when it changes.
+    /// The same bounds as far as storing them goes: the same deaths found, and the longest survived within
+    /// ``storedPrecision`` of each other. An age seen alive grows at every check of a site whose sessions never
+    /// die of age; it is written again when it grew by that much, not at every check (the counts ride along).
     public func sameBounds(as other: LearnedLifetimes) -> Bool {
-        idle.atLeast == other.idle.atLeast && idle.atMost == other.idle.atMost && lifetime.atLeast == other.lifetime.atLeast
-            && lifetime.atMost == other.lifetime.atMost && relearned == other.relearned
+        idle.atMost == other.idle.atMost && lifetime.atMost == other.lifetime.atMost && relearned == other.relearned
+            && Self.close(idle.atLeast, other.idle.atLeast) && Self.close(lifetime.atLeast, other.lifetime.atLeast)
+    }
+
+    /// How far apart two longest-survived values may be and still count as the same bound: 10 %.
+    public static let storedPrecision = 0.1
+
+    private static func close(_ a: Double, _ b: Double) -> Bool {
+        a == b || abs(a - b) <= storedPrecision * max(a, b)
     }
 }
 

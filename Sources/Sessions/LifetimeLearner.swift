@@ -58,7 +58,9 @@ public struct LifetimeLearner: Sendable, Hashable {
 
     /// What a finding did to the bounds.
     public enum Change: Sendable, Hashable {
-        /// A bound moved in (or a first one was found).
+        /// A session survived longer (or older) than ever seen: a lower bound moved up.
+        case survived
+        /// A death bounded the idle timeout or the lifetime more closely (or for the first time).
         case narrowed
         /// A finding contradicted what was learned: bounds were dropped and learning starts again there; the
         /// text says what happened, for the log.
@@ -144,7 +146,7 @@ public struct LifetimeLearner: Sendable, Hashable {
             }
             if gap > learned.idle.atLeast {
                 learned.idle.atLeast = gap
-                change = change ?? .narrowed
+                change = change ?? .survived
             }
         }
         learned.lifetime.observations += 1
@@ -156,7 +158,7 @@ public struct LifetimeLearner: Sendable, Hashable {
         }
         if age > learned.lifetime.atLeast {
             learned.lifetime.atLeast = age
-            change = change ?? .narrowed
+            change = change ?? .survived
         }
         return change
     }

@@ -213,10 +213,12 @@ enum SitesTable {
         }
     }
 
-    /// `idle 15s-20s life >1m28s`: the learned bounds, `?` for one nothing was learned of, `off` with `learn: false`.
+    /// `15s-20s/>1m28s`: the learned idle timeout and lifetime, `?` for one nothing was learned of, `-` for a site
+    /// with no observation yet, `off` with `learn: false`. Kept short: the table fits 80 columns.
     static func learned(_ site: SiteStatus) -> String {
         guard let learned = site.learned else { return "off" }
-        return "idle \(learned.idle.range) life \(learned.lifetime.range)"
+        guard learned.idle.observations + learned.lifetime.observations > 0 else { return "-" }
+        return "\(learned.idle.range)/\(learned.lifetime.range)"
     }
 
     /// `check in 4m`, `refresh in 30s (failure 2)`: the next run, and while failing how many attempts failed.

@@ -96,7 +96,7 @@ import Testing
             let table = try await world.run(["status"])
             let lines = table.stdout.split(separator: "\n").map(String.init)
             #expect(lines.first?.contains("LEARNED") == true, "\(lines)")
-            #expect(lines.contains { $0.hasPrefix("demo ") && $0.contains("idle 15s-20s life >1m28s") }, "\(lines)")
+            #expect(lines.contains { $0.hasPrefix("demo ") && $0.contains(" 15s-20s/>1m28s ") }, "\(lines)")
             #expect(lines.contains { $0.hasPrefix("nosession ") && $0.contains(" off ") }, "learn: false: \(lines)")
             let one = try await world.run(["status", "demo"])
             #expect(one.stdout.contains("idle timeout: between 15s and 20s (6 observations)"), "\(one.stdout)")

@@ -69,7 +69,7 @@ import Testing
     @Test func aDeathAfterALongerGapBoundsTheIdleTimeoutAndOneAfterASurvivedGapTheLifetime() {
         var learner = LifetimeLearner()
         learner.sessionStarted(at: Self.start)
-        #expect(learner.observe(.alive, at: Self.start.addingTimeInterval(10)) == .narrowed)
+        #expect(learner.observe(.alive, at: Self.start.addingTimeInterval(10)) == .survived)
         #expect(learner.observe(.dead, at: Self.start.addingTimeInterval(40)) == .narrowed)
         #expect(learner.learned.idle == .init(atLeast: 10, atMost: 30, observations: 2))
         #expect(learner.learned.lifetime.atMost == nil, "a gap longer than any survived explains it")
@@ -77,7 +77,7 @@ import Testing
         let second = Self.start.addingTimeInterval(100)
         learner.sessionStarted(at: second)
         #expect(learner.observe(.alive, at: second.addingTimeInterval(10)) == nil, "as long and as old as seen before")
-        #expect(learner.observe(.alive, at: second.addingTimeInterval(20)) == .narrowed)
+        #expect(learner.observe(.alive, at: second.addingTimeInterval(20)) == .survived)
         #expect(learner.observe(.dead, at: second.addingTimeInterval(25)) == .narrowed)
         #expect(learner.learned.lifetime.atMost == 25 && learner.learned.lifetime.atLeast == 20)
         #expect(learner.learned.idle.atMost == 30, "the idle bound stands")
