@@ -37,9 +37,14 @@ extension Keeper {
     /// Sets what the schedule plans by from what the learner knows at `now` (before each event it handles).
     func updateLearnedTimings(of name: String, now: Now) {
         guard let entry = entries[name] else { return }
-        guard let learner = entry.learner else {
+        guard var learner = entry.learner else {
             if entry.schedule.learned != nil { entries[name]?.schedule.learn(nil, now: now) }
             return
+        }
+        if entry.schedule.following, learner.lastUse != nil {
+            // Another keeper of the fleet holds the site and uses the session: this one's last use says nothing now.
+            learner.lastUseUnknown()
+            entries[name]?.learner = learner
         }
         var timings = LearnedTimings()
         if let every = entry.site.check?.every {

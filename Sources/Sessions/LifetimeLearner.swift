@@ -36,8 +36,15 @@ public struct LifetimeLearner: Sendable, Hashable {
         public var lifetimeRatio: Double
         /// No gap is shorter (seconds): a site that ends sessions faster is not kept by polling.
         public var shortestGap: Double
+        /// The gap used to keep a session alive is this much shorter than the longest it survived: the daemon
+        /// measures a gap from when its requests started, the server from when they arrived.
+        public var margin: Double
 
-        public init(firstGap: Double = 5, growth: Double = 2, refineRatio: Double = 1.4, lifetimeRatio: Double = 1.1, shortestGap: Double = 1) {
+        public init(
+            firstGap: Double = 5, growth: Double = 2, refineRatio: Double = 1.4, lifetimeRatio: Double = 1.1, shortestGap: Double = 1,
+            margin: Double = 0.05
+        ) {
+            self.margin = margin
             self.firstGap = firstGap
             self.growth = growth
             self.refineRatio = refineRatio
@@ -96,6 +103,12 @@ public struct LifetimeLearner: Sendable, Hashable {
     public mutating func sessionRestored(lastLogin: Date) {
         self.lastLogin = lastLogin
         loginAt = lastLogin
+        lastUse = nil
+    }
+
+    /// Someone else may use the session from now on (another keeper of a fleet took the site over): when it was
+    /// last used is not known any more.
+    public mutating func lastUseUnknown() {
         lastUse = nil
     }
 
@@ -195,6 +208,8 @@ public struct LifetimeLearner: Sendable, Hashable {
     /// `longest`, `check.every`), and whether it tries a gap or an age not known to be safe (exploring or refining:
     /// it must come exactly then) rather than one the session survived (which may come earlier).
     public func nextUse(now: Date, longest: Double) -> (gap: Double, trying: Bool) {
+        // A session taken over (restored, or from another keeper) may have been idle for most of its timeout already.
+        if loginAt != nil, lastUse == nil, learned.idle.isBounded { return (min(settings.shortestGap, longest), true) }
         var (gap, trying) = idleGap(now: now)
         // Refining the lifetime: the next use comes at the age tried, not after it.
         if let trial = lifetimeTrialAge, let loginAt {
@@ -210,7 +225,7 @@ public struct LifetimeLearner: Sendable, Hashable {
 
     private func idleGap(now: Date) -> (Double, Bool) {
         let survived = learned.idle.atLeast
-        let safe = survived > 0 ? survived : min(settings.firstGap, (learned.idle.atMost ?? .infinity) / 2)
+        let safe = survived > 0 ? survived * (1 - settings.margin) : min(settings.firstGap, (learned.idle.atMost ?? .infinity) / 2)
         if let dead = learned.idle.atMost {
             guard survived == 0 || dead / survived > settings.refineRatio else { return (safe, false) }
             let trial = survived == 0 ? safe : Self.trial(survived, dead, ratio: settings.refineRatio)
