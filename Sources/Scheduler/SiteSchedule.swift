@@ -104,7 +104,7 @@ public struct SiteSchedule: Sendable {
     /// Fleet mode: this keeper does not hold the site's lease; the schedule plans and starts nothing and
     /// follows the sessions the holder stores.
     public private(set) var following: Bool
-    /// What was learned of the site's sessions, as timings (``learn(_:)``); nil with `learn: false`.
+    /// What was learned of the site's sessions, as timings (``learn(_:now:)``); nil with `learn: false`.
     public private(set) var learned: LearnedTimings?
     /// What the check in flight is for: its answer means more right after a login.
     var checkPurpose = CheckPurpose.routine
@@ -135,7 +135,8 @@ public struct SiteSchedule: Sendable {
     public mutating func learn(_ timings: LearnedTimings?, now: Now) {
         let renewalChanged = timings?.renewAfter != learned?.renewAfter
         learned = timings
-        if renewalChanged, !following, !loginRunning, phase != .needsAttention, phase != .disabled, !siteDown {
+        // A failed login's backoff keeps its planned retry.
+        if renewalChanged, !following, !loginRunning, phase != .needsAttention, phase != .disabled, !siteDown, consecutiveFailures == 0 {
             planLogin(now: now)
         }
     }
