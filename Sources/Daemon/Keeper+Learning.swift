@@ -122,15 +122,21 @@ extension Keeper {
     func storeLearned(of name: String) {
         guard let entry = entries[name], let learner = entry.learner, let record = entry.record,
               !(record.learned.map { $0.sameBounds(as: learner.learned) } ?? learner.learned.isEmpty),
-              !entry.schedule.loginRunning, !entry.schedule.following, !learningWrites.contains(name),
+              !entry.schedule.loginRunning, !entry.schedule.following, learningWrites[name] == nil,
               let path = loginPath(for: name)
         else { return }
-        learningWrites.insert(name)
-        Task { await self.writeLearned(of: name, through: path) }
+        learningWrites[name] = Task { await self.writeLearned(of: name, through: path) }
+    }
+
+    /// Returns once no write of the site's learned values is in flight. A login waits for it before it starts: the
+    /// write carries the session it started with, and landing after the login's own write it would put the old
+    /// session back in the store, where the check of the new one reads it.
+    func learnedWriteLanded(of name: String) async {
+        await learningWrites[name]?.value
     }
 
     private func writeLearned(of name: String, through path: SiteLogin) async {
-        defer { learningWrites.remove(name) }
+        defer { learningWrites[name] = nil }
         // A session that changed while the write ran (a keepalive's renewal) is written again with it, so the
         // write never puts older cookies back.
         for _ in 0..<3 {

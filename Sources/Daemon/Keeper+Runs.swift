@@ -54,6 +54,7 @@ extension Keeper {
     }
 
     func runLogin(_ site: SiteDefinition) async {
+        await learnedWriteLanded(of: site.name)
         let started = clock.now
         let outcome: RunOutcome
         var record: SessionRecord?

@@ -80,8 +80,8 @@ public actor Keeper {
     var seed: UInt64 = 0x5E55_10E5
     /// How cautiously each site's learner explores (``setLearnerSettings(_:)``).
     var learnerSettings = LifetimeLearner.Settings()
-    /// Sites whose learned values are being written to the store.
-    var learningWrites: Set<String> = []
+    /// The writes of learned values in flight, by site: a login of the site waits for its end (``Keeper+Learning``).
+    var learningWrites: [String: Task<Void, Never>] = [:]
     /// Set by ``stopAll()``: a run that ends after it (cancelled or not) starts nothing new and arms no timer.
     var stopped = false
     /// Each site's earliest deadline, kept beside `entries` so that arming the one timer and finding the
