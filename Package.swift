@@ -388,6 +388,7 @@ let package = Package(
                 "LoginFlow", "HTTPTransport", "JSON",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            exclude: ["Fixtures"],
             swiftSettings: strict
         ),
         .testTarget(

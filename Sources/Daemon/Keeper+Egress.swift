@@ -32,6 +32,7 @@ extension Keeper {
             let now = clock.now
             if let last = lastRejection[name], now - last < Self.rejectionInterval { return nil }
             lastRejection[name] = now
+            if entry.record?.lastLogin == usedLogin { learn(.dead, at: wallClock(), site: name) }
             logger.info("a request through the daemon met a logged-out answer", metadata: ["site": "\(name)", "answer": "\(reason)"])
             dispatch(.sessionRejected(reason: "a request through the daemon met a logged-out answer (\(reason))"), to: name)
             rearm()

@@ -60,6 +60,7 @@ extension Keeper {
     func serve(_ record: SessionRecord, site name: String) {
         guard let before = entries[name] else { return }
         entries[name]?.record = record
+        learn(from: record, site: name)
         publishBoard(name)
         guard before.record != record else { return }
         publish(.cookies(

@@ -56,6 +56,7 @@ extension Keeper {
     }
 
     func runLogin(_ site: SiteDefinition) async {
+        await learnedWriteLanded(of: site.name)
         let started = clock.now
         let outcome: RunOutcome
         var record: SessionRecord?
@@ -87,12 +88,16 @@ extension Keeper {
         gate.finish(site: name)
         guard let entry = entries[name] else { return }
         entries[name]?.runs[.logIn] = nil
-        if let record { serve(record, site: name) }
+        if let record {
+            learnerSawLogin(of: record, site: name)
+            serve(record, site: name)
+        }
         log("login", site: name, outcome: outcome, duration: duration)
         entries[name]?.lastAttempt = LoginAttempt(outcome: outcome, endedAt: wallClock())
         publish(.loginFinished(site: name, outcome: outcome.name, duration: duration))
         let summary = entries[name]?.record.map { Self.summary($0, site: entry.site, now: wallClock()) }
         dispatch(.loginFinished(outcome, session: outcome == .ok ? summary : nil), to: name, notice: notice)
+        storeLearned(of: name)
         resumeWaiters(of: name, loginEnded: true)
         admitLogins()
         rearm()
@@ -103,6 +108,7 @@ extension Keeper {
     /// A check or keepalive with the stored cookies (read afresh: another process may have logged in).
     func probe(_ action: SiteSchedule.Action, site: SiteDefinition) async {
         let started = clock.now
+        let usedAt = wallClock()
         var record = entries[site.name]?.record
         // Only a record that differs from the one served is news; the served one may have changed meanwhile
         // (cookies a client handed back) and must not be replaced by what this probe started with.
@@ -132,16 +138,18 @@ extension Keeper {
             notice = error.summary
         }
         probeEnded(
-            action, site: site.name, outcome: outcome, record: renewed ?? storedElsewhere, duration: clock.now - started, notice: notice)
+            action, site: site.name, outcome: outcome, record: renewed ?? storedElsewhere, duration: clock.now - started, notice: notice,
+            usedAt: usedAt)
     }
 
     func probeEnded(
         _ action: SiteSchedule.Action, site name: String, outcome: RunOutcome, record: SessionRecord?, duration: Duration,
-        notice: String? = nil
+        notice: String? = nil, usedAt: Date? = nil
     ) {
         guard let entry = entries[name] else { return }
         entries[name]?.runs[action] = nil
         if let record { adopt(record, site: name) }
+        if let usedAt { learn(from: action, outcome: outcome, usedAt: usedAt, site: name) }
         log(action == .check ? "check" : "keepalive", site: name, outcome: outcome, duration: duration)
         if action == .check { publish(.checkFinished(site: name, outcome: outcome.name, duration: duration)) }
         let summary = record.map { Self.summary($0, site: entry.site, now: wallClock()) }
@@ -160,7 +168,8 @@ extension Keeper {
     ) async -> SessionRecord? {
         let cookies = SessionRecord.persistable(storage.allCookies, keepSessionCookies: site.cookies.persistSessionCookies, now: now)
         let updated = SessionRecord(
-            cookies: cookies, lastLogin: current.lastLogin, expiresAt: expiresAt, userAgent: current.userAgent, origins: current.origins)
+            cookies: cookies, lastLogin: current.lastLogin, expiresAt: expiresAt, userAgent: current.userAgent, origins: current.origins,
+            oneTimeCodes: current.oneTimeCodes, learned: current.learned)
         guard (try? updated.encoded()) != (try? current.encoded()) else { return nil }
         guard let login = loginPath(for: site.name) else {
             logger.info("renewed cookies not stored: another keeper of the fleet holds the site's lease", metadata: ["site": "\(site.name)"])

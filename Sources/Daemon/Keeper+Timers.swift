@@ -81,6 +81,6 @@ extension Keeper {
     var isSettled: Bool {
         entries.allSatisfy { name, entry in
             entry.runs.isEmpty || (waitingPrompts[name] != nil && entry.runs.count == 1 && entry.runs[.logIn] != nil)
-        } && (sleeperDeadline.map { $0 > clock.now } ?? true) && pendingLeaseReads.isEmpty
+        } && (sleeperDeadline.map { $0 > clock.now } ?? true) && pendingLeaseReads.isEmpty && learningWrites.isEmpty
     }
 }

@@ -35,6 +35,8 @@ public actor Keeper {
         public var prompt: PromptRequest? = nil
         /// Fleet mode: whether this keeper holds the site's lease (false: it follows the holder); nil outside.
         public var holdsLease: Bool? = nil
+        /// What was learned of the site's idle timeout and lifetime (SPEC section 7); nil with `learn: false`.
+        public var learned: LearnedLifetimes? = nil
     }
 
     struct Entry {
@@ -45,6 +47,8 @@ public actor Keeper {
         var runs: [SiteSchedule.Action: Task<Void, Never>] = [:]
         /// How the last login ended.
         var lastAttempt: LoginAttempt?
+        /// What the site's sessions taught so far (``Keeper+Learning``); nil with `learn: false`.
+        var learner: LifetimeLearner?
     }
 
     let login: SiteLogin
@@ -68,6 +72,10 @@ public actor Keeper {
     var sleeper: Task<Void, Never>?
     var sleeperDeadline: ContinuousClock.Instant?
     var seed: UInt64 = 0x5E55_10E5
+    /// How cautiously each site's learner explores (``setLearnerSettings(_:)``).
+    var learnerSettings = LifetimeLearner.Settings()
+    /// The writes of learned values in flight, by site: a login of the site waits for its end (``Keeper+Learning``).
+    var learningWrites: [String: Task<Void, Never>] = [:]
     /// Set by ``stopAll()``: a run that ends after it (cancelled or not) starts nothing new and arms no timer.
     var stopped = false
     /// Each site's earliest deadline, kept beside `entries` so that arming the one timer and finding the
@@ -183,7 +191,7 @@ public actor Keeper {
             lastError: entry.schedule.lastError, siteDown: entry.schedule.siteDown, attention: Self.attention(of: entry),
             nextRun: entry.schedule.nextRun(now: now), failures: entry.schedule.failures, retryAt: entry.schedule.retryAt(now: now),
             lastAttempt: entry.lastAttempt, prompt: entry.schedule.prompt,
-            holdsLease: entry.schedule.following ? false : siteGate.holds(entry.site.name))
+            holdsLease: entry.schedule.following ? false : siteGate.holds(entry.site.name), learned: entry.learner?.learned)
     }
 
     /// The session currently served for `site` (nil: none, or no such site).
@@ -218,6 +226,7 @@ public actor Keeper {
             logger.warning("stored session unreadable; logging in anew", metadata: ["site": "\(site.name)", "error": "\(error)"])
         }
         let summary = entry.record.map { Self.summary($0, site: site, now: wallClock()) }
+        entry.learner = makeLearner(for: site, record: entry.record)
         entries[site.name] = entry
         dispatch(.start(session: summary, enabled: site.enabled), to: site.name)
         logger.info("site added", metadata: ["site": "\(site.name)", "state": "\(entries[site.name]?.schedule.phase.rawValue ?? "-")"])
@@ -225,6 +234,7 @@ public actor Keeper {
 
     func update(_ site: SiteDefinition) {
         entries[site.name]?.site = site
+        relearnIfAsked(site)
         dispatch(.siteChanged(SitePolicy(site: site, settings: settings), enabled: site.enabled), to: site.name)
         logger.info("site changed", metadata: ["site": "\(site.name)"])
     }
@@ -252,6 +262,7 @@ public actor Keeper {
     func dispatch(_ event: SiteSchedule.Event, to name: String, notice: String? = nil) {
         guard !stopped, let before = entries[name]?.schedule.phase else { return }
         let now = now
+        updateLearnedTimings(of: name, now: now)
         // In place: a copy of the entry would make the schedule's collections copy on write.
         let actions = entries[name]?.schedule.handle(event, now: now) ?? []
         guard let schedule = entries[name]?.schedule else { return }

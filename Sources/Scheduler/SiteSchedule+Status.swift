@@ -14,6 +14,10 @@ extension SiteSchedule {
     }
 
 
+    /// The check in flight verifies the session a login just made: its failure says the check is wrong, not that
+    /// the session died.
+    public var checkVerifiesLogin: Bool { checkRunning && checkPurpose == .afterLogin }
+
     /// Consecutive failed attempts: logins that failed since the last success, plus, while the site is down,
     /// the runs it did not answer. 0 when nothing is failing.
     public var failures: Int { consecutiveFailures + (siteDown ? probeFailures : 0) }

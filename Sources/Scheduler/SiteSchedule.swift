@@ -104,6 +104,8 @@ public struct SiteSchedule: Sendable {
     /// Fleet mode: this keeper does not hold the site's lease; the schedule plans and starts nothing and
     /// follows the sessions the holder stores.
     public private(set) var following: Bool
+    /// What was learned of the site's sessions, as timings (``learn(_:now:)``); nil with `learn: false`.
+    public private(set) var learned: LearnedTimings?
     /// What the check in flight is for: its answer means more right after a login.
     var checkPurpose = CheckPurpose.routine
     /// A login succeeded while a check of the session it replaced was in flight: that check's answer is about
@@ -125,6 +127,18 @@ public struct SiteSchedule: Sendable {
         self.policy = policy
         self.random = SplitMix64(seed: seed)
         self.following = following
+    }
+
+    /// Takes what the learner says now. The check gap applies from the next check planned (the driver sets it before
+    /// the event whose handling plans one: a check's end, a login's); a renewal age that changed plans the next login
+    /// again at once, as the session planned before it was known would otherwise live on to its death.
+    public mutating func learn(_ timings: LearnedTimings?, now: Now) {
+        let renewalChanged = timings?.renewAfter != learned?.renewAfter
+        learned = timings
+        // A failed login's backoff keeps its planned retry.
+        if renewalChanged, !following, !loginRunning, phase != .needsAttention, phase != .disabled, !siteDown, consecutiveFailures == 0 {
+            planLogin(now: now)
+        }
     }
 
     /// The earliest deadline, when the driver must wake up.
@@ -614,11 +628,16 @@ public struct SiteSchedule: Sendable {
             let byAge = session.lastLogin.addingTimeInterval(Self.seconds(maxAge))
             due = min(due ?? byAge, byAge)
         }
-        guard var due else {
+        if var chosen = due { chosen = chosen.addingTimeInterval(-lead * policy.jitter * random.unit()); due = chosen }
+        if policy.maxAge == nil, let renew = learned?.renewAfter {
+            // Before the learned lifetime ends; the jitter only moves it earlier, never past what was seen alive.
+            let byLife = session.lastLogin.addingTimeInterval(Self.seconds(renew) * (1 - policy.jitter * random.unit()))
+            due = min(due ?? byLife, byLife)
+        }
+        guard let due else {
             deadlines[.login] = nil
             return
         }
-        due = due.addingTimeInterval(-lead * policy.jitter * random.unit())
         let deadline = now.monotonic(at: due)
         deadlines[.login] = max(deadline, now.monotonic)
     }
@@ -626,6 +645,12 @@ public struct SiteSchedule: Sendable {
     private mutating func planProbe(_ timer: Timer, now: Now) {
         guard let every = period(of: timer), hasSessionToProbe(now), timer != .check || !checkIsKnownWrong else {
             deadlines[timer] = nil
+            return
+        }
+        if timer == .check, let gap = learned?.checkGap, gap < every {
+            // A learned gap is one the session survived: the jitter only makes it shorter.
+            let shortening = learned?.checkGapIsTrial == true ? 0 : policy.jitter * random.unit()
+            deadlines[timer] = now.monotonic + .seconds(Self.seconds(gap) * (1 - shortening))
             return
         }
         deadlines[timer] = now.monotonic + Backoff.spread(every, jitter: policy.jitter, random: random.unit())

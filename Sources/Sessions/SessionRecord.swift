@@ -14,7 +14,8 @@ import Foundation
 /// read as none when absent, so records without it, older and newer, read the same: an older binary
 /// that does not know the key still serves the cookies. `one_time_codes` (credential name to the last TOTP
 /// period whose code a login sent) is written and read the same way, so the next login, in this process or
-/// another, never sends a code twice.
+/// another, never sends a code twice. `learned` (the site's ``LearnedLifetimes``, SPEC section 7) is written and
+/// read the same way: an older binary serves the session and leaves what was learned out of what it rewrites.
 public struct SessionRecord: Sendable, Hashable {
     /// The `format` marker: tells a session record from any other bytes stored under the site's name.
     public static let formatName = "sessionkeeper-site-session"
@@ -34,11 +35,13 @@ public struct SessionRecord: Sendable, Hashable {
     public var origins: [StorageOrigin]
     /// The last TOTP period (RFC 6238's T) whose code a login sent, per credential name.
     public var oneTimeCodes: [String: Int64]
+    /// What the daemon learned of the site's idle timeout and lifetime; nil when nothing was.
+    public var learned: LearnedLifetimes?
 
     /// Times are kept to the microsecond, the precision of the stored form, so a record read back from a
     /// store equals the one that was saved.
     public init(cookies: [Cookie], lastLogin: Date, expiresAt: Date?, userAgent: String?, origins: [StorageOrigin] = [],
-        oneTimeCodes: [String: Int64] = [:]
+        oneTimeCodes: [String: Int64] = [:], learned: LearnedLifetimes? = nil
     ) {
         self.cookies = cookies.map { cookie in
             var copy = cookie
@@ -52,6 +55,7 @@ public struct SessionRecord: Sendable, Hashable {
         self.userAgent = userAgent
         self.origins = origins
         self.oneTimeCodes = oneTimeCodes
+        self.learned = learned
     }
 
     /// `date` at the precision a record stores (RFC 3339 with microseconds).
@@ -154,9 +158,10 @@ extension SessionRecord {
         var cookies: [Cookie]
         var origins: [StorageOrigin]?
         var oneTimeCodes: [String: Int64]?
+        var learned: LearnedLifetimes?
 
         enum CodingKeys: String, CodingKey {
-            case format, version, cookies, origins
+            case format, version, cookies, origins, learned
             case oneTimeCodes = "one_time_codes"
             case lastLogin = "last_login"
             case expiresAt = "expires_at"
@@ -172,6 +177,7 @@ extension SessionRecord {
             cookies = record.cookies
             origins = record.origins.isEmpty ? nil : record.origins
             oneTimeCodes = record.oneTimeCodes.isEmpty ? nil : record.oneTimeCodes
+            learned = record.learned
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -185,12 +191,13 @@ extension SessionRecord {
             try container.encode(cookies, forKey: .cookies)
             try container.encodeIfPresent(origins, forKey: .origins)
             try container.encodeIfPresent(oneTimeCodes, forKey: .oneTimeCodes)
+            try container.encodeIfPresent(learned, forKey: .learned)
         }
 
         var record: SessionRecord {
             SessionRecord(
                 cookies: cookies, lastLogin: lastLogin.date, expiresAt: expiresAt?.date,
-                userAgent: userAgent, origins: origins ?? [], oneTimeCodes: oneTimeCodes ?? [:])
+                userAgent: userAgent, origins: origins ?? [], oneTimeCodes: oneTimeCodes ?? [:], learned: learned)
         }
     }
 }

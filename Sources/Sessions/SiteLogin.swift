@@ -69,13 +69,15 @@ public struct SiteLogin: Sendable {
     ) async throws(SiteLoginError) -> SiteLoginResult {
         let report: SessionEventSink = events ?? { _ in }
         let storage = SiteJar.makeStorage(for: site, clock: now)
+        let previous: SessionRecord?
         switch start {
         case .fresh:
             report(.startingEmpty(site: site.name, reason: .fresh))
             // The cookies are left behind, not what the stored session says of the TOTP codes already sent.
-            if let record = try? await store.load(site: site.name) { oneTimeCodes.seed(site: site.name, counters: record.oneTimeCodes) }
+            previous = try? await store.load(site: site.name)
+            if let previous { oneTimeCodes.seed(site: site.name, counters: previous.oneTimeCodes) }
         case .storedSession:
-            await restore(site, into: storage, report: report)
+            previous = await restore(site, into: storage, report: report)
         }
 
         var engine = engine(for: site)
@@ -92,7 +94,9 @@ public struct SiteLogin: Sendable {
         // A plugin's User-Agent (a headless browser's) is the one the session was made with.
         let record = SessionRecord(
             cookies: kept, lastLogin: flow.finishedAt, expiresAt: flow.sessionExpiry, userAgent: flow.userAgent ?? site.http.userAgent,
-            origins: flow.storageOrigins, oneTimeCodes: oneTimeCodes.sentCounters(site: site.name))
+            origins: flow.storageOrigins, oneTimeCodes: oneTimeCodes.sentCounters(site: site.name),
+            // What was learned of the site's sessions is the site's, not the session's: a new login keeps it.
+            learned: previous?.learned)
         do {
             try await store.save(record, site: site.name)
         } catch {
@@ -147,22 +151,23 @@ public struct SiteLogin: Sendable {
 
     /// Puts the stored cookies that `keep_on_login` keeps into `storage`. A record that cannot be read is
     /// reported and ignored: the login starts empty and, if it succeeds, replaces it.
-    private func restore(_ site: SiteDefinition, into storage: CookieStorage, report: SessionEventSink) async {
+    /// - Returns: the stored record, nil when none could be read.
+    private func restore(_ site: SiteDefinition, into storage: CookieStorage, report: SessionEventSink) async -> SessionRecord? {
         let record: SessionRecord?
         do {
             record = try await store.load(site: site.name)
         } catch {
             report(.restoreFailed(site: site.name, problem: error.detail))
-            return
+            return nil
         }
         guard let record else {
             report(.startingEmpty(site: site.name, reason: .nothingStored))
-            return
+            return nil
         }
         oneTimeCodes.seed(site: site.name, counters: record.oneTimeCodes)
         if case .none = site.cookies.keepOnLogin {
             report(.startingEmpty(site: site.name, reason: .keepNone))
-            return
+            return record
         }
         let now = now()
         // select leaves out expired cookies itself; the live count is only for the report.
@@ -173,6 +178,7 @@ public struct SiteLogin: Sendable {
         for cookie in kept { storage.setCookie(cookie) }
         report(.restored(
             site: site.name, cookieNames: Cookie.labels(kept), leftOut: live.count - kept.count, lastLogin: record.lastLogin))
+        return record
     }
 }
 

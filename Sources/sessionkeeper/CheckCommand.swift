@@ -1,7 +1,10 @@
 import ArgumentParser
 import Foundation
+import JSON
 import Platform
+import Sessions
 import SiteConfig
+import SocketClient
 
 /// `sessionkeeper check [FILES...]`: validates config.yaml and site files (SPEC section 9), printing
 /// every problem as `FILE:LINE:COLUMN: error: message` (with the source line and a caret on a
@@ -15,7 +18,9 @@ struct CheckCommand: AsyncParsableCommand {
             (or config.yml) is checked as the daemon's config, any other as a site file, with the \
             config's defaults and plugins_dir. Problems are printed on standard error as \
             FILE:LINE:COLUMN: error: MESSAGE, as compilers print them; on a terminal each is followed by the \
-            offending line (credential values redacted). Exit status: 0 no problems, 1 problems found, 2 a \
+            offending line (credential values redacted). When the daemon runs, a setting that contradicts what it \
+            learned of a site's sessions (a keepalive.every as long as the learned idle timeout, a \
+            refresh.max_age past the learned lifetime) is a warning. Exit status: 0 no problems, 1 problems found, 2 a \
             FILE that does not exist or no config to check.
             """
     )
@@ -33,6 +38,7 @@ struct CheckCommand: AsyncParsableCommand {
                 path.hasPrefix(current + "/") ? String(path.dropFirst(current.count + 1)) : path
             }
             var report = CheckReport(renderer: renderer)
+            report.learned = Self.learnedByTheDaemon(config: config, loader: loader)
 
             // A file named on the command line that is not there is a usage error, not a finding.
             for file in files where !Syscall.exists(file) {
@@ -68,6 +74,23 @@ struct CheckCommand: AsyncParsableCommand {
         }
     }
 
+    /// What the running daemon learned of each site's sessions (SPEC section 7), by site; empty when no daemon
+    /// answers (nothing learned to compare with is no finding).
+    static func learnedByTheDaemon(config: ConfigOptions, loader: ConfigurationLoader) -> [String: LearnedLifetimes] {
+        guard let lookup = try? config.loadSocketLookup(loader) else { return [:] }
+        let owner = (try? Syscall.stat(lookup.stateDirectory))?.ownerUID
+        let client = DaemonClient(DaemonSocket(path: lookup.socket.path, trust: ServerTrust(daemonUID: owner)), timeout: .seconds(5))
+        guard let body = try? client.request(.sites).body, let answer = try? JSONValue.parse(Array(body)),
+              case .array(let sites)? = answer["sites"]
+        else { return [:] }
+        var learned: [String: LearnedLifetimes] = [:]
+        for site in sites.map(SiteStatus.init) {
+            guard let bounds = site.learned else { continue }
+            learned[site.name] = LearnedLifetimes(idle: bounds.idle.lifetimeBounds, lifetime: bounds.lifetime.lifetimeBounds)
+        }
+        return learned
+    }
+
     static func isConfigFile(_ path: String) -> Bool {
         ["config.yaml", "config.yml"].contains((path as NSString).lastPathComponent)
     }
@@ -80,6 +103,8 @@ private struct CheckReport {
     private(set) var errorCount = 0
     private(set) var warningCount = 0
     private var failedFiles = Set<String>()
+    /// What the running daemon learned, by site: settings that contradict it are warnings.
+    var learned: [String: LearnedLifetimes] = [:]
 
     init(renderer: DiagnosticRenderer) {
         self.renderer = renderer
@@ -137,9 +162,10 @@ private struct CheckReport {
 
     /// A site that loaded can still have warnings (an `outputs:` mode others may read): shown, not counted as errors.
     mutating func printWarnings(of site: SiteDefinition) {
-        guard !site.warnings.isEmpty else { return }
-        warningCount += site.warnings.count
-        let warnings = ConfigError(site.warnings)
+        let all = site.warnings + (learned[site.name]?.contradictions(in: site) ?? [])
+        guard !all.isEmpty else { return }
+        warningCount += all.count
+        let warnings = ConfigError(all)
         let source = renderer.showSource ? ConfigurationLoader.sourceText(of: site.file) : nil
         for line in renderer.render(warnings, source: source) { Console.err(line) }
     }

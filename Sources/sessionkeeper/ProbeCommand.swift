@@ -19,7 +19,8 @@ struct ProbeCommand: AsyncParsableCommand {
             what the check expects and what the site answered. The way to try a check by hand; `login SITE \
             --check` tries a login and its check together. Exit status: 0 logged in (the check passes), 1 \
             logged out, no stored session, or the site cannot be reached, 2 usage, configuration or vault key \
-            error (a site without check:).
+            error (a site without check:). Then what the daemon learned of the site's sessions, stored with the \
+            session: the idle timeout's and the lifetime's bounds and how many observations back them.
             """
     )
 
@@ -53,6 +54,11 @@ struct ProbeCommand: AsyncParsableCommand {
                     "no session stored for '\(definition.name)': nothing to check (log in with `sessionkeeper login \(definition.name)`)")
             }
             Console.out(try await CheckRun.run(login, site: definition, check: check, session: session, progress: progress))
+            // What the daemon learned of the site's sessions, stored with this one (SPEC section 7).
+            if let learned = session.learned {
+                Console.out("learned idle timeout: \(LearnedBounds(learned.idle).sentence)")
+                Console.out("learned lifetime:     \(LearnedBounds(learned.lifetime).sentence)")
+            }
         }
     }
 }

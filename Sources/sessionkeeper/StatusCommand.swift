@@ -3,6 +3,7 @@ import CookieJar
 import Foundation
 import JSON
 import Platform
+import Sessions
 import SiteConfig
 import SocketRoutes
 
@@ -106,6 +107,8 @@ struct SiteStatus {
     var prompt: (name: String, message: String?)?
     /// Why the site's loopback egress listener is down (`listen_error`).
     var listenError: String?
+    /// `learned` (SPEC section 7): the idle timeout's and the lifetime's bounds; nil with `learn: false`.
+    var learned: (idle: LearnedBounds, lifetime: LearnedBounds)?
 
     init(_ value: JSONValue) {
         func text(_ key: String) -> String? {
@@ -128,6 +131,9 @@ struct SiteStatus {
         retryAt = text("retry_at").flatMap(CookieTime.parseRFC3339)
         if case .string(let reason)? = value["attention"]?["reason"] { attentionReason = reason }
         if case .string(let advice)? = value["attention"]?["what_to_do"] { whatToDo = advice }
+        if let idle = LearnedBounds(value["learned"]?["idle_timeout"]), let lifetime = LearnedBounds(value["learned"]?["lifetime"]) {
+            learned = (idle, lifetime)
+        }
         if case .string(let promptName)? = value["prompt"]?["name"] {
             var message: String?
             if case .string(let text)? = value["prompt"]?["message"] { message = text }
@@ -158,6 +164,12 @@ struct SiteStatus {
         }
         if let attentionReason { lines.append("attention:   \(attentionReason): \(whatToDo ?? "see its last error")") }
         if let listenError { lines.append("listener:    down (\(listenError))") }
+        if let learned {
+            lines.append("idle timeout: \(learned.idle.sentence)")
+            lines.append("lifetime:    \(learned.lifetime.sentence)")
+        } else {
+            lines.append("learned:     nothing (learn: false)")
+        }
         lines.append("last error:  \(lastError.map { $0.replacingOccurrences(of: "\n", with: " ") } ?? "-")")
         return lines
     }
@@ -180,9 +192,9 @@ enum SitesTable {
     /// - Parameter width: the terminal's columns: the last column is cut to what is left (at least 20 characters,
     ///   ending in `…`); nil (not a terminal) leaves it whole.
     static func lines(_ sites: [SiteStatus], now: Date, width: Int? = nil) -> [String] {
-        let header = ["SITE", "STATE", "EXPIRES", "NEXT RUN", "LAST ERROR"]
+        let header = ["SITE", "STATE", "EXPIRES", "NEXT RUN", "LEARNED", "LAST ERROR"]
         let rows = sites.map { site in
-            [site.name, site.state, relative(site.expiresAt, now: now), nextRun(site, now: now), site.note]
+            [site.name, site.state, relative(site.expiresAt, now: now), nextRun(site, now: now), learned(site), site.note]
         }
         let widths = (0..<header.count - 1).map { column in
             ([header] + rows).map { $0[column].count }.max() ?? 0
@@ -201,6 +213,14 @@ enum SitesTable {
             }
             return line
         }
+    }
+
+    /// `15s-20s/>1m28s`: the learned idle timeout and lifetime, `?` for one nothing was learned of, `-` for a site
+    /// with no observation yet, `off` with `learn: false`. Kept short: the table fits 80 columns.
+    static func learned(_ site: SiteStatus) -> String {
+        guard let learned = site.learned else { return "off" }
+        guard learned.idle.observations + learned.lifetime.observations > 0 else { return "-" }
+        return "\(learned.idle.range)/\(learned.lifetime.range)"
     }
 
     /// `check in 4m`, `refresh in 30s (failure 2)`: the next run, and while failing how many attempts failed.
@@ -233,4 +253,48 @@ enum StoreLine {
         if case .string(let reason)? = store["reason"] { line += " (\(reason))" }
         return line + "; serving the sessions held until they expire, no login starts\(leases)"
     }
+}
+
+/// One learned duration as `GET /v1/sites` gives it: `{"alive_s","dead_s","observations"}`.
+struct LearnedBounds {
+    var alive: Double
+    var dead: Double?
+    var observations: Int
+
+    init(_ bounds: LearnedLifetimes.Bounds) {
+        alive = bounds.atLeast
+        dead = bounds.atMost
+        observations = bounds.observations
+    }
+
+    init?(_ value: JSONValue?) {
+        guard let value, case .number(let alive)? = value["alive_s"], let aliveSeconds = Double(alive),
+              case .number(let count)? = value["observations"], let observations = Int(count)
+        else { return nil }
+        self.alive = aliveSeconds
+        if case .number(let dead)? = value["dead_s"] { self.dead = Double(dead) }
+        self.observations = observations
+    }
+
+    /// `15s-20s` (between), `>15s` (no death yet), `?` (nothing observed).
+    var range: String {
+        guard observations > 0 else { return "?" }
+        guard let dead else { return ">" + Self.text(alive) }
+        return Self.text(alive) + "-" + Self.text(dead)
+    }
+
+    /// `between 15s and 20s (12 observations)`, for `status SITE`.
+    var sentence: String {
+        guard observations > 0 else { return "not known yet" }
+        let plural = observations == 1 ? "" : "s"
+        guard let dead else { return "over \(Self.text(alive)) (\(observations) observation\(plural); no session died of it yet)" }
+        return "between \(Self.text(alive)) and \(Self.text(dead)) (\(observations) observation\(plural))"
+    }
+
+    static func text(_ seconds: Double) -> String {
+        DurationText.format(.seconds(Int64(seconds.rounded(.down))))
+    }
+
+    /// As the daemon's learner holds it.
+    var lifetimeBounds: LearnedLifetimes.Bounds { LearnedLifetimes.Bounds(atLeast: alive, atMost: dead, observations: observations) }
 }

@@ -165,7 +165,8 @@ import Testing
     /// it leaves the list and the log says it recovered. `status` names each site's next run.
     @Test func statusShowsFailedSiteFilesAndTheNextRun() async throws {
         try await LoginCLIWorld.with { world in
-            try Self.onlyDemo(world, check: "check:\n  get: /api/me\n  every: 10m\n")
+            // Without learning (SPEC section 7), whose first checks come seconds apart, the check runs every 10m.
+            try Self.onlyDemo(world, check: "check:\n  get: /api/me\n  every: 10m\nlearn: false\n")
             let broken = world.folder.path("sites/broken.yaml")
             try "base_url: http://127.0.0.1:9/\nlogin: manual\nchek: {get: /}\n".write(toFile: broken, atomically: true, encoding: .utf8)
             let daemon = try await RunCLITests.startDaemon(world)

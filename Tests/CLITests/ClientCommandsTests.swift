@@ -76,6 +76,40 @@ import Testing
 
     // MARK: against a fake daemon
 
+    /// What the daemon learned of a site's sessions (SPEC section 7) shows in the table's LEARNED column and in
+    /// `status SITE`; `check` warns of an explicit setting that contradicts it (a keepalive as long as the idle
+    /// timeout found).
+    @Test func statusShowsWhatWasLearnedAndCheckWarnsOfASettingThatContradictsIt() async throws {
+        let world = try ClientWorld()
+        defer { world.cleanUp() }
+        try world.folder.write(
+            """
+            base_url: http://127.0.0.1:9
+            login:
+              steps:
+                - get: /login
+            keepalive: {get: /ping, every: 5m}
+            """, to: "sites/demo.yaml")
+        let alone = try await world.run(["check"])
+        #expect(alone.status == 0 && !alone.stderr.contains("warning"), "no daemon, nothing learned: \(alone.stderr)")
+        try await world.withFake {
+            let table = try await world.run(["status"])
+            let lines = table.stdout.split(separator: "\n").map(String.init)
+            #expect(lines.first?.contains("LEARNED") == true, "\(lines)")
+            #expect(lines.contains { $0.hasPrefix("demo ") && $0.contains(" 15s-20s/>1m28s ") }, "\(lines)")
+            #expect(lines.contains { $0.hasPrefix("nosession ") && $0.contains(" off ") }, "learn: false: \(lines)")
+            let one = try await world.run(["status", "demo"])
+            #expect(one.stdout.contains("idle timeout: between 15s and 20s (6 observations)"), "\(one.stdout)")
+            #expect(one.stdout.contains("lifetime:    over 1m28s (7 observations; no session died of it yet)"), "\(one.stdout)")
+            let json = try await world.run(["status", "--json"])
+            #expect(json.stdout.contains(#""alive_s": 15"#) || json.stdout.contains(#""alive_s":15"#), "\(json.stdout)")
+            let check = try await world.run(["check"])
+            #expect(check.status == 0, "a warning is no error: \(check.stderr)")
+            #expect(check.stderr.contains("demo.yaml:5:") && check.stderr.contains("warning: keepalive.every (5m) is at least the idle timeout"),
+                "\(check.stderr)")
+        }
+    }
+
     @Test func statusCookieAndRefreshAgainstTheSocketAPI() async throws {
         let world = try ClientWorld()
         defer { world.cleanUp() }

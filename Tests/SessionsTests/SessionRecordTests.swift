@@ -84,6 +84,21 @@ import Testing
         #expect(try SessionRecord.decode(try Self.sample().encoded()).oneTimeCodes.isEmpty)
     }
 
+    /// What was learned of the site's sessions round-trips as `learned` (seconds, counts); a record without the key
+    /// reads as nothing learned, and one with nothing learned writes no key.
+    @Test func keepsWhatWasLearnedAndReadsRecordsWithout() throws {
+        var record = Self.sample()
+        record.learned = LearnedLifetimes(
+            idle: .init(atLeast: 15.5, atMost: 20, observations: 7), lifetime: .init(atLeast: 88, atMost: nil, observations: 9), relearned: 1)
+        let text = String(decoding: try record.encoded(), as: UTF8.self)
+        #expect(text.contains(#""learned":{"idle":{"alive_s":15.5,"dead_s":20,"observations":7},"lifetime":{"alive_s":88,"dead_s":null,"observations":9},"relearned":1}"#), "\(text)")
+        #expect(try SessionRecord.decode(try record.encoded()) == record)
+        #expect(!String(decoding: try Self.sample().encoded(), as: UTF8.self).contains("learned"))
+        #expect(try SessionRecord.decode(try Self.sample().encoded()).learned == nil)
+        let damaged = text.replacingOccurrences(of: #""alive_s":15.5"#, with: #""alive_s":-3"#)
+        #expect(throws: SessionRecordError.self) { try SessionRecord.decode(Array(damaged.utf8)) }
+    }
+
     @Test(arguments: [
         ("{\"format\":\"sessionkeeper-site-session\",\"version\":3}", "format version 3, newer than this SessionKeeper understands (2)"),
         ("{\"format\":\"sessionkeeper-site-session\",\"version\":0}", "invalid format version (0)"),

@@ -120,6 +120,24 @@ import Vault
         }
     }
 
+    /// What the daemon learned of the site's sessions (SPEC section 7) belongs to the site: a new login, from the
+    /// stored session or `--fresh`, keeps it in the record it stores.
+    @Test func aLoginKeepsWhatWasLearnedOfTheSitesSessions() async throws {
+        try await Self.withWorld { world in
+            let site = try world.site()
+            let store = VaultSessionStore(vault: world.vault)
+            var first = try await world.login.run(site).record
+            let learned = LearnedLifetimes(idle: .init(atLeast: 15, atMost: 20, observations: 5), lifetime: .init(atLeast: 80, observations: 6))
+            first.learned = learned
+            try await store.save(first, site: site.name)
+            for start in [SiteLogin.Start.storedSession, .fresh] {
+                let again = try await world.login.run(site, start: start)
+                #expect(again.record.learned == learned, "\(start)")
+                #expect(try await store.load(site: site.name)?.learned == learned, "\(start)")
+            }
+        }
+    }
+
     /// Why the default is what it is: a login that starts with the old session cookie sees no form.
     @Test func keepingTheEssentialCookieMakesTheRedirectingLoginFail() async throws {
         try await Self.withWorld { world in

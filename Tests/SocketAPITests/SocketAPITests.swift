@@ -42,7 +42,7 @@ import TestSupport
                 #expect(site["last_error"] == .null)
                 let keys = [
                     "name", "state", "expires_at", "last_login", "next_refresh", "last_error", "next_run", "failures", "retry_at",
-                    "attention",
+                    "attention", "learned",
                 ]
                 if case .object(let members) = site { #expect(members.map(\.key) == keys) }
                 // The check planned, or while the check that follows the login still runs, the next login.
@@ -535,6 +535,13 @@ import TestSupport
                     let lines = (try? await world.curl("/metrics").body)?.split(separator: "\n") ?? []
                     return lines.contains { $0.hasPrefix("sessionkeeper_checks_total{") && $0.contains("site=\"demo\"") && $0.contains("outcome=\"ok\"") }
                 })
+                // That check is the learner's first observation (SPEC section 7): its bounds and counts are metrics, and
+                // the site's JSON carries them.
+                let learned = try await world.curl("/metrics").body.split(separator: "\n")
+                #expect(learned.contains { $0.hasPrefix("sessionkeeper_learned_observations{") && $0.contains("what=\"idle_timeout\"") })
+                #expect(learned.contains { $0.hasPrefix("sessionkeeper_learned_seconds{") && $0.contains("bound=\"alive\"") })
+                let site = try await world.curl("/v1/sites/demo").body
+                #expect(site.contains("\"learned\"") && site.contains("\"alive_s\"") && site.contains("\"observations\""), "\(site)")
             }
         }
     }

@@ -90,7 +90,7 @@ struct SiteBuilder {
             name: name, file: file, description: site.description?.value, baseURL: baseURL, http: http,
             credentials: credentials, login: login, doneWhen: doneWhen, check: check, keepalive: keepalive, refresh: refresh,
             cookies: cookies, outputs: outputs, access: access, enabled: site.enabled?.value ?? true,
-            allowEnv: allowEnv, egress: egress)
+            allowEnv: allowEnv, egress: egress, learn: site.learn?.value ?? true)
         definition.warnings = checker.warnings
         return definition
     }

@@ -13,12 +13,13 @@ struct SiteFile: Decodable {
     var outputs: [Marked<OutputFile>]?
     var access: AccessFile?
     var enabled: Marked<Bool>?
+    var learn: Marked<Bool>?
     var allowEnv: [Marked<String>]?
     var egress: EgressFile?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case name, description, baseURL = "base_url", http, credentials, login, check, keepalive, refresh, cookies
-        case outputs, access, enabled, allowEnv = "allow_env", egress
+        case outputs, access, enabled, learn, allowEnv = "allow_env", egress
     }
 
     struct EgressFile: Decodable {

@@ -24,6 +24,7 @@ public struct SiteDefinition: Sendable, Hashable {
         var enabled: Bool
         var allowEnv: [String]
         var egress: EgressPolicy
+        var learn: Bool
         var warnings: [ConfigDiagnostic] = []
     }
 
@@ -126,6 +127,12 @@ public struct SiteDefinition: Sendable, Hashable {
         get { box.fields.egress }
         set { update { $0.egress = newValue } }
     }
+    /// `learn:` — whether the daemon learns the session's idle timeout and lifetime and acts on them (SPEC
+    /// section 7); false: only what the file says decides.
+    public var learn: Bool {
+        get { box.fields.learn }
+        set { update { $0.learn = newValue } }
+    }
     /// What loading found worth saying without refusing the file (an `outputs:` mode others may read), as
     /// `check` prints it and the daemon logs it.
     public var warnings: [ConfigDiagnostic] {
@@ -138,7 +145,7 @@ public struct SiteDefinition: Sendable, Hashable {
         credentials: [CredentialEntry] = [], login: Login, doneWhen: [Expectation] = [], check: Probe? = nil, keepalive: Probe? = nil,
         refresh: RefreshPolicy = RefreshPolicy(), cookies: CookiePolicy = CookiePolicy(), outputs: [OutputFile] = [],
         access: AccessPolicy = AccessPolicy(), enabled: Bool = true, allowEnv: [String] = [],
-        egress: EgressPolicy = EgressPolicy()
+        egress: EgressPolicy = EgressPolicy(), learn: Bool = true
     ) {
         box = Box(Fields(
             name: name,
@@ -157,7 +164,8 @@ public struct SiteDefinition: Sendable, Hashable {
             access: access,
             enabled: enabled,
             allowEnv: allowEnv,
-            egress: egress
+            egress: egress,
+            learn: learn
         ))
     }
 

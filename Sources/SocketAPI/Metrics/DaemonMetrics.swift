@@ -15,6 +15,10 @@ import Scheduler
 /// - `sessionkeeper_checks_total{site,outcome}`: checks ended, by outcome (`ok`, `logged-out`, `site-down`, ...);
 /// - `sessionkeeper_session_expires_in_seconds{site}`: seconds until the served session's first essential
 ///   cookie expires (only sites whose session has an expiry);
+/// - `sessionkeeper_learned_seconds{site,what,bound}`: what was learned of a site's sessions (SPEC section 7):
+///   `what` is `idle_timeout` or `lifetime`, `bound` is `alive` (the longest seen survived) or `dead` (the
+///   shortest found dead, only once one was); `sessionkeeper_learned_observations{site,what}` how many findings
+///   back them (sites with `learn: false` have none);
 /// - `sessionkeeper_sites{state}`: sites in each state;
 /// - `sessionkeeper_site_state{site,state}`: 1 for each site's current state, 0 for the other states it had since
 ///   the daemon started (so an alert on a state sees it end);
@@ -33,6 +37,8 @@ final class DaemonMetrics: Sendable {
     private let expiryGauges = Locked<[String: CoreMetrics.Gauge]>([:])
     /// Each site's state gauges, by state, for the states it has had.
     private let stateGauges = Locked<[String: [SiteSchedule.Phase: CoreMetrics.Gauge]]>([:])
+    /// The learned-lifetime gauges, by site, then by `what/bound` (``recordLearned(_:)``).
+    private let learnedGauges = Locked<[String: [String: CoreMetrics.Gauge]]>([:])
     /// The keeper's count of stale writes as far as the counter has it.
     private let staleWritesCounted = Locked(0)
 
@@ -116,7 +122,47 @@ final class DaemonMetrics: Sendable {
             }
         }
         recordStates(sites)
+        recordLearned(sites)
         return registry.emitToString()
+    }
+
+    /// `sessionkeeper_learned_seconds` and `sessionkeeper_learned_observations` from each site's learned values; the
+    /// series of a bound no longer known (learning again), or of a site gone or not learning, go.
+    private func recordLearned(_ sites: [Keeper.SiteStatus]) {
+        learnedGauges.withLock { gauges in
+            var current: [String: Set<String>] = [:]
+            for site in sites {
+                guard let learned = site.learned else { continue }
+                var own = gauges[site.name] ?? [:]
+                var kept: Set<String> = []
+                for (what, bounds) in [("idle_timeout", learned.idle), ("lifetime", learned.lifetime)] {
+                    var values: [(key: String, label: String, dimensions: [(String, String)], value: Double)] = [
+                        ("\(what)/alive", "sessionkeeper_learned_seconds", [("site", site.name), ("what", what), ("bound", "alive")], bounds.atLeast),
+                        ("\(what)/observations", "sessionkeeper_learned_observations", [("site", site.name), ("what", what)],
+                         Double(bounds.observations)),
+                    ]
+                    if let dead = bounds.atMost {
+                        values.append(("\(what)/dead", "sessionkeeper_learned_seconds", [("site", site.name), ("what", what), ("bound", "dead")], dead))
+                    }
+                    for value in values {
+                        let gauge = own[value.key] ?? CoreMetrics.Gauge(label: value.label, dimensions: value.dimensions, factory: factory)
+                        own[value.key] = gauge
+                        gauge.record(value.value)
+                        kept.insert(value.key)
+                    }
+                }
+                for (key, gauge) in own where !kept.contains(key) {
+                    gauge.destroy()
+                    own[key] = nil
+                }
+                gauges[site.name] = own
+                current[site.name] = kept
+            }
+            for (name, own) in gauges where current[name] == nil {
+                for gauge in own.values { gauge.destroy() }
+                gauges[name] = nil
+            }
+        }
     }
 
     /// `sessionkeeper_store_reachable` (1 or 0), `sessionkeeper_leases_held` and `sessionkeeper_stale_writes_total`.

@@ -3,12 +3,15 @@ import Daemon
 import Foundation
 import JSON
 import Scheduler
+import Sessions
 
 /// The JSON objects of SPEC section 8 that describe sites and events. Times are RFC 3339 in UTC with `Z`;
 /// an unknown time is `null`. Cookie names appear, cookie values never.
 enum SiteWire {
     /// `{"name","state","expires_at","last_login","next_refresh","last_error","next_run","failures","retry_at",
-    /// "attention"}`, and `"prompt"` while the site is waiting-for-person.
+    /// "attention","learned"}`, and `"prompt"` while the site is waiting-for-person. `learned` (SPEC section 7) is
+    /// `{"idle_timeout":{"alive_s","dead_s","observations"},"lifetime":{...},"relearned"}` (seconds; `dead_s` null
+    /// until a session was found dead that way), or null with `learn: false`.
     /// `listenError`, when the site's loopback listener is down, is added as `"listen_error"`: `status` shows
     /// it without a request per site.
     static func site(_ status: Keeper.SiteStatus, listenError: String? = nil) -> JSONValue {
@@ -47,7 +50,26 @@ enum SiteWire {
             ("failures", .number(String(status.failures))),
             ("retry_at", time(status.retryAt)),
             ("attention", status.attention.map { .object([("reason", .string($0.reason.rawValue)), ("what_to_do", .string($0.whatToDo))]) } ?? .null),
+            ("learned", status.learned.map(learned) ?? .null),
         ]
+    }
+
+    static func learned(_ learned: LearnedLifetimes) -> JSONValue {
+        func bounds(_ bounds: LearnedLifetimes.Bounds) -> JSONValue {
+            .object([
+                ("alive_s", .number(seconds(bounds.atLeast))), ("dead_s", bounds.atMost.map { .number(seconds($0)) } ?? .null),
+                ("observations", .number(String(bounds.observations))),
+            ])
+        }
+        return .object([
+            ("idle_timeout", bounds(learned.idle)), ("lifetime", bounds(learned.lifetime)), ("relearned", .number(String(learned.relearned))),
+        ])
+    }
+
+    /// Seconds to the millisecond, as JSON number text.
+    private static func seconds(_ value: Double) -> String {
+        let rounded = (value * 1000).rounded() / 1000
+        return rounded == rounded.rounded() ? String(Int64(rounded)) : String(rounded)
     }
 
     /// The prompt a waiting-for-person site's login waits on: `{"name","message","expires_at"}`.
