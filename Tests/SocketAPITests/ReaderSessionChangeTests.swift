@@ -9,9 +9,13 @@ import TestSupport
 /// the account. The site (`egress_upstream.py`) can switch a session's account (`/switch?to=NAME`), rotate it
 /// (`/rotate`) and rotate it on every answer.
 @Suite(.serialized) struct ReaderSessionChangeTests {
+    /// Without learning: its exploring checks (the first 5 s after the login) would run beside the readers'
+    /// requests, and on a site that ends the old session at every answer, whichever of two racing requests answers
+    /// second carried a session already ended. These tests are about what a reader's own answer changes.
     static let checkingAccount = """
         check: {get: /me, expect: {status: 200, body_contains: '"account": "tester"'}, every: 1h}
         access: {uids: [65534]}
+        learn: false
         """
 
     /// The account the owner's next request through the route is served as.
