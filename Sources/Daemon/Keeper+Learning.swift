@@ -76,6 +76,11 @@ extension Keeper {
     /// Feeds one finding to the site's learner; a change of its bounds is logged and stored with the session.
     func learn(_ finding: LifetimeLearner.Finding, at time: Date, site name: String) {
         guard var learner = entries[name]?.learner else { return }
+        // A session whose essential cookies had expired by then died of its own `Expires`, which the schedule
+        // already renews by: it says nothing of an idle timeout or a lifetime the site keeps (taken as one, a check
+        // every second that met the expiry taught an idle timeout under a second, and the renewals it planned
+        // logged in again and again).
+        if finding == .dead, let expires = entries[name]?.record?.expiresAt, expires <= time { return }
         let change = learner.observe(finding, at: time)
         entries[name]?.learner = learner
         guard let change else { return }
