@@ -237,6 +237,8 @@ final class FleetWorld: Sendable {
         let url = database.url(database: name)
         let siteOrigin = "http://\(siteAddress):\(site.port)"
         try FileManager.default.createDirectory(atPath: folder.path("sites"), withIntermediateDirectories: true)
+        // Without learning: with it, a `min_valid` asked of a follower went unanswered by the holder in 2 of 9
+        // runs (the holder logged in no more; issue 43 is open on it); these tests are about the fleet's own rules.
         for name in FleetCLITests.siteNames {
             try """
                 base_url: \(siteOrigin)
@@ -247,6 +249,7 @@ final class FleetWorld: Sendable {
                       expect: {status: 200, cookie: fleet_\(name)}
                 cookies:
                   essential: [fleet_\(name)]
+                learn: false
 
                 """.write(toFile: folder.path("sites/\(name).yaml"), atomically: true, encoding: .utf8)
         }
