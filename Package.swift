@@ -189,6 +189,7 @@ let package = Package(
             name: "HTTPServer",
             dependencies: [
                 "Locking",
+                "CookieJar",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
